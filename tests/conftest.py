@@ -1,0 +1,50 @@
+"""Shared fixtures: real PostgreSQL and Redis on 127.0.0.1, each test session in its own namespace."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+PG_ADMIN_URL = os.environ.get("CI_REGISTRAR_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+REDIS_TEST_URL = os.environ.get("CI_REGISTRAR_TEST_REDIS", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture(scope="session")
+def pg_url():
+    """A fresh PostgreSQL database for this test session, dropped afterwards.
+
+    Sessions of different developers or helpers never see each other's tables.
+    """
+    from sqlalchemy import create_engine, text
+
+    name = f"cireg_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # pragma: no cover - the machine always has PostgreSQL
+        pytest.fail(f"PostgreSQL at {PG_ADMIN_URL} is not reachable: {exc}")
+    url = PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+    yield url
+    from bot.store.db import get_engine
+
+    get_engine.cache_clear()
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture()
+def redis_prefix():
+    """A unique key prefix (queue name) for one test on the shared Redis; its keys are removed after."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_TEST_URL)
+    client.ping()
+    prefix = f"cireg-test-{uuid.uuid4().hex[:10]}"
+    yield prefix
+    for key in client.scan_iter(f"*{prefix}*"):
+        client.delete(key)
+    client.close()
