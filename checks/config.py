@@ -1,0 +1,213 @@
+"""`.github/ci-registrar.yml`: its schema, defaults that fit radixark/miles, and line-exact errors.
+
+The file is read from the default branch, never from a PR (the caller decides which copy to pass).
+An invalid file is a REG900 finding at its line; defaults are never silently used instead.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+import msgspec
+import yaml
+
+from checks import yamlload
+
+from checks.model import Finding, Span
+from checks.rules import RULES, make_finding
+
+CONFIG_PATH = ".github/ci-registrar.yml"
+
+SeverityName = Literal["failure", "warning", "notice", "off"]
+InputSource = Literal["suite", "head_sha", "pull_number", "files", "repository"]
+
+
+class _Struct(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    pass
+
+
+class Paths(_Struct):
+    register_module: str = "tests/ci/ci_register.py"
+    suites_module: str = "tests/ci/run_suite.py"
+    suites_variables: list[str] = msgspec.field(default_factory=lambda: ["CI_SUITES"])
+    labels_module: str = "tests/ci/labels.py"
+    labels_variable: str = "KNOWN_LABELS"
+    test_roots: list[str] = msgspec.field(default_factory=lambda: ["tests/fast", "tests/fast-gpu", "tests/e2e", "tests/ci"])
+    implicit_cpu_roots: list[str] = msgspec.field(default_factory=lambda: ["tests/fast"])
+    test_pattern: str = "test_*.py"
+    workflows_dir: str = ".github/workflows"
+
+
+class Consumer(_Struct):
+    repository: str
+    workflow: str
+    suites: list[str]
+    timeout_minutes: int | None = None
+    shards: int = 1
+
+
+class Calibration(_Struct):
+    hardware: str = "MI355X"
+    window_runs: int = 10
+    window_days: int = 30
+    min_samples: int = 3
+    margin: float = 1.15
+    round_to_s: int = 10
+    over_factor: float = 1.5
+    over_slack_s: float = 120
+    timeout_per_file_s: int = 1800
+
+
+class DurationSource(_Struct):
+    workflow: str
+    repository: str | None = None
+
+
+class Dispatch(_Struct):
+    workflow: str
+    repository: str | None = None
+    ref: str = "main"
+    gpus: int = 1
+    inputs: dict[str, InputSource] = msgspec.field(
+        default_factory=lambda: {"suite": "suite", "head_sha": "head_sha", "pull_number": "pull_number", "test_files": "files"}
+    )
+
+
+class Approvers(_Struct):
+    permissions: list[Literal["admin", "maintain", "write", "triage", "read"]] = msgspec.field(
+        default_factory=lambda: ["admin", "maintain", "write"]
+    )
+    teams: list[str] = msgspec.field(default_factory=list)
+    users: list[str] = msgspec.field(default_factory=list)
+    two_person: bool = False
+
+
+class Budgets(_Struct):
+    daily_gpu_hours: float = 64
+    max_files_per_command: int = 20
+
+
+def _default_consumers() -> list[Consumer]:
+    # radixark/miles' nightly- suites run in sgl-project/sglang's MI350 nightly (TARGET-REPOS.md).
+    return [
+        Consumer(
+            repository="sgl-project/sglang",
+            workflow=".github/workflows/nightly-test-amd-miles-rocm720.yml",
+            suites=["nightly-stage-c-8-gpu-mi350", "nightly-stage-c-4-gpu-mi350", "nightly-stage-c-2-gpu-mi350"],
+            timeout_minutes=120,
+            shards=1,
+        )
+    ]
+
+
+class Config(_Struct):
+    paths: Paths = msgspec.field(default_factory=Paths)
+    consumers: list[Consumer] = msgspec.field(default_factory=_default_consumers)
+    calibration: Calibration = msgspec.field(default_factory=Calibration)
+    hardware: dict[str, str] = msgspec.field(default_factory=lambda: {"mi350": "MI355X", "linux-mi35x-gpu-*": "MI355X"})
+    duration_sources: list[DurationSource] = msgspec.field(default_factory=lambda: [DurationSource(workflow="pr-test-rocm.yml")])
+    dispatch: dict[str, Dispatch] = msgspec.field(default_factory=dict)
+    approvers: Approvers = msgspec.field(default_factory=Approvers)
+    budgets: Budgets = msgspec.field(default_factory=Budgets)
+    rules: dict[str, SeverityName] = msgspec.field(default_factory=dict)
+
+    def severity_override(self, code: str) -> str | None:
+        return self.rules.get(code)
+
+
+_PATH_PART = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
+
+
+def _node_for_path(root: yaml.Node | None, path: str) -> yaml.Node | None:
+    """The YAML node at a msgspec error path such as `$.calibration.margin` or `$.consumers[0]`."""
+    node = root
+    for key, index in _PATH_PART.findall(path.removeprefix("$")):
+        if isinstance(node, yaml.MappingNode) and key:
+            node = next((v for k, v in node.value if getattr(k, "value", None) == key), node)
+        elif isinstance(node, yaml.SequenceNode) and index:
+            i = int(index)
+            node = node.value[i] if i < len(node.value) else node
+    return node
+
+
+def _unknown_field_node(node: yaml.Node | None, field: str) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for k, _v in node.value:
+            if getattr(k, "value", None) == field:
+                return k
+    return node
+
+
+def _semantic_errors(config: Config) -> list[tuple[str, str]]:
+    """Checks the type system cannot express: (error path, message)."""
+    errors = []
+    for code in config.rules:
+        if code not in RULES:
+            errors.append((f"$.rules.{code}", f"unknown rule code `{code}` (known: {', '.join(sorted(RULES))})"))
+    for i, consumer in enumerate(config.consumers):
+        if consumer.shards < 1:
+            errors.append((f"$.consumers[{i}].shards", "shards must be at least 1"))
+        if consumer.timeout_minutes is not None and consumer.timeout_minutes < 1:
+            errors.append((f"$.consumers[{i}].timeout_minutes", "timeout_minutes must be at least 1"))
+    c = config.calibration
+    for name in ("window_runs", "window_days", "min_samples", "round_to_s", "timeout_per_file_s"):
+        if getattr(c, name) < 1:
+            errors.append((f"$.calibration.{name}", f"calibration.{name} must be at least 1"))
+    if c.margin < 1:
+        errors.append(("$.calibration.margin", "calibration.margin must be at least 1"))
+    return errors
+
+
+def load_config(text: str | bytes | None, path: str = CONFIG_PATH) -> tuple[Config, list[Finding]]:
+    """Parse and validate the configuration; (defaults, []) when there is no file.
+
+    On an invalid file the returned config is the defaults, but the REG900 finding makes the check
+    fail: the caller must not present a result computed from silently substituted values as clean.
+    """
+    if text is None:
+        return Config(), []
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return Config(), [make_finding("REG900", path, Span.at_line(1), f"{path} is not UTF-8: {exc.reason}")]
+    try:
+        root = yamlload.compose(text)
+        data = yamlload.load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 1 if mark else 1
+        column = mark.column + 1 if mark else 1
+        problem = getattr(exc, "problem", None) or str(exc)
+        return Config(), [make_finding("REG900", path, Span(line, column, line, column), f"{path} is not valid YAML: {problem}")]
+    if data is None:
+        return Config(), []
+    try:
+        config = msgspec.convert(data, Config, strict=True)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        where = message.rsplit(" - at `", 1)
+        node = root
+        if len(where) == 2:
+            err_path = where[1].rstrip("`")
+            node = _node_for_path(root, err_path)
+            unknown = re.match(r"Object contains unknown field `([^`]+)`", message)
+            if unknown:
+                node = _unknown_field_node(node, unknown.group(1))
+            message = f"{where[0]} (at {err_path.removeprefix('$.') or 'top level'})"
+        elif message.startswith("Expected `object`"):
+            message = f"{message}: the configuration must be a mapping"
+        return Config(), [_at_node("REG900", path, node, f"invalid configuration: {message}")]
+    findings = []
+    for err_path, message in _semantic_errors(config):
+        findings.append(_at_node("REG900", path, _node_for_path(root, err_path), f"invalid configuration: {message}"))
+    return (Config() if findings else config), findings
+
+
+def _at_node(code: str, path: str, node: yaml.Node | None, message: str) -> Finding:
+    if node is None:
+        return make_finding(code, path, Span.at_line(1), message)
+    s, e = node.start_mark, node.end_mark
+    span = Span(s.line + 1, s.column + 1, s.line + 1, (e.column + 1) if e.line == s.line else s.column + 2)
+    return make_finding(code, path, span, message)

@@ -1,0 +1,483 @@
+"""Per-file durations: the runner's log lines parsed, their statistics, and est_time calibration.
+
+Pure: no database, no network, no bot/ imports. The store and the service live in bot/durations.py.
+
+What the runner prints (TARGET-REPOS.md, "What the runner prints"), each line of a downloaded job
+log prefixed with an ISO-8601 timestamp and a space:
+
+    [3/12] tests/e2e/megatron/test_qwen3_4B_ppo.py  PASS  elapsed=812s
+    [3/12] tests/e2e/test_x.py  TIMEOUT  elapsed=1800s exit=-9 timeout_after=1800s retry_of=attempt=1
+    End (2/11):
+    filename='tests/e2e/test_x.py', elapsed=812, _estimated_time=800
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+
+OUTCOMES = ("PASS", "FAIL", "TIMEOUT")
+
+# ----------------------------------------------------------------------------------------------
+# Parsing
+
+# Actions' prefix: 2026-08-15T04:05:06.1234567Z (7 fractional digits; any number accepted).
+_TIMESTAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z ")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# A line that claims to be a summary line: "[i/n] " first. Anything that fails the strict shape
+# after this is reported as malformed rather than silently dropped.
+_SUMMARY_HEAD = re.compile(r"\s*\[\s*\d+\s*/\s*\d+\s*\]\s")
+_SUMMARY = re.compile(
+    r"\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]\s+(\S+?)\s{1,}(PASS|FAIL|TIMEOUT)\s+elapsed=(\d+(?:\.\d+)?)s"
+    r"((?:\s+[A-Za-z_]+=\S*)*)\s*$"
+)
+_STATUS_WORD = re.compile(r"\s*\[[^\]]*\]\s+\S+\s+(\S+)")
+_TRAILING = re.compile(r"([A-Za-z_]+)=(\S*)")
+_EXIT = re.compile(r"-?\d+")
+_SECONDS = re.compile(r"(\d+(?:\.\d+)?)s?")
+_RETRY_OF = re.compile(r"attempt=(\d+)")
+_END = re.compile(r"End \((\d+)/(\d+)\):\s*$")
+_END_DETAIL = re.compile(
+    r"filename='([^']+)',\s*elapsed=(\d+(?:\.\d+)?),\s*_estimated_time=(\d+(?:\.\d+)?)"
+)
+_SUITE_ARG = re.compile(r"--suite[ =]([A-Za-z0-9_.\-]+)")
+_HW_ARG = re.compile(r"--hw[ =](cpu|cuda|rocm)\b")
+
+
+@dataclass(slots=True)
+class FileRecord:
+    """One attempt of one test file, from one summary line."""
+
+    file: str
+    status: str  # PASS | FAIL | TIMEOUT
+    elapsed: float  # seconds
+    attempt: int  # 1 for the first run, k + 1 for a line with retry_of=attempt=k
+    line: int  # 1-based line number in the log
+    index: int | None = None  # the [i/n] of the summary line
+    total: int | None = None
+    exit_code: int | None = None
+    timeout_after: int | None = None  # seconds
+    retry_of: int | None = None
+    timestamp: datetime | None = None  # the Actions timestamp of the line, UTC
+    est_time: float | None = None  # from the runner's End (...) logger lines for the same file
+
+
+@dataclass(slots=True)
+class EndRecord:
+    """The runner's logger pair `End (i/n):` + `filename='...', elapsed=N, _estimated_time=E`."""
+
+    file: str
+    elapsed: float
+    est_time: float
+    index: int
+    total: int
+    line: int
+
+
+@dataclass
+class ParsedLog:
+    records: list[FileRecord] = field(default_factory=list)
+    ends: list[EndRecord] = field(default_factory=list)
+    malformed: list[tuple[int, str]] = field(default_factory=list)  # (line number, reason)
+    lines: int = 0
+    suite: str | None = None  # from the runner's `--suite <name>` command line, if logged
+    backend: str | None = None  # from `--hw <backend>`
+
+    @property
+    def est_times(self) -> dict[str, float]:
+        return {end.file: end.est_time for end in self.ends}
+
+
+def parse_timestamp(text: str) -> datetime | None:
+    """An Actions timestamp (`2026-08-15T04:05:06.1234567Z`) as an aware UTC datetime."""
+    m = _TIMESTAMP.match(text + " " if not text.endswith(" ") else text)
+    if not m:
+        return None
+    return _to_datetime(m.group(1), m.group(2))
+
+
+def _to_datetime(whole: str, fraction: str | None) -> datetime:
+    dt = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S")
+    micro = int((fraction or "0")[:6].ljust(6, "0"))
+    return dt.replace(microsecond=micro, tzinfo=timezone.utc)
+
+
+def _strip_prefix(line: str) -> tuple[str, datetime | None]:
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    m = _TIMESTAMP.match(line)
+    if m:
+        return line[m.end():], _to_datetime(m.group(1), m.group(2))
+    return line, None
+
+
+def _number(text: str) -> float:
+    value = float(text)
+    return int(value) if value.is_integer() else value
+
+
+def _malformed_reason(body: str) -> str:
+    status = _STATUS_WORD.match(body)
+    if status and status.group(1) not in OUTCOMES:
+        return f"unknown status {status.group(1)!r} (expected PASS, FAIL or TIMEOUT)"
+    if "elapsed=" not in body:
+        return "summary line without elapsed=<N>s (truncated?)"
+    if not re.search(r"elapsed=\d+(?:\.\d+)?s(\s|$)", body):
+        return "elapsed is not a number of seconds like elapsed=812s"
+    return "summary line does not match '[i/n] <file>  <PASS|FAIL|TIMEOUT>  elapsed=<N>s [exit=<code>] [timeout_after=<N>s] [retry_of=attempt=<k>]'"
+
+
+def parse_job_log(text: str) -> ParsedLog:
+    """Parse a downloaded Actions job log: the runner's per-file summary lines and End lines.
+
+    CRLF line ends, `##[group]`/`::group::` blocks, ANSI colours, interleaved noise and a
+    truncated last line are all tolerated; a line that looks like a summary line but is not one is
+    reported with its line number in `malformed` and skipped.
+    """
+    result = ParsedLog()
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    truncated = bool(lines) and lines[-1] != ""  # no line end after the last line
+    if not truncated and lines:
+        lines.pop()
+    result.lines = len(lines)
+    records = result.records
+    malformed = result.malformed
+    attempts: dict[str, int] = {}
+    pending_end: tuple[int, int, int] | None = None  # (line, i, n) of an End line awaiting its detail
+
+    for number, raw in enumerate(lines, 1):
+        # Cheap pre-filter: every line this parser reads holds one of these three substrings.
+        if "elapsed=" in raw:
+            body, stamp = _strip_prefix(raw.rstrip("\r"))
+            if "filename='" in body:
+                m = _END_DETAIL.search(body)
+                if m is None:
+                    malformed.append((number, "End detail line without filename='...', elapsed=N, _estimated_time=E"))
+                else:
+                    idx, tot = (pending_end[1], pending_end[2]) if pending_end else (0, 0)
+                    result.ends.append(
+                        EndRecord(m.group(1), _number(m.group(2)), _number(m.group(3)), idx, tot, number)
+                    )
+                pending_end = None
+                continue
+            if not _SUMMARY_HEAD.match(body):
+                continue  # noise that happens to say elapsed=
+            m = _SUMMARY.match(body)
+            if m is None:
+                malformed.append((number, _malformed_reason(body)))
+                continue
+            record = FileRecord(
+                file=m.group(3),
+                status=m.group(4),
+                elapsed=_number(m.group(5)),
+                attempt=1,
+                line=number,
+                index=int(m.group(1)),
+                total=int(m.group(2)),
+                timestamp=stamp,
+            )
+            bad = None
+            if m.group(6):
+                for key, value in _TRAILING.findall(m.group(6)):
+                    if key == "exit":
+                        if not _EXIT.fullmatch(value):
+                            bad = f"exit={value!r} is not an integer"
+                            break
+                        record.exit_code = int(value)
+                    elif key == "timeout_after":
+                        sm = _SECONDS.fullmatch(value)
+                        if not sm:
+                            bad = f"timeout_after={value!r} is not a number of seconds"
+                            break
+                        record.timeout_after = int(float(sm.group(1)))
+                    elif key == "retry_of":
+                        rm = _RETRY_OF.fullmatch(value)
+                        if not rm:
+                            bad = f"retry_of={value!r} is not attempt=<k>"
+                            break
+                        record.retry_of = int(rm.group(1))
+                    # unknown key=value fields: a newer runner's addition, ignored
+            if bad:
+                malformed.append((number, bad))
+                continue
+            previous = attempts.get(record.file, 0)
+            attempt = record.retry_of + 1 if record.retry_of is not None else 1
+            if attempt <= previous:
+                attempt = previous + 1  # the same file run again without retry_of: still a new attempt
+            record.attempt = attempt
+            attempts[record.file] = attempt
+            records.append(record)
+        elif "End (" in raw:
+            body, _stamp = _strip_prefix(raw.rstrip("\r"))
+            m = _END.search(body)
+            if m:
+                pending_end = (number, int(m.group(1)), int(m.group(2)))
+        elif "--suite" in raw:
+            if result.suite is None:
+                m = _SUITE_ARG.search(raw)
+                if m:
+                    result.suite = m.group(1)
+                hw = _HW_ARG.search(raw)
+                if hw:
+                    result.backend = hw.group(1)
+
+    if truncated and "elapsed=" not in lines[-1]:
+        body, _stamp = _strip_prefix(lines[-1].rstrip("\r"))
+        if _SUMMARY_HEAD.match(body):
+            malformed.append((len(lines), "truncated summary line at the end of the log"))
+
+    if result.ends:
+        est = result.est_times
+        for record in records:
+            record.est_time = est.get(record.file)
+    return result
+
+
+# ----------------------------------------------------------------------------------------------
+# Statistics
+
+
+class DurationStats(NamedTuple):
+    n: int
+    median: float | None
+    p90: float | None
+    max: float | None
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """numpy.percentile's default ('linear'): interpolate between the closest ranks."""
+    if not sorted_values:
+        raise ValueError("percentile of no values")
+    h = (len(sorted_values) - 1) * q
+    lo = math.floor(h)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    low = sorted_values[lo]
+    return low + (h - lo) * (sorted_values[hi] - low)
+
+
+def duration_stats(values: Iterable[float]) -> DurationStats:
+    """n, median, p90, max of durations in seconds (numpy-compatible percentiles)."""
+    ordered = sorted(values)
+    if not ordered:
+        return DurationStats(0, None, None, None)
+    return DurationStats(len(ordered), percentile(ordered, 0.5), percentile(ordered, 0.9), ordered[-1])
+
+
+def _round_up(seconds: float, round_to_s: int) -> int:
+    step = max(1, int(round_to_s))
+    # round(...) first: 1000 x 1.15 is 1150.0000000000002 in binary and must not become 1160.
+    return int(math.ceil(round(seconds / step, 9)) * step)
+
+
+def suggest_est_time(p90: float, margin: float = 1.15, round_to_s: int = 10) -> int:
+    """p90 x margin rounded up to a multiple of round_to_s seconds."""
+    return _round_up(p90 * margin, round_to_s)
+
+
+def runner_timeout(est_time: float, timeout_per_file_s: int = 1800) -> int:
+    """The runner's per-file timeout for an est_time: max(per-file default, int(1.25 x est_time))."""
+    return max(int(timeout_per_file_s), int(1.25 * est_time))
+
+
+# ----------------------------------------------------------------------------------------------
+# Calibration (REG020 / REG021)
+
+
+@dataclass(frozen=True)
+class CalibrationParams:
+    """SPEC.md E `calibration:` defaults; config.calibration (msgspec) has the same attributes."""
+
+    hardware: str = "MI355X"
+    window_runs: int = 10
+    window_days: int = 30
+    min_samples: int = 3
+    margin: float = 1.15
+    round_to_s: int = 10
+    over_factor: float = 1.5
+    over_slack_s: float = 120
+    timeout_per_file_s: int = 1800
+
+
+DEFAULT_PARAMS = CalibrationParams()
+
+# verdict kinds
+OK = "ok"
+UNDER = "under-estimated"
+OVER = "over-estimated"
+EXCEEDS_TIMEOUT = "exceeds-timeout"
+INSUFFICIENT = "insufficient-data"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A verdict on one est_time against its stored durations; the lead wraps it into a finding."""
+
+    kind: str  # ok | under-estimated | over-estimated | exceeds-timeout | insufficient-data
+    rule: str | None  # "REG020", "REG021", or None when the est_time is fine
+    severity: str | None  # failure | warning | notice | None
+    est_time: float
+    n: int
+    median: float | None
+    p90: float | None
+    max: float | None
+    timeout_s: int  # the runner's timeout for est_time
+    suggested: int | None  # a calibrated est_time, when there is one to offer
+    message: str
+    hardware: str | None = None
+    since: date | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out["since"] = self.since.isoformat() if self.since else None
+        return out
+
+
+class OtherBackendEstimate(NamedTuple):
+    est_time: int  # other_est_time x ratio, rounded up to round_to_s
+    ratio: float  # median of measured ROCm / CUDA est_time
+    pairs: int
+
+
+def _param(params: Any, name: str):
+    if params is None:
+        return getattr(DEFAULT_PARAMS, name)
+    if isinstance(params, Mapping):
+        return params.get(name, getattr(DEFAULT_PARAMS, name))
+    return getattr(params, name, getattr(DEFAULT_PARAMS, name))
+
+
+def _stats_of(stats: Any) -> DurationStats:
+    if stats is None:
+        return DurationStats(0, None, None, None)
+    if isinstance(stats, DurationStats):
+        return stats
+    if isinstance(stats, Mapping):
+        return DurationStats(int(stats.get("n") or 0), stats.get("median"), stats.get("p90"), stats.get("max"))
+    return DurationStats(int(stats.n or 0), stats.median, stats.p90, stats.max)
+
+
+def _s(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    return f"{seconds:.0f}"
+
+
+def _since_date(since: date | datetime | str | None) -> date | None:
+    if since is None or isinstance(since, str) and not since:
+        return None
+    if isinstance(since, datetime):
+        return since.date()
+    if isinstance(since, date):
+        return since
+    return datetime.fromisoformat(str(since).replace("Z", "+00:00")).date()
+
+
+def calibrate(
+    est_time: float,
+    stats: Any,
+    params: Any = None,
+    *,
+    since: date | datetime | str | None = None,
+    hardware: str | None = None,
+    other_estimate: OtherBackendEstimate | None = None,
+) -> Calibration:
+    """Judge est_time against stored durations as SPEC.md's REG020 / REG021 define it.
+
+    stats: DurationStats (or anything with n, median, p90, max) over the window of passing runs.
+    params: CalibrationParams, config.calibration, or a mapping; missing keys take SPEC defaults.
+    since: the oldest measurement in the window, for the message.
+    other_estimate: estimate_from_other_backend(...) for the REG021 message when data is short.
+    """
+    st = _stats_of(stats)
+    hardware = hardware or _param(params, "hardware")
+    min_samples = int(_param(params, "min_samples"))
+    margin = float(_param(params, "margin"))
+    round_to_s = int(_param(params, "round_to_s"))
+    over_factor = float(_param(params, "over_factor"))
+    over_slack_s = float(_param(params, "over_slack_s"))
+    timeout = runner_timeout(est_time, int(_param(params, "timeout_per_file_s")))
+    since_d = _since_date(since)
+    where = f" on {hardware}" if hardware else ""
+    since_txt = f" since {since_d.isoformat()}" if since_d else ""
+
+    def verdict(kind, rule, severity, suggested, message):
+        return Calibration(
+            kind, rule, severity, est_time, st.n, st.median, st.p90, st.max, timeout, suggested, message,
+            hardware, since_d,
+        )
+
+    if st.n < min_samples or st.p90 is None:
+        if st.n == 0:
+            head = f"no stored passing durations{where} for est_time {_s(est_time)} s"
+        elif st.n == 1:
+            head = (
+                f"est_time {_s(est_time)} s rests on a single run{where}{since_txt} "
+                f"({_s(st.max)} s); {min_samples} passing runs are needed to calibrate it"
+            )
+        else:
+            head = (
+                f"only {st.n} passing runs{where}{since_txt} (p90 {_s(st.p90)} s, max {_s(st.max)} s); "
+                f"{min_samples} are needed to calibrate est_time {_s(est_time)} s"
+            )
+        suggested = None
+        if other_estimate is not None:
+            suggested = other_estimate.est_time
+            head += (
+                f"; from the other backend's est_time x {other_estimate.ratio:.2f} "
+                f"(median over {other_estimate.pairs} files with both) it would be about {suggested}"
+            )
+        if st.max is not None and st.max > timeout:
+            head += f"; note: observed max {_s(st.max)} s already exceeds the runner's timeout {timeout} s"
+        return verdict(INSUFFICIENT, "REG021", "notice", suggested, head)
+
+    base = f"p90 {_s(st.p90)} s over {st.n} passing runs{where}{since_txt}"
+    suggested = suggest_est_time(st.p90, margin, round_to_s)
+    if st.max is not None and st.max > timeout:
+        # The runner would kill a run it has already seen pass: est_time must cover the max.
+        needed = _round_up(st.max / 1.25, round_to_s)
+        while int(1.25 * needed) < st.max:
+            needed += max(1, round_to_s)
+        suggested = max(suggested, needed)
+        return verdict(
+            EXCEEDS_TIMEOUT, "REG020", "failure", suggested,
+            f"{base}; observed max {_s(st.max)} s exceeds the runner's timeout of {timeout} s for "
+            f"est_time {_s(est_time)} s (max({_param(params, 'timeout_per_file_s')}, 1.25 x est_time)); "
+            f"suggest {suggested}",
+        )
+    if est_time < st.p90:
+        return verdict(
+            UNDER, "REG020", "warning", suggested,
+            f"{base}; est_time {_s(est_time)} s is under-estimated; suggest {suggested}",
+        )
+    ceiling = max(over_factor * st.p90, st.p90 + over_slack_s)
+    if est_time > ceiling:
+        return verdict(
+            OVER, "REG020", "warning", suggested,
+            f"{base}; est_time {_s(est_time)} s is over-estimated (above max({over_factor:g} x p90, "
+            f"p90 + {over_slack_s:g} s) = {_s(ceiling)} s); suggest {suggested}",
+        )
+    return verdict(OK, None, None, None, f"{base}; est_time {_s(est_time)} s fits")
+
+
+def estimate_from_other_backend(
+    other_est_time: float,
+    pairs: Iterable[tuple[float, float]],
+    *,
+    round_to_s: int = 10,
+    min_pairs: int = 3,
+) -> OtherBackendEstimate | None:
+    """Estimate a ROCm est_time from the CUDA one: other_est_time x median(measured ROCm / CUDA est_time).
+
+    pairs: (measured ROCm duration, e.g. its p90; CUDA est_time) for files that have both.
+    None when fewer than min_pairs usable pairs exist.
+    """
+    ratios = sorted(m / c for m, c in pairs if m is not None and c and c > 0 and m > 0)
+    if len(ratios) < min_pairs:
+        return None
+    ratio = percentile(ratios, 0.5)
+    return OtherBackendEstimate(_round_up(other_est_time * ratio, round_to_s), ratio, len(ratios))

@@ -1,0 +1,215 @@
+"""The check: one pass over a tree (and optionally its base) that applies every rule.
+
+Data flows one way: tree -> contract, consumers, registrations -> rules -> findings. Nothing here
+fetches, stores or formats for a particular output.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+
+from checks import rules_suites
+from checks.config import CONFIG_PATH, Config, load_config
+from checks.contract import Contract, read_contract
+from checks.fixes import attach_fixes
+from checks.model import Change, Finding, Registration, Report, Severity, Span
+from checks.registrations import FileScan, implicit_registration, scan_file
+from checks.rules import RULES, make_finding
+from checks.workflows import SuiteUse, is_workflow_path, read_consumers
+
+_FROM_TREE = object()
+
+
+@dataclass
+class Context:
+    """Everything the rules need about one revision of the repository."""
+
+    config: Config
+    contract: Contract
+    uses: list[SuiteUse]
+    scans: dict[str, FileScan] = field(default_factory=dict)
+    implicit: dict[str, Registration] = field(default_factory=dict)
+
+    def registrations(self) -> list[Registration]:
+        out = [r for s in self.scans.values() for r in s.registrations]
+        out.extend(self.implicit.values())
+        return out
+
+
+def _under(path: str, roots: list[str]) -> bool:
+    return any(path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def discover(paths, config: Config) -> list[str]:
+    """Test files the runner discovers: under a discovery root and named like test_*.py."""
+    p = config.paths
+    out = []
+    for path in paths:
+        if path.endswith(".py") and _under(path, p.test_roots) and fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], p.test_pattern):
+            out.append(path)
+    return sorted(out)
+
+
+def contract_paths(config: Config, workflow_paths) -> set[str]:
+    p = config.paths
+    return {p.register_module, p.suites_module, p.labels_module, CONFIG_PATH, *workflow_paths}
+
+
+def _scan(ctx: Context, tree, paths: list[str], prefetch: bool = True) -> None:
+    if prefetch and hasattr(tree, "prefetch"):
+        tree.prefetch(paths)
+    implicit_roots = ctx.config.paths.implicit_cpu_roots
+    for path in paths:
+        data = tree.read(path)
+        if data is None:
+            continue
+        implicit = _under(path, implicit_roots)
+        scan = scan_file(path, data, ctx.contract, implicit_cpu=implicit)
+        ctx.scans[path] = scan
+        if not scan.registrations and not scan.unreadable and implicit:
+            ctx.implicit[path] = implicit_registration(path)
+
+
+def build_context(tree, config: Config, contract: Contract | None = None) -> tuple[Context, list[str], list[Finding]]:
+    all_paths = list(tree.paths())
+    workflow_paths = sorted(p for p in all_paths if is_workflow_path(p, config))
+    contract = contract or read_contract(tree, config)
+    uses, findings = read_consumers(tree, config, workflow_paths)
+    return Context(config, contract, uses), all_paths, findings
+
+
+def check_tree(
+    head,
+    base=None,
+    changed: dict[str, str | None] | set[str] | None = None,
+    *,
+    config_text=_FROM_TREE,
+) -> Report:
+    """Check `head`; with `base` and `changed` (head path -> base path), check the diff.
+
+    `config_text`: the configuration to use (the App passes the default branch's copy, never the
+    PR's); by default it is read from `head` itself, as a local checkout does.
+    """
+    if config_text is _FROM_TREE:
+        config_text = head.read(CONFIG_PATH)
+    config, config_findings = load_config(config_text)
+    ctx, all_paths, findings = build_context(head, config)
+    findings = config_findings + list(ctx.contract.findings) + findings
+    discovered = discover(all_paths, config)
+
+    diff_mode = base is not None and changed is not None
+    if diff_mode and not isinstance(changed, dict):
+        changed = {p: p for p in changed}
+    recheck_all = not diff_mode or bool(contract_paths(config, [u.file for u in ctx.uses if u.file]) & set(changed or {}))
+    if diff_mode and not recheck_all:
+        recheck_all = any(is_workflow_path(p, config) for p in changed)
+    to_check = discovered if recheck_all else [p for p in discovered if p in changed]
+    _scan(ctx, head, to_check)
+
+    report = Report(files_checked=len(to_check))
+    checked = set(to_check)
+    for path in to_check:
+        scan = ctx.scans[path]
+        findings.extend(scan.findings)
+        if not scan.registrations and not scan.unreadable and path not in ctx.implicit:
+            why = " (its register calls are invisible to the runner, see REG003)" if scan.invisible else ""
+            findings.append(
+                make_finding("REG004", path, Span.at_line(1), f"no registration: this test file is discovered under {_root_of(path, config)} but declares no register_<backend>_ci(...) call{why}, so the runner never runs it")
+            )
+
+    base_ctx = None
+    if diff_mode:
+        base_ctx, _, _ = build_context(base, config)
+        head_paths = set(all_paths)
+        base_paths = sorted({changed[p] for p in checked if changed.get(p)} | {b for h, b in changed.items() if b and h not in head_paths})
+        base_discovered = set(discover(base_paths, config))
+        _scan(base_ctx, base, sorted(base_discovered))
+        _classify(ctx, base_ctx, changed, checked, report, findings)
+
+    # Suite-level rules need every registration of a suite (its total est_time).
+    if diff_mode and not recheck_all and _suite_totals_needed(ctx, report):
+        _scan(ctx, head, [p for p in discovered if p not in ctx.scans])
+    findings.extend(rules_suites.apply(ctx, checked, base_ctx, report))
+
+    report.registrations.extend(r for p in to_check for r in ctx.scans[p].registrations)
+    report.registrations.sort(key=lambda r: (r.file, r.span.line, r.span.column))
+    attach_fixes(findings, report.registrations, lambda path: ctx.scans[path].lines if path in ctx.scans else [])
+    report.findings = _apply_overrides(findings, config)
+    report.findings.sort(key=Finding.sort_key)
+    return report
+
+
+def _root_of(path: str, config: Config) -> str:
+    for root in config.paths.test_roots:
+        if path.startswith(root.rstrip("/") + "/"):
+            return root
+    return "a discovery root"
+
+
+def _suite_totals_needed(ctx: Context, report: Report) -> bool:
+    return any(r.change in (Change.ADDED, Change.CHANGED) for r in ctx.registrations())
+
+
+def _same(a: Registration, b: Registration) -> bool:
+    keys = set(a.arguments) | set(b.arguments)
+    return all(a.value(k) == b.value(k) for k in keys)
+
+
+def _classify(ctx: Context, base_ctx: Context, changed: dict, checked: set[str], report: Report, findings: list[Finding]) -> None:
+    """added / changed / removed / unchanged, per (file, backend), in file order."""
+    for path, scan in ctx.scans.items():
+        if path not in changed:  # re-checked because the contract changed; the file itself did not
+            for reg in scan.registrations:
+                reg.change = Change.UNCHANGED
+            continue
+        base_path = changed[path]
+        base_scan = base_ctx.scans.get(base_path) if base_path else None
+        base_regs = list(base_scan.registrations) if base_scan else []
+        for reg in scan.registrations:
+            match = next((b for b in base_regs if b.backend is reg.backend), None)
+            if match is None:
+                reg.change = Change.ADDED
+            else:
+                base_regs.remove(match)
+                reg.change = Change.UNCHANGED if _same(reg, match) else Change.CHANGED
+                reg.base = match
+        for gone in base_regs:
+            gone.change = Change.REMOVED
+            report.registrations.append(gone)
+            findings.append(
+                make_finding(
+                    "REG050",
+                    path,
+                    Span.at_line(1) if path != gone.file else gone.span,
+                    f"the {gone.backend.value} registration (suite `{gone.suite}`) was removed: coverage drops on {gone.backend.value}",
+                )
+            )
+    # files deleted or renamed away in head: every registration they held is gone
+    compared = {changed[p] for p in ctx.scans if changed.get(p)}
+    for base_path, base_scan in base_ctx.scans.items():
+        if base_path in compared:
+            continue
+        for gone in base_scan.registrations:
+            if gone.change is Change.REMOVED:
+                continue
+            gone.change = Change.REMOVED
+            report.registrations.append(gone)
+            findings.append(
+                make_finding("REG050", gone.file, gone.span, f"{gone.file} no longer exists: its {gone.backend.value} registration (suite `{gone.suite}`) is gone and coverage drops on {gone.backend.value}")
+            )
+
+
+def _apply_overrides(findings: list[Finding], config: Config) -> list[Finding]:
+    out = []
+    for f in findings:
+        override = config.severity_override(f.rule)
+        if override == "off":
+            continue
+        if override:
+            f.severity = Severity(override)
+        out.append(f)
+    return out
+
+
+__all__ = ["check_tree", "discover", "Context", "RULES"]

@@ -1,0 +1,150 @@
+"""The data the engine produces: registrations, findings, fixes. Rendering lives elsewhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Backend(str, Enum):
+    CPU = "cpu"
+    CUDA = "cuda"
+    ROCM = "rocm"
+
+    @property
+    def is_gpu(self) -> bool:
+        return self is not Backend.CPU
+
+
+class Severity(str, Enum):
+    FAILURE = "failure"
+    WARNING = "warning"
+    NOTICE = "notice"
+
+    @property
+    def rank(self) -> int:
+        return {"failure": 0, "warning": 1, "notice": 2}[self.value]
+
+
+class Change(str, Enum):
+    ADDED = "added"
+    CHANGED = "changed"
+    REMOVED = "removed"
+    UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """1-based line and column; end_column is exclusive (one past the last character)."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    @classmethod
+    def at_line(cls, line: int) -> "Span":
+        return cls(line, 1, line, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """Replace whole lines start_line..end_line (1-based, inclusive) of a file with `text`.
+
+    Whole lines because that is what a GitHub ```suggestion``` block replaces.
+    """
+
+    file: str
+    start_line: int
+    end_line: int
+    text: str  # the new content of those lines, without the final newline
+
+
+@dataclass(slots=True)
+class Finding:
+    rule: str
+    severity: Severity
+    file: str
+    span: Span
+    message: str
+    suggestion: str | None = None  # new source text for exactly `span` (e.g. a corrected literal)
+    fix: Fix | None = None  # the same change as whole lines, formatted (libcst codemod)
+    title: str = ""
+
+    def sort_key(self):
+        return (self.file, self.span.line, self.span.column, self.rule)
+
+
+@dataclass(slots=True)
+class Argument:
+    """One argument of a registration call as written: its literal value (if literal) and position."""
+
+    name: str
+    value: object
+    is_literal: bool
+    span: Span
+    source: str  # the argument value's source text
+
+
+@dataclass(slots=True)
+class Registration:
+    """One `register_<backend>_ci(...)` call that the target's runner collects."""
+
+    file: str
+    function: str
+    backend: Backend
+    span: Span  # the whole call
+    statement_lines: tuple[int, int]  # first and last line of the statement
+    arguments: dict[str, Argument] = field(default_factory=dict)
+    implicit: bool = False  # the runner's implicit CPU registration of a tests/fast file
+    change: Change | None = None
+    base: "Registration | None" = None  # the base revision's registration it was compared with
+
+    def value(self, name: str, default=None):
+        arg = self.arguments.get(name)
+        return arg.value if arg is not None and arg.is_literal else default
+
+    @property
+    def suite(self) -> str | None:
+        value = self.value("suite")
+        return value if isinstance(value, str) else None
+
+    @property
+    def est_time(self) -> float | None:
+        value = self.value("est_time")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        return value
+
+    @property
+    def labels(self) -> list[str]:
+        value = self.value("labels")
+        return [v for v in value if isinstance(v, str)] if isinstance(value, (list, tuple)) else []
+
+    @property
+    def nightly(self) -> bool:
+        return self.value("nightly", False) is True
+
+    @property
+    def disabled(self) -> str | None:
+        value = self.value("disabled")
+        return value if isinstance(value, str) else None
+
+    def anchor(self, name: str) -> Span:
+        """Where a finding about argument `name` points: the argument, else the call."""
+        arg = self.arguments.get(name)
+        return arg.span if arg is not None else self.span
+
+
+@dataclass(slots=True)
+class Report:
+    registrations: list[Registration] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    files_checked: int = 0
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for f in self.findings if f.severity is severity)
+
+    @property
+    def failed(self) -> bool:
+        return any(f.severity is Severity.FAILURE for f in self.findings)

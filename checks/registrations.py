@@ -1,0 +1,301 @@
+"""Reading registrations out of one test file, exactly as the target's runner reads them.
+
+The runner collects top-level expression statements that call a register function by its bare
+name, and raises on anything it cannot take (REG002). Calls it silently skips are REG003.
+
+Speed: a file that never names a register function cannot hold a registration, so it is not
+parsed at all; a file that does is parsed once with Python's own `ast` (what the runner pays),
+never with libcst (fixes re-parse only the one statement they change).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from dataclasses import dataclass, field
+
+from checks.contract import REGISTER_FUNCTIONS, Contract, Signature
+from checks.model import Argument, Backend, Finding, Registration, Span
+from checks.rules import make_finding
+from checks.source import decode_source, node_span, source_segment
+
+_MENTION = re.compile(r"\bregister_(?:cpu|cuda|rocm)_ci\b")
+_GPU_IN_NAME = re.compile(r"(\d+)x?gpu", re.IGNORECASE)
+_UNSET = object()
+
+
+@dataclass
+class FileScan:
+    path: str
+    registrations: list[Registration] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    parsed: bool = False
+    unreadable: bool = False  # REG001: nothing in the file can be trusted
+    invisible: int = 0  # REG003 calls
+    num_gpus_constant: tuple[int, Span] | None = None
+    lines: list[str] = field(default_factory=list)
+
+
+def mentions_register_function(text: str) -> bool:
+    return _MENTION.search(text) is not None
+
+
+def _literal(node: ast.expr):
+    """The value of a literal the runner accepts, or _UNSET."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) and isinstance(node.operand, ast.Constant):
+        v = node.operand.value
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return -v if isinstance(node.op, ast.USub) else v
+        return _UNSET
+    if isinstance(node, (ast.List, ast.Tuple)):
+        values = [_literal(e) for e in node.elts]
+        if any(v is _UNSET for v in values):
+            return _UNSET
+        return values if isinstance(node, ast.List) else tuple(values)
+    return _UNSET
+
+
+def _did_you_mean(word: str, candidates) -> str:
+    close = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.6)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
+class _FileReader:
+    def __init__(self, path: str, text: str, contract: Contract, implicit_cpu: bool):
+        self.path = path
+        self.text = text
+        self.contract = contract
+        self.implicit_cpu = implicit_cpu
+        self.scan = FileScan(path)
+
+    def finding(self, code: str, node_or_span, message: str, **kw) -> None:
+        span = node_or_span if isinstance(node_or_span, Span) else node_span(node_or_span, self.scan.lines)
+        self.scan.findings.append(make_finding(code, self.path, span, message, **kw))
+
+    def run(self) -> FileScan:
+        scan = self.scan
+        try:
+            tree = ast.parse(self.text, filename=self.path)
+        except SyntaxError as exc:
+            line = exc.lineno or 1
+            col = exc.offset or 1
+            scan.unreadable = True
+            self.finding("REG001", Span(line, max(col, 1), line, max(col, 1) + 1), f"the file does not parse: {exc.msg} (line {line}); the runner cannot read its registrations")
+            return scan
+        except (ValueError, RecursionError, MemoryError) as exc:
+            scan.unreadable = True
+            why = "it nests too deeply" if isinstance(exc, (RecursionError, MemoryError)) else str(exc)
+            self.finding("REG001", Span.at_line(1), f"the file does not parse: {why}")
+            return scan
+        scan.parsed = True
+        scan.lines = self.text.split("\n")
+        aliases: dict[str, str] = {}
+        accounted = 0
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name):
+                name = stmt.value.func.id
+                if name in REGISTER_FUNCTIONS:
+                    accounted += 1
+                    self.read_registration(stmt, stmt.value, name)
+                    continue
+            if isinstance(stmt, ast.ImportFrom):
+                for alias in stmt.names:
+                    if alias.name in REGISTER_FUNCTIONS:
+                        accounted += 1
+                        if alias.asname and alias.asname != alias.name:
+                            aliases[alias.asname] = alias.name
+                            self.finding(
+                                "REG003",
+                                alias,
+                                f"`{alias.name}` is imported as `{alias.asname}`: the runner only sees calls to the bare name `{alias.name}`, so calls through the alias are never registered",
+                            )
+            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                if stmt.targets[0].id == "NUM_GPUS" and isinstance(stmt.value, ast.Constant) and type(stmt.value.value) is int:
+                    scan.num_gpus_constant = (stmt.value.value, node_span(stmt.value, scan.lines))
+        # Every mention not accounted for above is a call the runner may skip: find it.
+        if aliases or len(_MENTION.findall(self.text)) > accounted:
+            self.find_invisible(tree, aliases)
+        return scan
+
+    def find_invisible(self, tree: ast.Module, aliases: dict[str, str]) -> None:
+        names = set(REGISTER_FUNCTIONS) | set(aliases)
+
+        def visit(node: ast.AST, where: str | None) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.Call):
+                    func = child.func
+                    target = None
+                    if isinstance(func, ast.Name) and func.id in names and where is not None:
+                        target = aliases.get(func.id, func.id)
+                        why = where
+                    elif isinstance(func, ast.Name) and func.id in aliases:
+                        target, why = aliases[func.id], f"it calls the alias `{func.id}`, not the bare name"
+                    elif isinstance(func, ast.Attribute) and func.attr in REGISTER_FUNCTIONS:
+                        target, why = func.attr, f"it is an attribute call (`{ast.unparse(func)[:80]}`), and the runner only sees the bare name"
+                    if target is not None:
+                        self.scan.invisible += 1
+                        self.finding("REG003", child, f"this `{target}(...)` call is invisible to the runner: {why}; the test is never registered by it")
+                inner = where
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                    inner = "it is inside a function, not at module top level"
+                elif isinstance(child, ast.ClassDef):
+                    inner = "it is inside a class body, not at module top level"
+                elif isinstance(child, ast.If) and where is None:
+                    inner = "it is inside an `if` block"
+                elif isinstance(child, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match)) and where is None:
+                    inner = f"it is inside a `{type(child).__name__.lower().replace('async', 'async ')}` block, not at module top level"
+                elif isinstance(child, ast.stmt) and where is None and node is tree:
+                    # a top-level statement that is not a bare call expression (assignment, ...)
+                    inner = "it is not a top-level expression statement (the runner reads only `register_...(...)` statements)"
+                if isinstance(child, ast.Expr) and node is tree and isinstance(child.value, ast.Call) and isinstance(child.value.func, ast.Name) and child.value.func.id in REGISTER_FUNCTIONS:
+                    continue  # collected already
+                visit(child, inner)
+
+        visit(tree, None)
+
+    # -- one registration -------------------------------------------------------------------
+    def read_registration(self, stmt: ast.Expr, call: ast.Call, name: str) -> None:
+        scan = self.scan
+        backend = REGISTER_FUNCTIONS[name]
+        signature = self.contract.signatures.get(name)
+        reg = Registration(
+            file=self.path,
+            function=name,
+            backend=backend,
+            span=node_span(call, scan.lines),
+            statement_lines=(stmt.lineno, stmt.end_lineno or stmt.lineno),
+        )
+        scan.registrations.append(reg)
+        if signature is None:
+            self.finding(
+                "REG002",
+                call.func,
+                f"`{name}` is not defined in the repository's register module, so the runner cannot collect it (defined: {', '.join(sorted(self.contract.signatures)) or 'none'})",
+            )
+            signature = Signature(name, backend, ("est_time", "suite"), (), frozenset({"est_time", "suite"}), var_keyword=True)
+        if self.implicit_cpu and backend.is_gpu:
+            self.finding("REG002", call.func, f"`{name}` in an implicit-CPU root: the runner registers files here as CPU and rejects a GPU registration")
+
+        for arg in call.args:
+            if isinstance(arg, ast.Starred):
+                self.finding("REG002", arg, f"starred arguments are not supported in {name}(): the runner raises")
+        positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+        for i, arg in enumerate(positional):
+            if i >= len(signature.positional):
+                allowed = " and ".join(signature.positional) or "nothing"
+                self.finding("REG002", arg, f"too many positional arguments in {name}(): only {allowed} may be passed by position")
+                continue
+            self.take(reg, signature.positional[i], arg, arg)
+        for kw in call.keywords:
+            if kw.arg is None:
+                self.finding("REG002", kw, f"**kwargs are not supported in {name}(): the runner raises")
+                continue
+            if kw.arg not in signature.accepted and not signature.var_keyword:
+                self.finding(
+                    "REG002",
+                    kw,
+                    f"unknown keyword `{kw.arg}` in {name}(): the signature accepts {', '.join(sorted(signature.accepted))}{_did_you_mean(kw.arg, signature.accepted)}",
+                )
+                continue
+            if kw.arg in reg.arguments:
+                self.finding("REG002", kw, f"duplicated argument `{kw.arg}` in {name}(): the runner raises")
+                continue
+            self.take(reg, kw.arg, kw.value, kw)
+        missing = sorted(p for p in signature.required if p not in reg.arguments)
+        if missing:
+            self.finding("REG002", call, f"{name}() is missing {', '.join(f'`{m}`' for m in missing)}: the runner raises")
+        self.validate_values(reg)
+
+    def take(self, reg: Registration, name: str, value: ast.expr, where: ast.AST) -> None:
+        literal = _literal(value)
+        span = node_span(value, self.scan.lines)
+        reg.arguments[name] = Argument(name, None if literal is _UNSET else literal, literal is not _UNSET, span, source_segment(self.scan.lines, span))
+        if literal is _UNSET:
+            self.finding("REG002", value, f"`{name}` must be a literal (number, string, list of strings, True/False/None): the runner reads it without executing the file")
+
+    def validate_values(self, reg: Registration) -> None:
+        args = reg.arguments
+        a = args.get("est_time")
+        if a is not None and a.is_literal:
+            v = a.value
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                self.finding("REG002", a.span, f"est_time must be a positive number of seconds, not {a.source}")
+        a = args.get("suite")
+        if a is not None and a.is_literal and not isinstance(a.value, str):
+            self.finding("REG002", a.span, f"suite must be a string, not {a.source}")
+        a = args.get("labels")
+        labels: list[str] = []
+        if a is not None and a.is_literal and a.value is not None:
+            if not isinstance(a.value, list) or not all(isinstance(x, str) for x in a.value):
+                self.finding("REG002", a.span, f"labels must be a list of string literals, not {a.source}")
+            else:
+                labels = a.value
+                self.check_known_labels(reg, a)
+        if reg.backend.is_gpu and "labels" in self.contract_params(reg) and not labels and not (a is not None and not a.is_literal):
+            where = a.span if a is not None else reg.span
+            self.finding("REG002", where, f"{reg.function}() needs a non-empty `labels` list: GPU registrations without a label are rejected")
+        a = args.get("nightly")
+        if a is not None and a.is_literal and not isinstance(a.value, bool):
+            self.finding("REG002", a.span, f"nightly must be True or False, not {a.source}")
+        a = args.get("disabled")
+        if a is not None and a.is_literal and a.value is not None and not isinstance(a.value, str):
+            self.finding("REG002", a.span, f"disabled must be a reason string or None, not {a.source}")
+        a = args.get("num_gpus")
+        if a is not None and a.is_literal and (isinstance(a.value, bool) or not isinstance(a.value, int)):
+            self.finding("REG002", a.span, f"num_gpus must be an integer, not {a.source}")
+
+    def contract_params(self, reg: Registration) -> frozenset[str]:
+        sig = self.contract.signatures.get(reg.function)
+        return sig.accepted if sig else frozenset()
+
+    def check_known_labels(self, reg: Registration, arg: Argument) -> None:
+        known = self.contract.labels
+        if known is None:
+            return
+        # positions of each element: re-derive from the list's source
+        for i, label in enumerate(arg.value):
+            if label not in known:
+                span = self._element_span(arg, i)
+                self.finding("REG002", span, f"unknown label `{label}`: not a key of KNOWN_LABELS{_did_you_mean(label, known)}")
+
+    def _element_span(self, arg: Argument, index: int) -> Span:
+        try:
+            node = ast.parse(arg.source, mode="eval").body
+            elt = node.elts[index]
+        except (SyntaxError, AttributeError, IndexError):
+            return arg.span
+        # offsets inside the argument's own source, shifted to the file
+        line = arg.span.line + elt.lineno - 1
+        col = (arg.span.column - 1 if elt.lineno == 1 else 0) + len(arg.source.split("\n")[elt.lineno - 1].encode()[: elt.col_offset].decode(errors="ignore"))
+        end_line = arg.span.line + elt.end_lineno - 1
+        end_col = (arg.span.column - 1 if elt.end_lineno == 1 else 0) + len(arg.source.split("\n")[elt.end_lineno - 1].encode()[: elt.end_col_offset].decode(errors="ignore"))
+        return Span(line, col + 1, end_line, end_col + 1)
+
+
+def scan_file(path: str, data: bytes, contract: Contract, *, implicit_cpu: bool = False, always_parse: bool = False) -> FileScan:
+    """Registrations and per-file findings (REG001/002/003) of one file."""
+    text, error = decode_source(data)
+    if text is None:
+        scan = FileScan(path, unreadable=True)
+        scan.findings.append(make_finding("REG001", path, Span.at_line(1), f"the file cannot be read as Python source: {error}"))
+        return scan
+    if not always_parse and not mentions_register_function(text):
+        return FileScan(path)
+    return _FileReader(path, text, contract, implicit_cpu).run()
+
+
+def gpu_count_from_name(path: str) -> int | None:
+    match = _GPU_IN_NAME.search(path.rsplit("/", 1)[-1])
+    return int(match.group(1)) if match else None
+
+
+def implicit_registration(path: str) -> Registration:
+    """The runner's registration of a tests/fast file that declares none: CPU, stage-a-cpu, est_time 1."""
+    span = Span.at_line(1)
+    reg = Registration(file=path, function="register_cpu_ci", backend=Backend.CPU, span=span, statement_lines=(1, 1), implicit=True)
+    reg.arguments["est_time"] = Argument("est_time", 1, True, span, "1")
+    reg.arguments["suite"] = Argument("suite", "stage-a-cpu", True, span, '"stage-a-cpu"')
+    return reg

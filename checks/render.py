@@ -1,0 +1,174 @@
+"""Output formats for a report: text for people, JSON (SPEC.md G), GitHub workflow commands, SARIF.
+
+The analysis never knows how it will be shown; each renderer reads the same Report.
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import groupby
+
+from checks.model import Finding, Registration, Report, Severity
+from checks.rules import RULES
+
+_TOOL_URI = "https://github.com/radixark/ci-registrar"
+
+
+def registration_json(reg: Registration) -> dict:
+    return {
+        "file": reg.file,
+        "line": reg.span.line,
+        "backend": reg.backend.value,
+        "suite": reg.suite,
+        "est_time": reg.est_time,
+        "labels": reg.labels if reg.value("labels") is not None else ([] if "labels" in reg.arguments else None),
+        "nightly": reg.nightly,
+        "disabled": reg.disabled,
+        "change": reg.change.value if reg.change else None,
+    }
+
+
+def finding_json(f: Finding) -> dict:
+    return {
+        "rule": f.rule,
+        "severity": f.severity.value,
+        "file": f.file,
+        "line": f.span.line,
+        "column": f.span.column,
+        "end_line": f.span.end_line,
+        "end_column": f.span.end_column,
+        "message": f.message,
+        "suggestion": f.suggestion,
+    }
+
+
+def to_json(report: Report) -> str:
+    doc = {
+        "registrations": [registration_json(r) for r in report.registrations if not r.implicit],
+        "findings": [finding_json(f) for f in report.findings],
+    }
+    return json.dumps(doc, indent=2)
+
+
+def summary_line(report: Report) -> str:
+    counts = [f"{report.count(s)} {s.value}{'s' if report.count(s) != 1 else ''}" for s in Severity]
+    regs = sum(1 for r in report.registrations if not r.implicit)
+    return f"{report.files_checked} test file(s), {regs} registration(s): " + ", ".join(counts)
+
+
+def to_text(report: Report) -> str:
+    out = []
+    for file, group in groupby(report.findings, key=lambda f: f.file):
+        out.append(file)
+        for f in group:
+            out.append(f"  {f.span.line}:{f.span.column}  {f.severity.value:<7}  {f.rule}  {f.message}")
+            if f.fix is not None:
+                out.append("      fix:")
+                out.extend("        " + line for line in f.fix.text.split("\n"))
+            elif f.suggestion is not None:
+                out.append(f"      suggestion: {f.suggestion}")
+        out.append("")
+    out.append(summary_line(report))
+    return "\n".join(out)
+
+
+def _escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(s: str) -> str:
+    return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+_COMMAND = {Severity.FAILURE: "error", Severity.WARNING: "warning", Severity.NOTICE: "notice"}
+
+
+def to_github(report: Report) -> str:
+    """Workflow commands (`::error file=...,line=...,col=...::message`) that Actions shows inline."""
+    out = []
+    for f in report.findings:
+        props = [f"file={_escape_property(f.file)}", f"line={f.span.line}", f"endLine={f.span.end_line}"]
+        if f.span.line == f.span.end_line:
+            props += [f"col={f.span.column}", f"endColumn={f.span.end_column}"]
+        props.append(f"title={_escape_property(f.title or f.rule)}")
+        out.append(f"::{_COMMAND[f.severity]} {','.join(props)}::{_escape_data(f.message)}")
+    out.append(summary_line(report))
+    return "\n".join(out)
+
+
+_SARIF_LEVEL = {Severity.FAILURE: "error", Severity.WARNING: "warning", Severity.NOTICE: "note"}
+
+
+def to_sarif(report: Report, version: str = "0.1.0") -> str:
+    rule_ids = sorted(RULES)
+    index = {code: i for i, code in enumerate(rule_ids)}
+    results = []
+    for f in report.findings:
+        result = {
+            "ruleId": f.rule,
+            "ruleIndex": index[f.rule],
+            "level": _SARIF_LEVEL[f.severity],
+            "message": {"text": f.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": f.file, "uriBaseId": "%SRCROOT%"},
+                        "region": {
+                            "startLine": f.span.line,
+                            "startColumn": f.span.column,
+                            "endLine": f.span.end_line,
+                            "endColumn": max(f.span.end_column, f.span.column + 1) if f.span.line == f.span.end_line else f.span.end_column,
+                        },
+                    }
+                }
+            ],
+            "partialFingerprints": {"ciRegistrar/v1": f"{f.rule}:{f.file}:{f.message}"},
+        }
+        if f.fix is not None:
+            result["fixes"] = [
+                {
+                    "description": {"text": f"apply the {f.rule} fix"},
+                    "artifactChanges": [
+                        {
+                            "artifactLocation": {"uri": f.file, "uriBaseId": "%SRCROOT%"},
+                            "replacements": [
+                                {
+                                    "deletedRegion": {"startLine": f.span.line, "startColumn": f.span.column, "endLine": f.span.end_line, "endColumn": f.span.end_column},
+                                    "insertedContent": {"text": f.suggestion or ""},
+                                }
+                            ],
+                        }
+                    ],
+                }
+            ]
+        results.append(result)
+    doc = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "ci-registrar",
+                        "version": version,
+                        "informationUri": _TOOL_URI,
+                        "rules": [
+                            {
+                                "id": code,
+                                "name": RULES[code].name,
+                                "shortDescription": {"text": RULES[code].summary},
+                                "defaultConfiguration": {"level": _SARIF_LEVEL[RULES[code].severity]},
+                            }
+                            for code in rule_ids
+                        ],
+                    }
+                },
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": "file:///"}},
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(doc, indent=2)
+
+
+RENDERERS = {"text": to_text, "json": to_json, "github": to_github, "sarif": to_sarif}

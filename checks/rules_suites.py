@@ -1,0 +1,175 @@
+"""Rules about suites: REG010 unknown suite, REG011 hardware, REG012 nightly namespace moves,
+REG013 no consumer, REG014 stale consumer, REG030 suite over its job timeout, REG040 GPU count."""
+
+from __future__ import annotations
+
+import heapq
+from collections import defaultdict
+
+from checks.model import Backend, Change, Finding, Registration, Report, Severity
+from checks.registrations import gpu_count_from_name
+from checks.rules import make_finding
+from checks.suites import close_suites, confident_correction, is_nightly, parse_suite_name
+from checks.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES
+
+
+def _q(s: str) -> str:
+    return f'"{s}"'
+
+
+def apply(ctx, checked: set[str], base_ctx, report: Report) -> list[Finding]:
+    findings: list[Finding] = []
+    contract = ctx.contract
+    consumers_of: dict[str, list] = defaultdict(list)
+    for use in ctx.uses:
+        consumers_of[use.suite].append(use)
+    regs = [r for r in ctx.registrations() if not r.implicit]
+    for reg in regs:
+        if reg.file in checked:
+            findings.extend(_per_registration(ctx, reg, consumers_of))
+    findings.extend(_stale_consumers(ctx))
+    findings.extend(_budgets(ctx, checked, consumers_of))
+    return findings
+
+
+def _per_registration(ctx, reg: Registration, consumers_of) -> list[Finding]:
+    out: list[Finding] = []
+    contract = ctx.contract
+    suite = reg.suite
+    if suite is None:
+        return out
+    span = reg.anchor("suite")
+    parsed = parse_suite_name(suite)
+    known_here = contract.suite_names(reg.backend)
+    in_inventory = suite in known_here
+    # REG010
+    if contract.inventory_known and reg.backend not in contract.partial_backends and not in_inventory:
+        owners = [b for b in contract.owners(suite) if b is not reg.backend]
+        parts = [f"suite `{suite}` is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}), so this registration never runs"]
+        if owners:
+            parts.append(f"`{suite}` belongs to {', '.join(b.value for b in owners)}")
+        near = close_suites(suite, known_here)
+        if near:
+            parts.append("did you mean " + " or ".join(f"`{n}`" for n in near) + "?")
+        fix_to = confident_correction(suite, known_here)
+        severity = Severity.WARNING if reg.disabled is not None else None
+        out.append(
+            make_finding("REG010", reg.file, span, "; ".join(parts), severity=severity, suggestion=_q(fix_to) if fix_to else None)
+        )
+    # REG011
+    if parsed is not None:
+        klass = parsed.backend_class
+        if klass is not None and klass is not reg.backend:
+            out.append(
+                make_finding(
+                    "REG011",
+                    reg.file,
+                    span,
+                    f"suite `{suite}` runs on {parsed.hardware} ({klass.value}) hardware, but {reg.function} registers the test for {reg.backend.value}",
+                )
+            )
+    # REG012: moved across the nightly- namespace
+    base = reg.base
+    if reg.change is Change.CHANGED and base is not None and base.suite and base.suite != suite and is_nightly(base.suite) != is_nightly(suite):
+        out.append(make_finding("REG012", reg.file, span, _namespace_message(base.suite, suite, consumers_of)))
+    # REG013
+    if reg.disabled is None and (in_inventory or not contract.inventory_known) and not consumers_of.get(suite):
+        out.append(
+            make_finding(
+                "REG013",
+                reg.file,
+                span,
+                f"no consumer runs suite `{suite}`: no workflow in this repository passes `--suite {suite}` and no configured external consumer lists it, so this test never runs",
+            )
+        )
+    # REG040
+    if parsed is not None and parsed.gpus is not None:
+        own = gpu_count_from_name(reg.file)
+        source = "its file name"
+        scan = ctx.scans.get(reg.file)
+        if scan is not None and scan.num_gpus_constant is not None:
+            own, source = scan.num_gpus_constant[0], "its NUM_GPUS constant"
+        if own is not None and own != parsed.gpus:
+            out.append(make_finding("REG040", reg.file, span, f"suite `{suite}` runs on {parsed.gpus} GPU(s) but the test says it needs {own} ({source})"))
+    return out
+
+
+def _who(suite: str, consumers_of) -> str:
+    uses = consumers_of.get(suite) or []
+    if not uses:
+        return "nobody"
+    return ", ".join(sorted({u.consumer for u in uses}))
+
+
+def _namespace_message(old: str, new: str, consumers_of) -> str:
+    if is_nightly(new):
+        cost = "it leaves the PR gate (which costs every ROCm PR) and runs only where the nightly consumer schedules it"
+    else:
+        cost = "it joins the PR gate: it will run (and cost GPU time) on every PR"
+    return f"registration moved from `{old}` (run by {_who(old, consumers_of)}) to `{new}` (run by {_who(new, consumers_of)}): {cost}"
+
+
+def _stale_consumers(ctx) -> list[Finding]:
+    contract = ctx.contract
+    if not contract.inventory_known:
+        return []
+    known = set().union(*(set(s) for s in contract.suites.values())) if contract.suites else set()
+    out = []
+    reported = set()
+    for use in ctx.uses:
+        if use.file is None or use.suite in known or (use.file, use.suite) in reported:
+            continue
+        if contract.partial_backends:
+            continue  # cannot tell a stale name from one we could not read
+        reported.add((use.file, use.suite))
+        near = close_suites(use.suite, known)
+        hint = f"; did you mean {' or '.join(f'`{n}`' for n in near)}?" if near else ""
+        fix_to = confident_correction(use.suite, known)
+        out.append(
+            make_finding(
+                "REG014",
+                use.file,
+                use.span,
+                f"{use.consumer} runs suite `{use.suite}`, which is not in the inventory: that job selects no test (the runner raises for an unknown suite){hint}",
+                suggestion=fix_to,
+            )
+        )
+    return out
+
+
+def shard_totals(est_times: list[tuple[str, float]], shards: int) -> list[float]:
+    """The runner's split: longest-processing-time-first greedy, ties by file name."""
+    heap = [(0.0, i) for i in range(max(shards, 1))]
+    for _name, est in sorted(est_times, key=lambda x: (-x[1], x[0])):
+        total, i = heapq.heappop(heap)
+        heapq.heappush(heap, (total + est, i))
+    return sorted((t for t, _ in heap), reverse=True)
+
+
+def _budgets(ctx, checked: set[str], consumers_of) -> list[Finding]:
+    out = []
+    by_suite: dict[str, list[Registration]] = defaultdict(list)
+    for reg in ctx.registrations():
+        if reg.suite and reg.disabled is None and reg.est_time is not None:
+            by_suite[reg.suite].append(reg)
+    for suite, regs in sorted(by_suite.items()):
+        if not any(r.file in checked for r in regs):
+            continue
+        for use in consumers_of.get(suite, []):
+            timeout = use.timeout_minutes or GITHUB_DEFAULT_TIMEOUT_MINUTES
+            totals = shard_totals([(r.file, r.est_time) for r in regs], use.shards)
+            if totals[0] <= timeout * 60:
+                continue
+            where = ctx.contract.find_suite(suite)
+            file, span = (where.file, where.span) if where else (regs[0].file, regs[0].anchor("suite"))
+            timeout_note = f"{timeout} min" + ("" if use.timeout_minutes else " (GitHub's default job timeout)")
+            out.append(
+                make_finding(
+                    "REG030",
+                    file,
+                    span,
+                    f"suite `{suite}` holds {sum(r.est_time for r in regs):.0f} s of est_time over {len(regs)} file(s); its longest of {use.shards} shard(s) needs {totals[0]:.0f} s, over the {timeout_note} timeout of {use.consumer}"
+                    " (totals from est_time)",
+                )
+            )
+    return out

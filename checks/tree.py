@@ -1,0 +1,144 @@
+"""Where the engine reads files from: a mapping of repository paths to bytes, read lazily.
+
+checks/ never fetches anything itself: a caller hands it a Tree. The GitHub App's tree fetches
+blobs on demand (and caches them by blob SHA); the command line reads a checkout or a git revision.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Iterable, Protocol
+
+
+class Tree(Protocol):
+    def paths(self) -> Iterable[str]:
+        """Every file path in the tree, relative to its root, with forward slashes."""
+
+    def read(self, path: str) -> bytes | None:
+        """A file's bytes, or None when the tree has no such file."""
+
+
+class MemoryTree:
+    """A tree held in memory: tests, and callers that already have the contents."""
+
+    def __init__(self, files: dict[str, bytes | str]):
+        self._files = {p: (c.encode() if isinstance(c, str) else c) for p, c in files.items()}
+
+    def paths(self):
+        return self._files.keys()
+
+    def read(self, path):
+        return self._files.get(path)
+
+
+class DirectoryTree:
+    """A checkout on disk (the whole-tree mode of `ci-registrar check`)."""
+
+    SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"}
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+        self._paths: list[str] | None = None
+
+    def paths(self):
+        if self._paths is None:
+            found = []
+            root = str(self.root)
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames[:] = [d for d in dirnames if d not in self.SKIP_DIRS]
+                rel = os.path.relpath(dirpath, root)
+                prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+                found.extend(prefix + name for name in filenames)
+            self._paths = found
+        return self._paths
+
+    def read(self, path):
+        try:
+            with open(self.root / path, "rb") as handle:
+                return handle.read()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+
+class GitError(Exception):
+    pass
+
+
+def _git(repo: Path, *args: str, input: bytes | None = None) -> bytes:
+    try:
+        done = subprocess.run(["git", "-C", str(repo), *args], input=input, capture_output=True, check=False)
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed") from exc
+    if done.returncode != 0:
+        raise GitError(done.stderr.decode(errors="replace").strip().splitlines()[-1] if done.stderr else "git failed")
+    return done.stdout
+
+
+class GitRevisionTree:
+    """The files of one revision of a local git repository, read with `git cat-file --batch`."""
+
+    def __init__(self, repo: str | os.PathLike, rev: str):
+        self.repo = Path(repo)
+        self.rev = rev
+        self.commit = _git(self.repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").decode().strip()
+        self._blobs: dict[str, str] = {}
+        for line in _git(self.repo, "ls-tree", "-r", "-z", "--full-tree", self.commit).split(b"\0"):
+            if not line:
+                continue
+            meta, path = line.split(b"\t", 1)
+            _mode, kind, sha = meta.split()
+            if kind == b"blob":
+                self._blobs[path.decode("utf-8", "surrogateescape")] = sha.decode()
+        self._cache: dict[str, bytes] = {}
+
+    def paths(self):
+        return self._blobs.keys()
+
+    def blob_sha(self, path: str) -> str | None:
+        return self._blobs.get(path)
+
+    def read(self, path):
+        if path in self._cache:
+            return self._cache[path]
+        sha = self._blobs.get(path)
+        if sha is None:
+            return None
+        data = _git(self.repo, "cat-file", "blob", sha)
+        self._cache[path] = data
+        return data
+
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Read many blobs in one `git cat-file --batch` process instead of one process each."""
+        wanted = [p for p in paths if p in self._blobs and p not in self._cache]
+        if not wanted:
+            return
+        out = _git(self.repo, "cat-file", "--batch", input="".join(self._blobs[p] + "\n" for p in wanted).encode())
+        pos = 0
+        for path in wanted:
+            header_end = out.index(b"\n", pos)
+            size = int(out[pos:header_end].split()[2])
+            start = header_end + 1
+            self._cache[path] = out[start : start + size]
+            pos = start + size + 1
+
+
+def changed_paths(repo: str | os.PathLike, base: str, head: str) -> dict[str, str | None]:
+    """Paths the diff base..head touches -> their path in base (None when added). Renames followed."""
+    out = _git(Path(repo), "diff", "--name-status", "-z", "-M", base, head).split(b"\0")
+    changes: dict[str, str | None] = {}
+    i = 0
+    while i < len(out) and out[i]:
+        status = out[i].decode()
+        if status.startswith(("R", "C")):
+            old, new = out[i + 1].decode(), out[i + 2].decode()
+            changes[new] = old
+            if status.startswith("R"):
+                changes.setdefault(old, old)  # the old path is gone from head: its registrations were removed
+            i += 3
+        else:
+            path = out[i + 1].decode()
+            changes[path] = None if status == "A" else path
+            i += 2
+    return changes
