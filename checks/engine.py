@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from checks import rules_suites
 from checks.config import CONFIG_PATH, Config, load_config
 from checks.contract import Contract, read_contract
-from checks.fixes import attach_fixes
 from checks.model import Change, Finding, Registration, Report, Severity, Span
 from checks.registrations import FileScan, implicit_registration, scan_file
 from checks.rules import RULES, make_finding
@@ -56,7 +55,7 @@ def contract_paths(config: Config, workflow_paths) -> set[str]:
     return {p.register_module, p.suites_module, p.labels_module, CONFIG_PATH, *workflow_paths}
 
 
-def _scan(ctx: Context, tree, paths: list[str], prefetch: bool = True) -> None:
+def _scan(ctx: Context, tree, paths: list[str], exact_paths: set[str] | frozenset = frozenset(), prefetch: bool = True) -> None:
     if prefetch and hasattr(tree, "prefetch"):
         tree.prefetch(paths)
     implicit_roots = ctx.config.paths.implicit_cpu_roots
@@ -65,7 +64,7 @@ def _scan(ctx: Context, tree, paths: list[str], prefetch: bool = True) -> None:
         if data is None:
             continue
         implicit = _under(path, implicit_roots)
-        scan = scan_file(path, data, ctx.contract, implicit_cpu=implicit)
+        scan = scan_file(path, data, ctx.contract, implicit_cpu=implicit, exact=path in exact_paths)
         ctx.scans[path] = scan
         if not scan.registrations and not scan.unreadable and implicit:
             ctx.implicit[path] = implicit_registration(path)
@@ -105,7 +104,9 @@ def check_tree(
     if diff_mode and not recheck_all:
         recheck_all = any(is_workflow_path(p, config) for p in changed)
     to_check = discovered if recheck_all else [p for p in discovered if p in changed]
-    _scan(ctx, head, to_check)
+    # A PR's changed files are read whole (REG001 anywhere in them); a whole-tree sweep reads the
+    # registration part of each file only (see registrations.registration_prefix).
+    _scan(ctx, head, to_check, exact_paths=set(changed) if diff_mode else frozenset())
 
     report = Report(files_checked=len(to_check))
     checked = set(to_check)
@@ -134,7 +135,10 @@ def check_tree(
 
     report.registrations.extend(r for p in to_check for r in ctx.scans[p].registrations)
     report.registrations.sort(key=lambda r: (r.file, r.span.line, r.span.column))
-    attach_fixes(findings, report.registrations, lambda path: ctx.scans[path].lines if path in ctx.scans else [])
+    if any(f.suggestion is not None for f in findings):
+        from checks.fixes import attach_fixes  # libcst loads only when there is a fix to make
+
+        attach_fixes(findings, report.registrations, lambda path: ctx.scans[path].lines if path in ctx.scans else [])
     report.findings = _apply_overrides(findings, config)
     report.findings.sort(key=Finding.sort_key)
     return report

@@ -21,6 +21,9 @@ from checks.rules import make_finding
 from checks.source import decode_source, node_span, source_segment
 
 _MENTION = re.compile(r"\bregister_(?:cpu|cuda|rocm)_ci\b")
+# The next line that starts a new top-level statement (column 0, not a closing bracket or comment).
+_NEXT_TOP_LEVEL = re.compile(r"\n(?=[^\s#)\]}])")
+_NUM_GPUS = re.compile(r"^NUM_GPUS[ \t]*(?::[^=\n]*)?=[ \t]*(\d+)[ \t]*(?:#.*)?$", re.MULTILINE)
 _GPU_IN_NAME = re.compile(r"(\d+)x?gpu", re.IGNORECASE)
 _UNSET = object()
 
@@ -38,7 +41,24 @@ class FileScan:
 
 
 def mentions_register_function(text: str) -> bool:
+    # plain substring tests first: C-speed, and most files in a tree fail them
+    if "register_c" not in text and "register_r" not in text:
+        return False
     return _MENTION.search(text) is not None
+
+
+def registration_prefix(text: str) -> str | None:
+    """The file up to the end of the top-level statement holding its last register mention.
+
+    Parsing this prefix yields the same top-level statements as the whole file for everything up
+    to that point (a cut inside a string or bracket does not parse, and the caller then parses
+    the whole file). None when the prefix is the whole file.
+    """
+    last = max(text.rfind("register_cpu_ci"), text.rfind("register_cuda_ci"), text.rfind("register_rocm_ci"))
+    cut = _NEXT_TOP_LEVEL.search(text, last)
+    if cut is None:
+        return None
+    return text[: cut.start() + 1]
 
 
 def _literal(node: ast.expr):
@@ -64,9 +84,10 @@ def _did_you_mean(word: str, candidates) -> str:
 
 
 class _FileReader:
-    def __init__(self, path: str, text: str, contract: Contract, implicit_cpu: bool):
+    def __init__(self, path: str, text: str, contract: Contract, implicit_cpu: bool, exact: bool):
         self.path = path
         self.text = text
+        self.exact = exact
         self.contract = contract
         self.implicit_cpu = implicit_cpu
         self.scan = FileScan(path)
@@ -77,8 +98,17 @@ class _FileReader:
 
     def run(self) -> FileScan:
         scan = self.scan
+        tree = None
+        if not self.exact:
+            prefix = registration_prefix(self.text)
+            if prefix is not None:
+                try:
+                    tree = ast.parse(prefix, filename=self.path)
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    tree = None  # the cut fell inside a string or bracket: read the whole file
         try:
-            tree = ast.parse(self.text, filename=self.path)
+            if tree is None:
+                tree = ast.parse(self.text, filename=self.path)
         except SyntaxError as exc:
             line = exc.lineno or 1
             col = exc.offset or 1
@@ -112,9 +142,11 @@ class _FileReader:
                                 alias,
                                 f"`{alias.name}` is imported as `{alias.asname}`: the runner only sees calls to the bare name `{alias.name}`, so calls through the alias are never registered",
                             )
-            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                if stmt.targets[0].id == "NUM_GPUS" and isinstance(stmt.value, ast.Constant) and type(stmt.value.value) is int:
-                    scan.num_gpus_constant = (stmt.value.value, node_span(stmt.value, scan.lines))
+        num_gpus = _NUM_GPUS.search(self.text)
+        if num_gpus:
+            line = self.text.count("\n", 0, num_gpus.start()) + 1
+            col = num_gpus.start(1) - num_gpus.start() + 1
+            scan.num_gpus_constant = (int(num_gpus.group(1)), Span(line, col, line, col + len(num_gpus.group(1))))
         # Every mention not accounted for above is a call the runner may skip: find it.
         if aliases or len(_MENTION.findall(self.text)) > accounted:
             self.find_invisible(tree, aliases)
@@ -275,16 +307,26 @@ class _FileReader:
         return Span(line, col + 1, end_line, end_col + 1)
 
 
-def scan_file(path: str, data: bytes, contract: Contract, *, implicit_cpu: bool = False, always_parse: bool = False) -> FileScan:
-    """Registrations and per-file findings (REG001/002/003) of one file."""
+def scan_file(path: str, data: bytes, contract: Contract, *, implicit_cpu: bool = False, exact: bool = True) -> FileScan:
+    """Registrations and per-file findings (REG001/002/003) of one file.
+
+    exact=False (whole-tree sweeps) parses only the part of the file that holds registrations, so
+    a syntax error after the last registration goes unreported; the PR check (diff mode) reads
+    every changed file whole.
+    """
     text, error = decode_source(data)
     if text is None:
         scan = FileScan(path, unreadable=True)
         scan.findings.append(make_finding("REG001", path, Span.at_line(1), f"the file cannot be read as Python source: {error}"))
         return scan
-    if not always_parse and not mentions_register_function(text):
+    if not mentions_register_function(text):
+        if exact:
+            try:
+                ast.parse(text, filename=path)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return _FileReader(path, text, contract, implicit_cpu, exact).run()
         return FileScan(path)
-    return _FileReader(path, text, contract, implicit_cpu).run()
+    return _FileReader(path, text, contract, implicit_cpu, exact).run()
 
 
 def gpu_count_from_name(path: str) -> int | None:
