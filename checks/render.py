@@ -172,3 +172,77 @@ def to_sarif(report: Report, version: str = "0.1.0") -> str:
 
 
 RENDERERS = {"text": to_text, "json": to_json, "github": to_github, "sarif": to_sarif}
+
+
+# -- GitHub check run ---------------------------------------------------------------------------
+CHECK_RUN_NAME = "CI registrations"
+ANNOTATIONS_PER_REQUEST = 50  # GitHub appends annotations per PATCH, at most 50 each
+_SUMMARY_LIMIT = 65_000  # GitHub's limit is 65,535 characters
+_ANNOTATION_LEVEL = {Severity.FAILURE: "failure", Severity.WARNING: "warning", Severity.NOTICE: "notice"}
+
+
+def check_run_conclusion(report: Report) -> str:
+    return "failure" if report.failed else "success"
+
+
+def check_run_title(report: Report) -> str:
+    if report.failed:
+        return f"{report.count(Severity.FAILURE)} registration problem(s) would stop tests from running"
+    if report.findings:
+        return f"Registrations valid; {report.count(Severity.WARNING)} warning(s), {report.count(Severity.NOTICE)} notice(s)"
+    return "Registrations valid"
+
+
+def check_run_summary(report: Report) -> str:
+    lines = [f"**{summary_line(report)}**", ""]
+    if report.findings:
+        lines += ["| rule | severity | where | finding |", "| --- | --- | --- | --- |"]
+        for f in report.findings:
+            msg = f.message.replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| {f.rule} | {f.severity.value} | `{f.file}:{f.span.line}` | {msg} |")
+        lines.append("")
+    shown = [r for r in report.registrations if not r.implicit]
+    if shown:
+        lines += ["<details><summary>Registrations</summary>", "", "| file | backend | suite | est_time | labels | change |", "| --- | --- | --- | --- | --- | --- |"]
+        for r in shown:
+            est = "" if r.est_time is None else f"{r.est_time:g}"
+            change = r.change.value if r.change else ""
+            lines.append(f"| `{r.file}:{r.span.line}` | {r.backend.value} | `{r.suite}` | {est} | {', '.join(r.labels)} | {change} |")
+        lines += ["", "</details>"]
+    text = "\n".join(lines)
+    if len(text) > _SUMMARY_LIMIT:
+        text = text[: _SUMMARY_LIMIT - 80].rsplit("\n", 1)[0] + "\n\n… (truncated: every finding is also an annotation)"
+    return text
+
+
+def check_run_annotations(report: Report) -> list[dict]:
+    out = []
+    for f in report.findings:
+        a = {
+            "path": f.file,
+            "start_line": f.span.line,
+            "end_line": f.span.end_line,
+            "annotation_level": _ANNOTATION_LEVEL[f.severity],
+            "message": f.message[:64_000],
+            "title": (f.title or f.rule)[:255],
+        }
+        if f.span.line == f.span.end_line:  # GitHub accepts columns on one-line annotations only
+            a["start_column"] = f.span.column
+            a["end_column"] = max(f.span.end_column, f.span.column)
+        if f.fix is not None:
+            a["raw_details"] = f"Suggested change (lines {f.fix.start_line}-{f.fix.end_line}):\n{f.fix.text}"[:64_000]
+        out.append(a)
+    return out
+
+
+def annotation_batches(report: Report) -> list[list[dict]]:
+    annotations = check_run_annotations(report)
+    return [annotations[i : i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)] or [[]]
+
+
+def suggestion_comment(f: Finding) -> str | None:
+    """A review-comment body with a GitHub ```suggestion``` block for a finding's fix."""
+    if f.fix is None:
+        return None
+    fence = "````" if "```" in f.fix.text else "```"
+    return f"**{f.rule}** {f.message}\n\n{fence}suggestion\n{f.fix.text}\n{fence}\n"
