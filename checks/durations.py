@@ -100,17 +100,32 @@ def parse_timestamp(text: str) -> datetime | None:
 
 
 def _to_datetime(whole: str, fraction: str | None) -> datetime:
-    dt = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S")
+    # By hand: strptime costs ~30 us a call, this ~1 us (the parser's budget is ~5 us a line).
     micro = int((fraction or "0")[:6].ljust(6, "0"))
-    return dt.replace(microsecond=micro, tzinfo=timezone.utc)
+    return datetime(
+        int(whole[0:4]), int(whole[5:7]), int(whole[8:10]), int(whole[11:13]), int(whole[14:16]), int(whole[17:19]),
+        micro, tzinfo=timezone.utc,
+    )
 
 
-def _strip_prefix(line: str) -> tuple[str, datetime | None]:
+def _stamp_datetime(stamp: str | None) -> datetime | None:
+    """`2026-08-15T04:05:06.1234567Z` (the prefix _strip_prefix split off) as a datetime."""
+    if not stamp:
+        return None
+    whole, _, fraction = stamp[:-1].partition(".")
+    return _to_datetime(whole, fraction or None)
+
+
+def _strip_prefix(line: str) -> tuple[str, str | None]:
+    """The line without its Actions timestamp (and ANSI colours), and the timestamp's text."""
     if "\x1b" in line:
         line = _ANSI.sub("", line)
+    # Fast path: Actions writes exactly 7 fractional digits, so the prefix is 29 characters.
+    if len(line) > 28 and line[28] == " " and line[27] == "Z" and line[10] == "T" and line[4] == "-":
+        return line[29:], line[:28]
     m = _TIMESTAMP.match(line)
     if m:
-        return line[m.end():], _to_datetime(m.group(1), m.group(2))
+        return line[m.end():], line[: m.end() - 1]
     return line, None
 
 
@@ -179,7 +194,7 @@ def parse_job_log(text: str) -> ParsedLog:
                 line=number,
                 index=int(m.group(1)),
                 total=int(m.group(2)),
-                timestamp=stamp,
+                timestamp=_stamp_datetime(stamp),
             )
             bad = None
             if m.group(6):

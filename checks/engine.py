@@ -84,11 +84,15 @@ def check_tree(
     changed: dict[str, str | None] | set[str] | None = None,
     *,
     config_text=_FROM_TREE,
+    durations=None,
 ) -> Report:
     """Check `head`; with `base` and `changed` (head path -> base path), check the diff.
 
     `config_text`: the configuration to use (the App passes the default branch's copy, never the
     PR's); by default it is read from `head` itself, as a local checkout does.
+    `durations`: rows of per-(file, backend, hardware) statistics (`durations show --format json`),
+    or a callable that takes the Config and returns them (the window is configuration);
+    given, REG020/REG021 judge est_time against them and REG030 uses measured time where it can.
     """
     if config_text is _FROM_TREE:
         config_text = head.read(CONFIG_PATH)
@@ -131,7 +135,16 @@ def check_tree(
     # Suite-level rules need every registration of a suite (its total est_time).
     if diff_mode and not recheck_all and _suite_totals_needed(ctx, report):
         _scan(ctx, head, [p for p in discovered if p not in ctx.scans])
-    findings.extend(rules_suites.apply(ctx, checked, base_ctx, report))
+    index = None
+    if durations is not None:
+        from checks import rules_calibration
+
+        rows = durations(config) if callable(durations) else durations
+        index = rules_calibration.durations_index(rows, config.calibration.hardware)
+        if not recheck_all and any(r.backend.is_gpu for r in ctx.registrations()):
+            _scan(ctx, head, [p for p in discovered if p not in ctx.scans])  # the CUDA/ROCm ratio needs every file
+        findings.extend(rules_calibration.apply(ctx, checked, index))
+    findings.extend(rules_suites.apply(ctx, checked, base_ctx, report, index))
 
     report.registrations.extend(r for p in to_check for r in ctx.scans[p].registrations)
     report.registrations.sort(key=lambda r: (r.file, r.span.line, r.span.column))

@@ -40,6 +40,8 @@ rule("REG011", "hardware-mismatch", F, "The suite's hardware class contradicts t
 rule("REG012", "nightly-namespace-move", N, "A registration moved between a PR-gate suite and a nightly- suite; says who consumes each.")
 rule("REG013", "unconsumed-suite", W, "No workflow in the repository runs the suite and no configured external consumer lists it: its tests never run.")
 rule("REG014", "stale-consumer", W, "A workflow runs a suite that is not in the inventory: that job selects nothing (or fails).")
+rule("REG020", "est-time-miscalibrated", W, "est_time out of line with stored durations on the calibration hardware: below the p90 of recent passing runs, or above max(1.5 x p90, p90 + 120 s); failure when the observed maximum exceeds the runner's timeout for that est_time.")
+rule("REG021", "est-time-uncalibrated", N, "No or too few stored durations (fewer than min_samples runs): says so, and estimates a value from the other backend's est_time times the ratio learnt across files that have both.")
 rule("REG030", "suite-over-budget", W, "A suite's total est_time per shard exceeds its consumer's job timeout.")
 rule("REG040", "gpu-count-mismatch", W, "The GPU count in the suite name contradicts the test's own (a 2xGPU file name, a NUM_GPUS constant).")
 rule("REG050", "registration-removed", N, "A registration was removed: coverage drops on that backend.")

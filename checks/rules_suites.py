@@ -17,7 +17,7 @@ def _q(s: str) -> str:
     return f'"{s}"'
 
 
-def apply(ctx, checked: set[str], base_ctx, report: Report) -> list[Finding]:
+def apply(ctx, checked: set[str], base_ctx, report: Report, durations_index=None) -> list[Finding]:
     findings: list[Finding] = []
     contract = ctx.contract
     consumers_of: dict[str, list] = defaultdict(list)
@@ -28,7 +28,7 @@ def apply(ctx, checked: set[str], base_ctx, report: Report) -> list[Finding]:
         if reg.file in checked:
             findings.extend(_per_registration(ctx, reg, consumers_of))
     findings.extend(_stale_consumers(ctx))
-    findings.extend(_budgets(ctx, checked, consumers_of))
+    findings.extend(_budgets(ctx, checked, consumers_of, durations_index))
     return findings
 
 
@@ -146,8 +146,19 @@ def shard_totals(est_times: list[tuple[str, float]], shards: int) -> list[float]
     return sorted((t for t, _ in heap), reverse=True)
 
 
-def _budgets(ctx, checked: set[str], consumers_of) -> list[Finding]:
+def _budgets(ctx, checked: set[str], consumers_of, durations_index=None) -> list[Finding]:
     out = []
+    min_samples = ctx.config.calibration.min_samples
+
+    def seconds(reg: Registration) -> tuple[float, bool]:
+        if durations_index:
+            from checks.rules_calibration import calibrated_seconds
+
+            measured = calibrated_seconds(durations_index, reg, min_samples)
+            if measured is not None:
+                return measured, True
+        return reg.est_time, False
+
     by_suite: dict[str, list[Registration]] = defaultdict(list)
     for reg in ctx.registrations():
         if reg.suite and reg.disabled is None and reg.est_time is not None:
@@ -157,7 +168,9 @@ def _budgets(ctx, checked: set[str], consumers_of) -> list[Finding]:
             continue
         for use in consumers_of.get(suite, []):
             timeout = use.timeout_minutes or GITHUB_DEFAULT_TIMEOUT_MINUTES
-            totals = shard_totals([(r.file, r.est_time) for r in regs], use.shards)
+            timed = [(r.file, *seconds(r)) for r in regs]
+            totals = shard_totals([(f, s) for f, s, _m in timed], use.shards)
+            measured = sum(1 for _f, _s, m in timed if m)
             if totals[0] <= timeout * 60:
                 continue
             where = ctx.contract.find_suite(suite)
@@ -168,8 +181,8 @@ def _budgets(ctx, checked: set[str], consumers_of) -> list[Finding]:
                     "REG030",
                     file,
                     span,
-                    f"suite `{suite}` holds {sum(r.est_time for r in regs):.0f} s of est_time over {len(regs)} file(s); its longest of {use.shards} shard(s) needs {totals[0]:.0f} s, over the {timeout_note} timeout of {use.consumer}"
-                    " (totals from est_time)",
+                    f"suite `{suite}` holds {sum(s for _f, s, _m in timed):.0f} s over {len(regs)} file(s); its longest of {use.shards} shard(s) needs {totals[0]:.0f} s, over the {timeout_note} timeout of {use.consumer}"
+                    + (f" (measured p90 for {measured} file(s), est_time for the rest)" if measured else " (totals from est_time)"),
                 )
             )
     return out

@@ -48,3 +48,11 @@ def redis_prefix():
     for key in client.scan_iter(f"*{prefix}*"):
         client.delete(key)
     client.close()
+
+
+# The installed `ci-registrar` console script of the interpreter running the tests (the venv's),
+# whatever PATH says.
+import sys as _sys
+from pathlib import Path as _Path
+
+CLI = str(_Path(_sys.executable).with_name("ci-registrar"))

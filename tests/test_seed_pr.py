@@ -18,6 +18,7 @@ import pytest
 from checks.engine import check_tree
 from checks.model import Change
 from checks.tree import GitRevisionTree, changed_paths
+from tests.conftest import CLI
 from tests.fixtures.miles import LABELS, PR_TEST, PR_TEST_ROCM, REGISTER_MODULE, test_file
 
 OLD_SUITES = '''\
@@ -154,7 +155,7 @@ def test_namespace_moves_and_removals_are_noticed(seed_repo):
 
 def test_the_command_line_reports_the_same_in_json(seed_repo):
     done = subprocess.run(
-        ["ci-registrar", "check", "--repo", str(seed_repo), "--base", "main", "--head", "rename", "--format", "json"],
+        [CLI, "check", "--repo", str(seed_repo), "--base", "main", "--head", "rename", "--format", "json"],
         capture_output=True,
         text=True,
     )
@@ -169,7 +170,7 @@ def test_the_command_line_reports_the_same_in_json(seed_repo):
 
 def test_whole_tree_mode_on_the_head_finds_the_same_failure(seed_repo):
     git(seed_repo, "checkout", "-q", "rename")
-    done = subprocess.run(["ci-registrar", "check", "--repo", str(seed_repo)], capture_output=True, text=True)
+    done = subprocess.run([CLI, "check", "--repo", str(seed_repo)], capture_output=True, text=True)
     assert done.returncode == 1
     assert "REG010" in done.stdout and "test_run_megatron_worker_main.py" in done.stdout
 
@@ -177,7 +178,7 @@ def test_whole_tree_mode_on_the_head_finds_the_same_failure(seed_repo):
 def test_bad_invocations_exit_2(tmp_path):
     not_git = tmp_path / "plain"
     not_git.mkdir()
-    done = subprocess.run(["ci-registrar", "check", "--repo", str(not_git), "--base", "main"], capture_output=True, text=True)
+    done = subprocess.run([CLI, "check", "--repo", str(not_git), "--base", "main"], capture_output=True, text=True)
     assert done.returncode == 2 and "git" in done.stderr and "Traceback" not in done.stderr
-    done = subprocess.run(["ci-registrar", "check", "--repo", str(tmp_path / "missing")], capture_output=True, text=True)
+    done = subprocess.run([CLI, "check", "--repo", str(tmp_path / "missing")], capture_output=True, text=True)
     assert done.returncode == 2 and "not a readable directory" in done.stderr

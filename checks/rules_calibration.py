@@ -1,0 +1,87 @@
+"""REG020 / REG021: est_time against stored durations on the calibration hardware (MI355X).
+
+The statistics arrive as plain data (from the store, or a `durations export` file); the verdict
+maths live in checks/durations.py. This module only decides which registrations are judged and
+turns verdicts into findings with fixes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import Iterable, Mapping
+
+from checks.durations import DurationStats, calibrate, estimate_from_other_backend
+from checks.model import Backend, Finding, Registration, Severity
+from checks.rules import make_finding
+
+# est_time on the calibration hardware is what the ROCm registrations declare
+CALIBRATED_BACKENDS = (Backend.ROCM,)
+
+
+@dataclass(frozen=True)
+class FileDurations:
+    """Statistics of one (file, backend) on one hardware model, over the configured window."""
+
+    file: str
+    backend: Backend
+    hardware: str | None
+    stats: DurationStats
+    since: date | None = None
+
+
+def durations_index(rows: Iterable[Mapping], hardware: str) -> dict[tuple[str, Backend], FileDurations]:
+    """Index `durations show --format json` rows for one hardware model by (file, backend)."""
+    out: dict[tuple[str, Backend], FileDurations] = {}
+    for row in rows:
+        if (row.get("hardware") or None) != hardware:
+            continue
+        try:
+            backend = Backend(str(row.get("backend", "rocm")).lower())
+        except ValueError:
+            continue
+        since = row.get("since")
+        out[(row["file"], backend)] = FileDurations(
+            row["file"],
+            backend,
+            row.get("hardware"),
+            DurationStats(int(row.get("n") or 0), row.get("median"), row.get("p90"), row.get("max")),
+            date.fromisoformat(since[:10]) if isinstance(since, str) and since else None,
+        )
+    return out
+
+
+def calibrated_seconds(index, reg: Registration, min_samples: int) -> float | None:
+    """The measured p90 for a registration when it rests on enough runs (REG030 uses it)."""
+    d = index.get((reg.file, reg.backend))
+    if d is None or d.stats.n < min_samples or d.stats.p90 is None:
+        return None
+    return d.stats.p90
+
+
+def apply(ctx, checked: set[str], index: dict[tuple[str, Backend], FileDurations]) -> list[Finding]:
+    params = ctx.config.calibration
+    regs = [r for r in ctx.registrations() if not r.implicit]
+    cuda_est = {r.file: r.est_time for r in regs if r.backend is Backend.CUDA and r.est_time}
+    pairs = []
+    for (file, backend), d in index.items():
+        if backend is Backend.ROCM and d.stats.n >= params.min_samples and d.stats.p90 and file in cuda_est:
+            pairs.append((d.stats.p90, cuda_est[file]))
+    out: list[Finding] = []
+    for reg in regs:
+        if reg.file not in checked or reg.backend not in CALIBRATED_BACKENDS or reg.est_time is None or reg.disabled is not None:
+            continue
+        d = index.get((reg.file, reg.backend))
+        other = None
+        stats = d.stats if d else DurationStats(0, None, None, None)
+        if stats.n < params.min_samples and reg.file in cuda_est:
+            other = estimate_from_other_backend(cuda_est[reg.file], pairs, round_to_s=params.round_to_s)
+        verdict = calibrate(reg.est_time, stats, params, since=d.since if d else None, hardware=params.hardware, other_estimate=other)
+        if verdict.rule is None:
+            continue
+        message = verdict.message
+        if verdict.rule == "REG021" and other is None and reg.file in cuda_est:
+            message += f"; cannot estimate it from the CUDA est_time: fewer than 3 files have both a CUDA est_time and {params.min_samples}+ {params.hardware} runs"
+        suggestion = str(verdict.suggested) if verdict.rule == "REG020" and verdict.suggested else None
+        out.append(make_finding(verdict.rule, reg.file, reg.anchor("est_time"), message, severity=Severity(verdict.severity), suggestion=suggestion))
+    return out
