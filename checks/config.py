@@ -131,6 +131,35 @@ def _node_for_path(root: yaml.Node | None, path: str) -> yaml.Node | None:
     return node
 
 
+def _navigate(data, path: str):
+    for key, index in _PATH_PART.findall(path.removeprefix("$")):
+        data = data[key] if key else data[int(index)]
+    return data
+
+
+def _resolve_dict_entry(data, err_path: str) -> str:
+    """msgspec names a bad dict value `$.rules[...]`: find which key by validating one at a time."""
+    prefix, rest = err_path.split("[...]", 1)
+    import copy
+
+    try:
+        container = _navigate(data, prefix)
+    except (KeyError, IndexError, TypeError):
+        return prefix
+    if not isinstance(container, dict):
+        return prefix
+    for key in container:
+        trial = copy.deepcopy(data)
+        target = _navigate(trial, prefix)
+        for other in [k for k in target if k != key]:
+            del target[other]
+        try:
+            msgspec.convert(trial, Config, strict=True)
+        except msgspec.ValidationError:
+            return f"{prefix}.{key}{rest}"
+    return prefix
+
+
 def _unknown_field_node(node: yaml.Node | None, field: str) -> yaml.Node | None:
     if isinstance(node, yaml.MappingNode):
         for k, _v in node.value:
@@ -191,6 +220,8 @@ def load_config(text: str | bytes | None, path: str = CONFIG_PATH) -> tuple[Conf
         node = root
         if len(where) == 2:
             err_path = where[1].rstrip("`")
+            if "[...]" in err_path:
+                err_path = _resolve_dict_entry(data, err_path)
             node = _node_for_path(root, err_path)
             unknown = re.match(r"Object contains unknown field `([^`]+)`", message)
             if unknown:
@@ -201,7 +232,10 @@ def load_config(text: str | bytes | None, path: str = CONFIG_PATH) -> tuple[Conf
         return Config(), [_at_node("REG900", path, node, f"invalid configuration: {message}")]
     findings = []
     for err_path, message in _semantic_errors(config):
-        findings.append(_at_node("REG900", path, _node_for_path(root, err_path), f"invalid configuration: {message}"))
+        node = _node_for_path(root, err_path)
+        if err_path.startswith("$.rules."):
+            node = _unknown_field_node(_node_for_path(root, "$.rules"), err_path.removeprefix("$.rules."))
+        findings.append(_at_node("REG900", path, node, f"invalid configuration: {message}"))
     return (Config() if findings else config), findings
 
 

@@ -206,7 +206,10 @@ def read_inventory(path: str, data: bytes | None, variables: list[str], contract
                 continue
             suites = contract.suites.setdefault(backend, {})
             try:
-                constants = resolve_strings(entries, bindings)
+                try:
+                    constants = resolve_strings(entries, bindings)
+                except RecursionError:
+                    raise Unresolvable(entries, "the expression nests too deeply") from None
             except Unresolvable as exc:
                 contract.partial_backends.add(backend)
                 contract.findings.append(
@@ -227,7 +230,10 @@ def read_labels(path: str, data: bytes | None, variable: str, contract: Contract
         contract.findings.append(make_finding("REG901", path, Span.at_line(1), f"{path} binds no `{variable}`: labels are not checked"))
         return
     try:
-        contract.labels = frozenset(c.value for c in resolve_strings(value, _module_bindings(tree)))
+        try:
+            contract.labels = frozenset(c.value for c in resolve_strings(value, _module_bindings(tree)))
+        except RecursionError:
+            raise Unresolvable(value, "the expression nests too deeply") from None
     except Unresolvable as exc:
         contract.findings.append(make_finding("REG901", path, node_span(exc.node, lines), f"`{variable}` cannot be read statically: {exc.why}; labels are not checked"))
 

@@ -112,6 +112,8 @@ def _stamp_datetime(stamp: str | None) -> datetime | None:
     """`2026-08-15T04:05:06.1234567Z` (the prefix _strip_prefix split off) as a datetime."""
     if not stamp:
         return None
+    if len(stamp) == 28:  # Actions' usual 7 digits: fromisoformat (C) on the first 6
+        return datetime.fromisoformat(stamp[:26]).replace(tzinfo=timezone.utc)
     whole, _, fraction = stamp[:-1].partition(".")
     return _to_datetime(whole, fraction or None)
 
@@ -180,7 +182,7 @@ def parse_job_log(text: str) -> ParsedLog:
                     )
                 pending_end = None
                 continue
-            if not _SUMMARY_HEAD.match(body):
+            if not body or body[0] not in "[ \t" or not _SUMMARY_HEAD.match(body):
                 continue  # noise that happens to say elapsed=
             m = _SUMMARY.match(body)
             if m is None:

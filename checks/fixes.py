@@ -15,7 +15,10 @@ LINE_LENGTH = 120
 
 
 class _ReplaceArgument(cst.CSTTransformer):
-    def __init__(self, name: str, position: int | None, new_value: cst.BaseExpression):
+    """Set one argument of the registration call (and of no other call on the same lines)."""
+
+    def __init__(self, function: str, name: str, position: int | None, new_value: cst.BaseExpression):
+        self.function = function
         self.name = name
         self.position = position
         self.new_value = new_value
@@ -28,7 +31,9 @@ class _ReplaceArgument(cst.CSTTransformer):
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         self.depth -= 1
-        if self.depth != 0:
+        if self.depth != 0 or self.done:
+            return updated
+        if not (isinstance(updated.func, cst.Name) and updated.func.value == self.function):
             return updated
         args = list(updated.args)
         positional = [i for i, a in enumerate(args) if a.keyword is None and not a.star]
@@ -81,16 +86,23 @@ def replace_argument(lines: list[str], reg: Registration, name: str, new_value_s
         new_value = cst.parse_expression(new_value_source)
     except cst.ParserSyntaxError:
         return None
-    transformer = _ReplaceArgument(name, position, new_value)
+    transformer = _ReplaceArgument(reg.function, name, position, new_value)
     updated = module.visit(transformer)
     if not transformer.done:
         return None
     text = updated.code.rstrip("\n")
-    if max(len(line) for line in text.split("\n")) > LINE_LENGTH and not _has_comment(updated.body[0]):
-        stmt = updated.body[0]
-        if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call):
-            trailing = ";" if stmt.body[0].semicolon not in (cst.MaybeSentinel.DEFAULT,) and len(stmt.body) > 1 else ""
-            text = _black_wrap(updated, stmt.body[0].value, trailing)
+    stmt = updated.body[0] if len(updated.body) == 1 else None
+    if (
+        max(len(line) for line in text.split("\n")) > LINE_LENGTH
+        and isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1  # black would split `a(); b()` first: leave such lines as they are
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, cst.Call)
+        and not _has_comment(stmt.body[0].value)  # a comment inside the call has no safe new place
+    ):
+        comment = stmt.trailing_whitespace.comment
+        trailing = f"  {comment.value}" if comment is not None else ""
+        text = _black_wrap(updated, stmt.body[0].value, trailing)
     if text == original.rstrip("\n"):
         return None
     return Fix(reg.file, first, last, text)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -88,6 +89,7 @@ class _FileReader:
         self.path = path
         self.text = text
         self.exact = exact
+        self._whole_tree = None
         self.contract = contract
         self.implicit_cpu = implicit_cpu
         self.scan = FileScan(path)
@@ -108,10 +110,14 @@ class _FileReader:
                     tree = None  # the cut fell inside a string or bracket: read the whole file
         try:
             if tree is None:
-                tree = ast.parse(self.text, filename=self.path)
+                tree = self._whole_tree = ast.parse(self.text, filename=self.path)
         except SyntaxError as exc:
             line = exc.lineno or 1
             col = exc.offset or 1
+            nul = self.text.find("\0")
+            if exc.lineno is None and nul >= 0:  # Python 3.11 gives no position for a null byte
+                line = self.text.count("\n", 0, nul) + 1
+                col = nul - (self.text.rfind("\n", 0, nul) + 1) + 1
             scan.unreadable = True
             self.finding("REG001", Span(line, max(col, 1), line, max(col, 1) + 1), f"the file does not parse: {exc.msg} (line {line}); the runner cannot read its registrations")
             return scan
@@ -145,48 +151,62 @@ class _FileReader:
         num_gpus = _NUM_GPUS.search(self.text)
         if num_gpus:
             line = self.text.count("\n", 0, num_gpus.start()) + 1
+            parsed_to = tree.body[-1].end_lineno if tree.body else 0
+            if line <= parsed_to and not any(isinstance(st, (ast.Assign, ast.AnnAssign)) and st.lineno == line for st in tree.body):
+                num_gpus = None  # the text sits inside a string or a block, not a module constant
+        if num_gpus:
             col = num_gpus.start(1) - num_gpus.start() + 1
             scan.num_gpus_constant = (int(num_gpus.group(1)), Span(line, col, line, col + len(num_gpus.group(1))))
+        if aliases and not self.exact and len(tree.body) and tree is not self._whole_tree:
+            # calls through an alias do not name the function: the prefix may have cut them off
+            self.exact = True
+            self.scan = FileScan(self.path)
+            return self.run()
         # Every mention not accounted for above is a call the runner may skip: find it.
         if aliases or len(_MENTION.findall(self.text)) > accounted:
             self.find_invisible(tree, aliases)
         return scan
 
     def find_invisible(self, tree: ast.Module, aliases: dict[str, str]) -> None:
+        """Register calls the runner would not collect, with why (iterative: deep code must not
+        exhaust the recursion limit)."""
         names = set(REGISTER_FUNCTIONS) | set(aliases)
-
-        def visit(node: ast.AST, where: str | None) -> None:
+        stack: list[tuple[ast.AST, str | None, bool]] = [(tree, None, True)]
+        while stack:
+            node, where, is_module = stack.pop()
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.Call):
                     func = child.func
-                    target = None
-                    if isinstance(func, ast.Name) and func.id in names and where is not None:
-                        target = aliases.get(func.id, func.id)
-                        why = where
-                    elif isinstance(func, ast.Name) and func.id in aliases:
-                        target, why = aliases[func.id], f"it calls the alias `{func.id}`, not the bare name"
+                    target = why = None
+                    if isinstance(func, ast.Name) and func.id in aliases:
+                        target, why = aliases[func.id], f"it calls the alias `{func.id}`, not the bare name `{aliases[func.id]}`"
+                    elif isinstance(func, ast.Name) and func.id in names and where is not None:
+                        target, why = func.id, where
                     elif isinstance(func, ast.Attribute) and func.attr in REGISTER_FUNCTIONS:
-                        target, why = func.attr, f"it is an attribute call (`{ast.unparse(func)[:80]}`), and the runner only sees the bare name"
+                        target, why = func.attr, f"it is an attribute call (`….{func.attr}(...)`), and the runner only sees the bare name"
                     if target is not None:
                         self.scan.invisible += 1
                         self.finding("REG003", child, f"this `{target}(...)` call is invisible to the runner: {why}; the test is never registered by it")
+                if (
+                    is_module
+                    and isinstance(child, ast.Expr)
+                    and isinstance(child.value, ast.Call)
+                    and isinstance(child.value.func, ast.Name)
+                    and child.value.func.id in REGISTER_FUNCTIONS
+                ):
+                    continue  # collected already
                 inner = where
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                     inner = "it is inside a function, not at module top level"
                 elif isinstance(child, ast.ClassDef):
                     inner = "it is inside a class body, not at module top level"
-                elif isinstance(child, ast.If) and where is None:
+                elif where is None and isinstance(child, ast.If):
                     inner = "it is inside an `if` block"
-                elif isinstance(child, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match)) and where is None:
-                    inner = f"it is inside a `{type(child).__name__.lower().replace('async', 'async ')}` block, not at module top level"
-                elif isinstance(child, ast.stmt) and where is None and node is tree:
-                    # a top-level statement that is not a bare call expression (assignment, ...)
+                elif where is None and isinstance(child, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match)):
+                    inner = f"it is inside a `{type(child).__name__.lower()}` block, not at module top level"
+                elif where is None and is_module and isinstance(child, ast.stmt):
                     inner = "it is not a top-level expression statement (the runner reads only `register_...(...)` statements)"
-                if isinstance(child, ast.Expr) and node is tree and isinstance(child.value, ast.Call) and isinstance(child.value.func, ast.Name) and child.value.func.id in REGISTER_FUNCTIONS:
-                    continue  # collected already
-                visit(child, inner)
-
-        visit(tree, None)
+                stack.append((child, inner, False))
 
     # -- one registration -------------------------------------------------------------------
     def read_registration(self, stmt: ast.Expr, call: ast.Call, name: str) -> None:
@@ -238,7 +258,8 @@ class _FileReader:
             self.take(reg, kw.arg, kw.value, kw)
         missing = sorted(p for p in signature.required if p not in reg.arguments)
         if missing:
-            self.finding("REG002", call, f"{name}() is missing {', '.join(f'`{m}`' for m in missing)}: the runner raises")
+            why = "GPU registrations need a non-empty `labels` list; " if backend.is_gpu and "labels" in missing else ""
+            self.finding("REG002", call, f"{name}() is missing {', '.join(f'`{m}`' for m in missing)}: {why}the runner raises")
         self.validate_values(reg)
 
     def take(self, reg: Registration, name: str, value: ast.expr, where: ast.AST) -> None:
@@ -253,7 +274,7 @@ class _FileReader:
         a = args.get("est_time")
         if a is not None and a.is_literal:
             v = a.value
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or not math.isfinite(v):
                 self.finding("REG002", a.span, f"est_time must be a positive number of seconds, not {a.source}")
         a = args.get("suite")
         if a is not None and a.is_literal and not isinstance(a.value, str):
@@ -266,7 +287,10 @@ class _FileReader:
             else:
                 labels = a.value
                 self.check_known_labels(reg, a)
-        if reg.backend.is_gpu and "labels" in self.contract_params(reg) and not labels and not (a is not None and not a.is_literal):
+        sig = self.contract.signatures.get(reg.function)
+        missing_reported = a is None and sig is not None and "labels" in sig.required
+        wrong_type = a is not None and (not a.is_literal or (a.value is not None and not isinstance(a.value, list)))
+        if reg.backend.is_gpu and "labels" in self.contract_params(reg) and not labels and not missing_reported and not wrong_type:
             where = a.span if a is not None else reg.span
             self.finding("REG002", where, f"{reg.function}() needs a non-empty `labels` list: GPU registrations without a label are rejected")
         a = args.get("nightly")

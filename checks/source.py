@@ -13,6 +13,10 @@ def decode_source(data: bytes) -> tuple[str | None, str | None]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, f"not UTF-8 (byte {exc.start}: {exc.reason})"
+    # Python reads \r\n and a lone \r as line ends too; normalising keeps ast's line numbers and
+    # the engine's `split("\n")` in step (columns are unchanged: only line ends are rewritten).
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text.removeprefix("\ufeff"), None
 
 

@@ -37,15 +37,20 @@ class SuiteUse:
     job: str | None = None
 
 
-def _strings(node, out: list[str]) -> None:
-    if isinstance(node, str):
-        out.append(node)
-    elif isinstance(node, dict):
-        for k, v in node.items():
-            _strings(v, out)
-    elif isinstance(node, list):
-        for v in node:
-            _strings(v, out)
+def _strings(node, out: list[str], seen: set[int] | None = None) -> None:
+    """Every string in a loaded YAML document. YAML aliases load as shared objects: each is
+    visited once, so an alias "bomb" in a PR's workflow costs its size, not its expansion."""
+    seen = set() if seen is None else seen
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, (dict, list)):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            stack.extend(reversed(list(item.values() if isinstance(item, dict) else item)))
 
 
 def _matrix_values(matrix, key: str) -> list:
@@ -59,10 +64,14 @@ def _matrix_values(matrix, key: str) -> list:
 
 
 def _line_of(lines: list[str], needle: str, default: int = 1) -> Span:
+    """Where a suite name is written: the first whole-word use outside a comment line."""
+    word = re.compile(r"(?<![\w-])" + re.escape(needle) + r"(?![\w-])")
     for i, line in enumerate(lines):
-        col = line.find(needle)
-        if col >= 0:
-            return Span(i + 1, col + 1, i + 1, col + 1 + len(needle))
+        if line.lstrip().startswith("#"):
+            continue
+        match = word.search(line.split(" #", 1)[0])
+        if match:
+            return Span(i + 1, match.start() + 1, i + 1, match.end() + 1)
     return Span.at_line(default)
 
 
