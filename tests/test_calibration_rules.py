@@ -105,3 +105,32 @@ def test_check_with_a_durations_file(tmp_path):
     export.write_text("{not json")
     done = subprocess.run([CLI, "check", "--repo", str(repo), "--durations-file", str(export)], capture_output=True, text=True)
     assert done.returncode == 2 and "not JSON" in done.stderr
+
+
+def test_check_with_the_durations_store(tmp_path):
+    """Job logs imported into the embedded store feed `check --durations`."""
+    import os
+    from datetime import datetime, timedelta, timezone
+
+    repo = tmp_path / "repo"
+    for path, text in miles_tree().items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    env = {**os.environ, "CI_REGISTRAR_DATA_DIR": str(tmp_path / "data")}
+    env.pop("DATABASE_URL", None)
+    day = datetime.now(timezone.utc) - timedelta(days=3)
+    for run, elapsed in enumerate([870, 880, 900, 905, 912, 915, 920], start=1):
+        stamp = (day + timedelta(hours=run)).strftime("%Y-%m-%dT%H:%M:%S.0000000Z")
+        log = tmp_path / f"job-{run}.log"
+        log.write_text(f"{stamp} ##[group]Run tests\n{stamp} [1/1] {PPO}  PASS  elapsed={elapsed}s\n{stamp} ##[endgroup]\n")
+        done = subprocess.run(
+            [CLI, "durations", "import", str(log), "--repo", "radixark/miles", "--run-id", str(run), "--hardware", "MI355X", "--backend", "rocm"],
+            capture_output=True, text=True, env=env,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    done = subprocess.run([CLI, "check", "--repo", str(repo), "--durations", "--repository", "radixark/miles", "--format", "json"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    (f,) = [f for f in json.loads(done.stdout)["findings"] if f["rule"] == "REG020"]
+    assert "over 7 passing runs on MI355X" in f["message"] and "est_time 800 s is under-estimated" in f["message"]
+    assert "p90 917 s" in f["message"]  # 915 + 0.4 x (920 - 915), numpy's linear interpolation
+    assert f["suggestion"] == "1060"  # 917 x 1.15 = 1054.6, rounded up to 10 s

@@ -31,10 +31,10 @@ def _durations_from_store(repository: str | None):
     def rows(config) -> list[dict]:
         from bot.durations import query_stats
         from bot.settings import load_settings
-        from bot.store.db import upgrade
+        from bot.store.measurements import ensure_store
 
         url = load_settings().database_url
-        upgrade(url)
+        ensure_store(url)  # creates the embedded SQLite store on first use; locked against racing workers
         out = []
         for row in query_stats(url, repository=repository, hardware=config.calibration.hardware, params=config.calibration):
             item = row.as_json()

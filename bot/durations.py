@@ -1,0 +1,662 @@
+"""Stored durations: ingest job logs, JSON and CSV into the measurements store; query and export them.
+
+The automatic path (workflow_run completed -> jobs -> logs) hands `ingest_job_log` a log text and
+the job's metadata; `durations import` does the same for files on disk. Each file or log is one
+transaction: it is stored whole or not at all, and storing it again adds nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from bot.store.db import session_scope
+from bot.store.measurements import NATURAL_KEY, UNKNOWN_HARDWARE, Measurement, ensure_store, measurements
+from checks.durations import (
+    OUTCOMES,
+    CalibrationParams,
+    DurationStats,
+    duration_stats,
+    parse_job_log,
+)
+from checks.hardware import hardware_for_labels
+
+# The columns of the JSON and CSV formats (docs/durations.md), in export order.
+FIELDS = (
+    "repository", "file", "backend", "suite", "hardware", "elapsed_s", "outcome", "attempt",
+    "exit_code", "timeout_after_s", "est_time", "run_id", "job_id", "head_sha", "workflow",
+    "measured_at", "source",
+)
+REQUIRED_FIELDS = ("repository", "file", "elapsed_s", "outcome")
+# Accepted spellings of a column (the runner's own words on the left).
+ALIASES = {"elapsed": "elapsed_s", "status": "outcome", "filename": "file", "timeout_after": "timeout_after_s",
+           "exit": "exit_code", "_estimated_time": "est_time", "repo": "repository"}
+BACKENDS = ("cpu", "cuda", "rocm")
+
+NO_SUMMARY_LINES = "no per-file summary lines ('[i/n] <file>  PASS  elapsed=<N>s') found: nothing imported"
+
+
+@dataclass
+class IngestResult:
+    source: str  # the file name, or the job's description
+    parsed: int = 0  # measurements read
+    inserted: int = 0  # new rows
+    duplicates: int = 0  # already stored (same run, job, file, attempt)
+    malformed: list[tuple[int, str]] = field(default_factory=list)  # (line or item number, reason)
+    error: str | None = None  # why nothing was imported
+    hardware: str | None = None
+    suite: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def summary(self) -> str:
+        if self.error:
+            return f"{self.source}: {self.error}"
+        text = f"{self.source}: imported {self.inserted} measurement{'s' * (self.inserted != 1)}"
+        if self.duplicates:
+            text += f" ({self.duplicates} already stored)"
+        if self.malformed:
+            text += f"; {len(self.malformed)} malformed line{'s' * (len(self.malformed) != 1)} skipped"
+        return text
+
+
+# ----------------------------------------------------------------------------------------------
+# Sessions
+
+
+@contextmanager
+def _session(target: Session | str) -> Iterator[Session]:
+    """The caller's session (its transaction), or one transaction on a store URL."""
+    if isinstance(target, Session):
+        yield target
+        return
+    ensure_store(target)
+    with session_scope(target) as session:
+        yield session
+
+
+def _is_retryable(exc: DBAPIError) -> bool:
+    code = getattr(getattr(exc, "orig", None), "sqlstate", None)
+    return code in ("40P01", "40001")  # deadlock detected, serialization failure
+
+
+def _store_rows(target: Session | str, rows: list[dict]) -> int:
+    """Insert rows, skipping those already stored; returns how many were new. One transaction."""
+    if not rows:
+        return 0
+    # A global order on the natural key: concurrent writers take row locks in the same order and
+    # cannot deadlock each other.
+    rows.sort(key=lambda r: tuple(r[k] for k in NATURAL_KEY))
+    attempts = 1 if isinstance(target, Session) else 3
+    for attempt in range(attempts):
+        try:
+            with _session(target) as session:
+                return _insert(session, rows)
+        except DBAPIError as exc:
+            if attempt + 1 == attempts or not _is_retryable(exc):
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+_INSERT_COLUMNS = [c.name for c in measurements.c if c.name not in ("id", "ingested_at")]
+
+
+def _insert(session: Session, rows: list[dict]) -> int:
+    """INSERT ... ON CONFLICT (natural key) DO NOTHING; returns the number of new rows."""
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        return _insert_postgresql(session, rows)
+    if dialect != "sqlite":  # pragma: no cover - SPEC.md names only these two
+        raise RuntimeError(f"unsupported database dialect {dialect}")
+    from sqlalchemy.dialects.sqlite import insert
+
+    # executemany: sqlite3 sums the rows really inserted into rowcount (ignored conflicts add 0).
+    stmt = insert(measurements).on_conflict_do_nothing(index_elements=list(NATURAL_KEY))
+    return int(session.execute(stmt, rows).rowcount)
+
+
+def _insert_postgresql(session: Session, rows: list[dict]) -> int:
+    # One statement per 5,000 rows, its columns sent as arrays and unnested server-side:
+    # several times faster than a multi-row VALUES list (which PostgreSQL must parse and plan),
+    # and RETURNING counts exactly the rows this transaction inserted.
+    from sqlalchemy.dialects.postgresql import ARRAY, insert
+
+    inserted = 0
+    for start in range(0, len(rows), 5000):
+        chunk = rows[start:start + 5000]
+        columns = []
+        for name in _INSERT_COLUMNS:
+            if name == "measured_at":
+                values, item_type = [_utc(r[name]) for r in chunk], sa.DateTime(timezone=True)
+            else:
+                values, item_type = [r.get(name) for r in chunk], measurements.c[name].type
+            columns.append(sa.func.unnest(sa.bindparam(f"v_{name}", value=values, type_=ARRAY(item_type))).label(name))
+        stmt = (
+            insert(measurements)
+            .from_select(_INSERT_COLUMNS, sa.select(*columns))
+            .on_conflict_do_nothing(index_elements=list(NATURAL_KEY))
+            .returning(measurements.c.id)
+        )
+        inserted += len(session.execute(stmt).all())
+    return inserted
+
+
+# ----------------------------------------------------------------------------------------------
+# Job logs
+
+
+def log_job_id(log_text: str) -> int:
+    """A stable stand-in job id for a log imported without one: the same log maps to the same id."""
+    return int(hashlib.sha256(log_text.encode("utf-8", "surrogatepass")).hexdigest()[:15], 16)
+
+
+def _utc(value: datetime | None) -> datetime:
+    if value is None:
+        return datetime.now(timezone.utc)
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+def ingest_job_log(
+    target: Session | str,
+    log_text: str,
+    *,
+    repository: str,
+    run_id: int | None = None,
+    job_id: int | None = None,
+    runner_labels: Sequence[str] = (),
+    head_sha: str | None = None,
+    workflow: str | None = None,
+    source: str = "job-log",
+    backend: str | None = None,
+    suite: str | None = None,
+    hardware: str | None = None,
+    hardware_mapping: Mapping[str, str] | None = None,
+    measured_at: datetime | None = None,
+    name: str | None = None,
+) -> IngestResult:
+    """Parse one Actions job log and store its per-file measurements (idempotently).
+
+    target: a Session (the caller's transaction) or a store URL (one transaction of its own).
+    hardware: the model, if known; otherwise it comes from runner_labels through hardware_mapping
+    (SPEC.md E `hardware:`), and is stored as "unknown" when the labels do not name one model.
+    backend / suite: if not given, read from the runner's `--hw` / `--suite` in the log (else rocm).
+    measured_at: for lines without an Actions timestamp (default: now).
+    run_id / job_id: the natural key; without them 0 and a hash of the log stand in.
+    """
+    result = IngestResult(source=name or f"{repository} run {run_id} job {job_id}")
+    parsed = parse_job_log(log_text)
+    result.malformed = parsed.malformed
+    if not parsed.records:
+        result.error = NO_SUMMARY_LINES
+        return result
+    model = hardware or hardware_for_labels(runner_labels, hardware_mapping) or UNKNOWN_HARDWARE
+    backend = (backend or parsed.backend or "rocm").lower()
+    suite = suite or parsed.suite
+    result.hardware, result.suite = model, suite
+    run = int(run_id) if run_id is not None else 0
+    job = int(job_id) if job_id is not None else log_job_id(log_text)
+    labels = ",".join(runner_labels) if runner_labels else None
+    fallback = _utc(measured_at)
+    rows = [
+        {
+            "repository": repository,
+            "file": r.file,
+            "backend": backend,
+            "suite": suite,
+            "hardware": model,
+            "elapsed_s": float(r.elapsed),
+            "outcome": r.status,
+            "attempt": r.attempt,
+            "exit_code": r.exit_code,
+            "timeout_after_s": r.timeout_after,
+            "est_time": r.est_time,
+            "run_id": run,
+            "job_id": job,
+            "head_sha": head_sha,
+            "workflow": workflow,
+            "runner_labels": labels,
+            "measured_at": r.timestamp or fallback,
+            "source": source,
+        }
+        for r in parsed.records
+    ]
+    result.parsed = len(rows)
+    result.inserted = _store_rows(target, rows)
+    result.duplicates = result.parsed - result.inserted
+    return result
+
+
+# ----------------------------------------------------------------------------------------------
+# JSON and CSV
+
+
+def _parse_time(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return _utc(value)
+    if isinstance(value, (int, float)):
+        return datetime.fromtimestamp(value, timezone.utc)
+    text = str(value).strip()
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    if "." in text:  # Actions' 7 fractional digits are more than fromisoformat takes everywhere
+        head, _, rest = text.partition(".")
+        digits = "".join(c for c in rest if c.isdigit())
+        zone = rest[len(digits):]
+        text = f"{head}.{digits[:6].ljust(6, '0')}{zone}"
+    return _utc(datetime.fromisoformat(text))
+
+
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and value.strip() == "")
+
+
+def _row_from_item(item: Mapping[str, Any], defaults: Mapping[str, Any], mapping) -> dict:
+    """One JSON object or CSV row as a measurements row; ValueError says what is wrong."""
+    data = {ALIASES.get(k, k): v for k, v in item.items() if k is not None}
+    for key, value in defaults.items():
+        if value is not None and _empty(data.get(key)):
+            data[key] = value
+    for key in REQUIRED_FIELDS:
+        if _empty(data.get(key)):
+            raise ValueError(f"missing {key}")
+    outcome = str(data["outcome"]).strip().upper()
+    if outcome not in OUTCOMES:
+        raise ValueError(f"outcome {data['outcome']!r} is not PASS, FAIL or TIMEOUT")
+    try:
+        elapsed = float(str(data["elapsed_s"]).strip().rstrip("s"))
+    except ValueError:
+        raise ValueError(f"elapsed_s {data['elapsed_s']!r} is not a number of seconds") from None
+    if elapsed < 0 or elapsed != elapsed:
+        raise ValueError(f"elapsed_s {data['elapsed_s']!r} is negative")
+
+    def integer(key, default=None):
+        value = data.get(key)
+        if _empty(value):
+            return default
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raw = str(value).strip().rstrip("s")
+        try:
+            return int(raw)  # exactly: job ids and hashed log ids exceed a float's 53 bits
+        except ValueError:
+            pass
+        try:
+            number = float(raw)
+        except ValueError:
+            raise ValueError(f"{key} {value!r} is not an integer") from None
+        if not number.is_integer():
+            raise ValueError(f"{key} {value!r} is not an integer")
+        return int(number)
+
+    def number(key):
+        value = data.get(key)
+        if _empty(value):
+            return None
+        try:
+            return float(str(value).strip())
+        except ValueError:
+            raise ValueError(f"{key} {value!r} is not a number") from None
+
+    def text(key):
+        value = data.get(key)
+        return None if _empty(value) else str(value).strip()
+
+    backend = (text("backend") or "rocm").lower()
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r} is not one of cpu, cuda, rocm")
+    hardware = text("hardware")
+    if hardware is None and not _empty(data.get("runner_labels")):
+        labels = data["runner_labels"]
+        labels = labels.split(",") if isinstance(labels, str) else labels
+        hardware = hardware_for_labels(labels, mapping)
+    attempt = integer("attempt", 1)
+    if attempt < 1:
+        raise ValueError("attempt must be 1 or more")
+    try:
+        measured_at = _parse_time(data["measured_at"]) if not _empty(data.get("measured_at")) else None
+    except (TypeError, ValueError, OverflowError, OSError):
+        raise ValueError(f"measured_at {data.get('measured_at')!r} is not an ISO-8601 time") from None
+    return {
+        "repository": text("repository"),
+        "file": text("file"),
+        "backend": backend,
+        "suite": text("suite"),
+        "hardware": hardware or UNKNOWN_HARDWARE,
+        "elapsed_s": elapsed,
+        "outcome": outcome,
+        "attempt": attempt,
+        "exit_code": integer("exit_code"),
+        "timeout_after_s": integer("timeout_after_s"),
+        "est_time": number("est_time"),
+        "run_id": integer("run_id", 0),
+        "job_id": integer("job_id", 0),
+        "head_sha": text("head_sha"),
+        "workflow": text("workflow"),
+        "runner_labels": None,
+        "measured_at": measured_at,
+        "source": text("source") or defaults.get("source") or "import",
+    }
+
+
+def _store_items(target, items: Iterable[tuple[int, Mapping]], result: IngestResult, defaults, mapping):
+    rows: list[dict] = []
+    now = datetime.now(timezone.utc)
+    seen: dict[tuple, int] = {}
+    for number, item in items:
+        if not isinstance(item, Mapping):
+            result.malformed.append((number, "not an object"))
+            continue
+        try:
+            row = _row_from_item(item, defaults, mapping)
+        except ValueError as exc:
+            result.malformed.append((number, str(exc)))
+            continue
+        row["measured_at"] = row["measured_at"] or now
+        key = tuple(row[k] for k in NATURAL_KEY)
+        if key in seen:  # the same measurement twice in one file: keep the first
+            continue
+        seen[key] = number
+        rows.append(row)
+    result.parsed = len(rows)
+    if not rows:
+        result.error = "no valid measurements found: nothing imported"
+        return result
+    result.inserted = _store_rows(target, rows)
+    result.duplicates = result.parsed - result.inserted
+    return result
+
+
+def ingest_json(target, text: str, *, name: str = "<json>", repository=None, run_id=None, job_id=None,
+                hardware=None, backend=None, suite=None, hardware_mapping=None) -> IngestResult:
+    """A JSON list of measurement objects (or {"measurements": [...]}), as `durations export` writes."""
+    result = IngestResult(source=name)
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        result.error = f"not valid JSON: {exc}"
+        return result
+    if isinstance(data, Mapping) and isinstance(data.get("measurements"), list):
+        data = data["measurements"]
+    if not isinstance(data, list):
+        result.error = 'JSON must be a list of measurement objects or {"measurements": [...]}'
+        return result
+    defaults = {"repository": repository, "run_id": run_id, "job_id": job_id, "hardware": hardware,
+                "backend": backend, "suite": suite, "source": "json"}
+    # Items are numbered from 1 (the item's position in the list): JSON has no useful line per row.
+    return _store_items(target, enumerate(data, 1), result, defaults, hardware_mapping)
+
+
+def ingest_csv(target, text: str, *, name: str = "<csv>", repository=None, run_id=None, job_id=None,
+               hardware=None, backend=None, suite=None, hardware_mapping=None) -> IngestResult:
+    """A CSV with a header row naming the columns of FIELDS (file, elapsed_s, outcome at least)."""
+    result = IngestResult(source=name)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = [ALIASES.get(h.strip(), h.strip()) for h in (reader.fieldnames or [])]
+    if not header:
+        result.error = "empty CSV: no header row"
+        return result
+    reader.fieldnames = header
+    given = {"repository": repository}
+    missing = [c for c in REQUIRED_FIELDS if c not in header and given.get(c) is None]
+    if missing:
+        result.error = f"CSV is missing column{'s' * (len(missing) > 1)}: {', '.join(missing)}"
+        return result
+    defaults = {"repository": repository, "run_id": run_id, "job_id": job_id, "hardware": hardware,
+                "backend": backend, "suite": suite, "source": "csv"}
+
+    def rows():
+        for item in reader:
+            if None in item:  # more cells than header columns
+                result.malformed.append((reader.line_num, "more cells than the header has columns"))
+                continue
+            if all(_empty(v) for v in item.values()):
+                continue
+            yield reader.line_num, item
+
+    return _store_items(target, rows(), result, defaults, hardware_mapping)
+
+
+def import_file(target, path: str | Path, *, fmt: str = "auto", repository=None, run_id=None, job_id=None,
+                hardware=None, backend=None, suite=None, runner_labels: Sequence[str] = (),
+                hardware_mapping=None) -> IngestResult:
+    """Import one file (job log, JSON or CSV by extension, or `fmt`) in one transaction."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return IngestResult(source=str(path), error=f"cannot read: {exc.strerror or exc}")
+    if fmt == "auto":
+        suffix = path.suffix.lower()
+        fmt = {".json": "json", ".csv": "csv"}.get(suffix, "log")
+    common = dict(repository=repository, run_id=run_id, job_id=job_id, hardware=hardware, backend=backend,
+                  suite=suite, hardware_mapping=hardware_mapping)
+    if fmt == "json":
+        return ingest_json(target, text, name=str(path), **common)
+    if fmt == "csv":
+        return ingest_csv(target, text, name=str(path), **common)
+    if not repository:
+        return IngestResult(source=str(path), error="a job log needs --repo OWNER/NAME")
+    return ingest_job_log(target, text, name=str(path), runner_labels=runner_labels, source="job-log", **common)
+
+
+# ----------------------------------------------------------------------------------------------
+# Statistics
+
+
+@dataclass
+class StatRow:
+    repository: str
+    file: str
+    backend: str
+    suite: str | None
+    hardware: str
+    n: int
+    median: float | None
+    p90: float | None
+    max: float | None
+    since: datetime | None  # the oldest measurement in the window
+    latest: datetime | None
+    est_time: float | None  # the latest est_time the runner logged for the file
+
+    @property
+    def stats(self) -> DurationStats:
+        return DurationStats(self.n, self.median, self.p90, self.max)
+
+    def as_json(self, details: bool = False) -> dict:
+        """`durations show --format json`'s object; details adds repository, since, latest, est_time."""
+        out = {"file": self.file, "backend": self.backend, "suite": self.suite, "hardware": self.hardware,
+               "n": self.n, "median": self.median, "p90": self.p90, "max": self.max}
+        if details:
+            out.update(repository=self.repository, since=_iso(self.since), latest=_iso(self.latest),
+                       est_time=self.est_time)
+        return out
+
+
+def stats_select(
+    *,
+    repository: str | None = None,
+    file: str | None = None,
+    suite: str | None = None,
+    backend: str | None = None,
+    hardware: str | None = None,
+    window_runs: int = 10,
+    window_days: float = 30,
+    now: datetime | None = None,
+    dialect: str = "sqlite",
+) -> sa.Select:
+    """The window and its aggregates in one query.
+
+    Passing attempts ranked newest first per (repository, hardware, backend, file), the first
+    window_runs of them within window_days days, grouped: n, max, oldest and newest time, the
+    newest row's suite and est_time, and the percentiles (PostgreSQL's percentile_cont is numpy's
+    linear interpolation; SQLite has none, so it hands back the window's values to compute them).
+    """
+    since = _utc(now) - timedelta(days=window_days)
+    m = measurements.c
+    rank = sa.func.row_number().over(
+        partition_by=(m.repository, m.hardware, m.backend, m.file), order_by=m.measured_at.desc()
+    )
+    # A literal, not a bound parameter: SQLite uses a partial index only for a literal match.
+    where = [sa.text("measurements.outcome = 'PASS'"), m.measured_at >= since]
+    for column, value in ((m.repository, repository), (m.file, file), (m.suite, suite), (m.backend, backend),
+                          (m.hardware, hardware)):
+        if value is not None:
+            where.append(column == value)
+    w = (
+        sa.select(m.repository, m.hardware, m.backend, m.file, m.elapsed_s, m.measured_at, m.suite,
+                  m.est_time, rank.label("rn"))
+        .where(*where)
+        .subquery("w")
+    )
+    if dialect == "postgresql":
+        values = (
+            sa.func.percentile_cont(0.5).within_group(w.c.elapsed_s).label("median"),
+            sa.func.percentile_cont(0.9).within_group(w.c.elapsed_s).label("p90"),
+        )
+    else:
+        values = (sa.func.group_concat(w.c.elapsed_s).label("values"),)
+    return (
+        sa.select(
+            w.c.repository, w.c.hardware, w.c.backend, w.c.file,
+            sa.func.count().label("n"),
+            sa.func.max(w.c.elapsed_s).label("max"),
+            sa.func.min(w.c.measured_at).label("since"),
+            sa.func.max(w.c.measured_at).label("latest"),
+            sa.func.max(sa.case((w.c.rn == 1, w.c.suite))).label("suite"),
+            sa.func.max(sa.case((w.c.rn == 1, w.c.est_time))).label("est_time"),
+            *values,
+        )
+        .where(w.c.rn <= int(window_runs))
+        .group_by(w.c.repository, w.c.hardware, w.c.backend, w.c.file)
+    )
+
+
+def query_stats(
+    target: Session | str,
+    *,
+    repository: str | None = None,
+    file: str | None = None,
+    suite: str | None = None,
+    backend: str | None = None,
+    hardware: str | None = None,
+    window_runs: int | None = None,
+    window_days: float | None = None,
+    params: Any = None,
+    now: datetime | None = None,
+) -> list[StatRow]:
+    """n, median, p90, max per (repository, file, backend, hardware) over the last window_runs
+    passing runs within window_days days (SPEC.md B; defaults from params, else SPEC.md E).
+
+    The database filters, ranks (ROW_NUMBER over the partial PASS index) and aggregates; rows
+    come sorted by repository, file, backend, hardware.
+    """
+    params = params or CalibrationParams()
+    runs = int(window_runs if window_runs is not None else getattr(params, "window_runs", 10))
+    days = float(window_days if window_days is not None else getattr(params, "window_days", 30))
+    out = []
+    with _session(target) as session:
+        dialect = session.get_bind().dialect.name
+        query = stats_select(repository=repository, file=file, suite=suite, backend=backend, hardware=hardware,
+                             window_runs=runs, window_days=days, now=now, dialect=dialect)
+        for row in session.execute(query):
+            if dialect == "postgresql":
+                median, p90 = row.median, row.p90
+            else:
+                st = duration_stats(float(v) for v in row.values.split(","))
+                median, p90 = st.median, st.p90
+            out.append(StatRow(row.repository, row.file, row.backend, row.suite, row.hardware, row.n,
+                               median, p90, row.max, _utc(row.since), _utc(row.latest), row.est_time))
+    out.sort(key=lambda r: (r.repository, r.file, r.backend, r.hardware))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# History and export
+
+
+def history(target: Session | str, repository: str, file: str, *, backend: str | None = None,
+            hardware: str | None = None) -> list[dict]:
+    """Every stored attempt of one test file, oldest first (the dashboard's plot)."""
+    stmt = sa.select(Measurement).where(Measurement.repository == repository, Measurement.file == file)
+    if backend:
+        stmt = stmt.where(Measurement.backend == backend)
+    if hardware:
+        stmt = stmt.where(Measurement.hardware == hardware)
+    stmt = stmt.order_by(Measurement.measured_at, Measurement.id)
+    with _session(target) as session:
+        return [_as_record(m) for m in session.scalars(stmt)]
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else _utc(value).isoformat().replace("+00:00", "Z")
+
+
+def _as_record(m: Measurement) -> dict:
+    out = {}
+    for key in FIELDS:
+        value = getattr(m, key)
+        if isinstance(value, datetime):
+            value = _utc(value).isoformat().replace("+00:00", "Z")
+        out[key] = value
+    return out
+
+
+def export_records(target: Session | str, *, repository: str | None = None) -> list[dict]:
+    stmt = sa.select(Measurement).order_by(Measurement.repository, Measurement.measured_at, Measurement.id)
+    if repository:
+        stmt = stmt.where(Measurement.repository == repository)
+    with _session(target) as session:
+        return [_as_record(m) for m in session.scalars(stmt)]
+
+
+def export_text(target: Session | str, fmt: str = "json", *, repository: str | None = None) -> str:
+    records = export_records(target, repository=repository)
+    if fmt == "json":
+        return json.dumps(records, indent=1) + "\n"
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: ("" if v is None else v) for k, v in r.items()} for r in records)
+        return buf.getvalue()
+    raise ValueError(f"unknown export format {fmt!r}: json or csv")
+
+
+def latest_est_times(target: Session | str, repository: str) -> dict[tuple[str, str], float]:
+    """The latest est_time the runner logged per (file, backend) in one repository."""
+    m = measurements.c
+    rank = sa.func.row_number().over(partition_by=(m.file, m.backend), order_by=(m.measured_at.desc(), m.id.desc()))
+    inner = (sa.select(m.file, m.backend, m.est_time, rank.label("rn"))
+             .where(m.repository == repository, m.est_time.is_not(None)).subquery())
+    with _session(target) as session:
+        rows = session.execute(sa.select(inner.c.file, inner.c.backend, inner.c.est_time).where(inner.c.rn == 1))
+        return {(f, b): e for f, b, e in rows}
+
+
+def repositories(target: Session | str) -> list[str]:
+    with _session(target) as session:
+        return list(session.scalars(sa.select(measurements.c.repository).distinct().order_by(measurements.c.repository)))
+
+
+__all__ = [
+    "FIELDS", "IngestResult", "StatRow", "ingest_job_log", "ingest_json", "ingest_csv", "import_file",
+    "query_stats", "stats_select", "history", "export_records", "export_text", "latest_est_times", "repositories", "log_job_id",
+]

@@ -1,0 +1,388 @@
+"""The measurements store and ingestion, on SQLite and on the real PostgreSQL at 127.0.0.1:5432."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import pytest
+import sqlalchemy as sa
+
+from bot import durations as svc
+from bot.store.db import get_engine, session_scope, upgrade
+from bot.store.measurements import Measurement, ensure_store
+from checks.durations import CalibrationParams, duration_stats
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path):
+    """A store URL with the schema at head; PostgreSQL tests share one database, so each test
+    works in its own repository name."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'store.db'}"
+    else:
+        url = request.getfixturevalue("pg_url")
+    ensure_store(url)
+    return url
+
+
+@pytest.fixture()
+def repo():
+    return f"test/{uuid.uuid4().hex[:10]}"
+
+
+def _ts(dt: datetime) -> str:
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.%f") + "0Z "
+
+
+def make_log(files: list[tuple[str, str, float]], *, start: datetime = NOW - timedelta(days=1), est=None, noise=True) -> str:
+    """A job log: (file, status, elapsed) per summary line, with noise, a group and End lines."""
+    t = start
+    lines = [_ts(t) + "##[group]Run python3 tests/ci/run_suite.py --hw rocm --suite stage-c-4-gpu-mi350"]
+    seen: dict[str, int] = {}
+    for i, (path, status, elapsed) in enumerate(files, 1):
+        t += timedelta(seconds=elapsed + 1)
+        if noise:
+            lines.append(_ts(t) + f"[rank0] step {i} elapsed=0.{i}s loss=0.5")
+        retry = f" retry_of=attempt={seen[path]}" if path in seen else ""
+        extra = " exit=-9 timeout_after=1800s" if status == "TIMEOUT" else (" exit=1" if status == "FAIL" else "")
+        lines.append(_ts(t) + f"[{i}/{len(files)}] {path}  {status}  elapsed={elapsed:g}s{extra}{retry}")
+        seen[path] = seen.get(path, 0) + 1
+        if est is not None:
+            lines.append(_ts(t) + f"End ({i - 1}/{len(files) - 1}):")
+            lines.append(_ts(t) + f"filename='{path}', elapsed={elapsed:g}, _estimated_time={est[path]}")
+    lines.append(_ts(t) + "##[endgroup]")
+    return "\r\n".join(lines) + "\r\n"
+
+
+def count(url: str, repository: str) -> int:
+    with session_scope(url) as s:
+        return s.scalar(sa.select(sa.func.count()).select_from(Measurement).where(Measurement.repository == repository))
+
+
+def rows(url: str, repository: str) -> list[Measurement]:
+    with session_scope(url) as s:
+        return list(s.scalars(sa.select(Measurement).where(Measurement.repository == repository)
+                              .order_by(Measurement.file, Measurement.attempt)))
+
+
+# ingestion -------------------------------------------------------------------------------------
+
+
+def test_ingest_job_log_stores_attempts_with_metadata(store, repo):
+    log = make_log(
+        [("tests/e2e/test_a.py", "PASS", 812), ("tests/e2e/test_b.py", "TIMEOUT", 1800),
+         ("tests/e2e/test_b.py", "PASS", 900)],
+        est={"tests/e2e/test_a.py": 800, "tests/e2e/test_b.py": 2400},
+    )
+    result = svc.ingest_job_log(store, log, repository=repo, run_id=111, job_id=222,
+                                runner_labels=["self-hosted", "amd", "mi350", "4gpu"], head_sha="a" * 40,
+                                workflow="pr-test-rocm.yml")
+    assert (result.parsed, result.inserted, result.duplicates, result.error) == (3, 3, 0, None)
+    stored = rows(store, repo)
+    assert [(m.file, m.outcome, m.elapsed_s, m.attempt) for m in stored] == [
+        ("tests/e2e/test_a.py", "PASS", 812.0, 1),
+        ("tests/e2e/test_b.py", "TIMEOUT", 1800.0, 1),
+        ("tests/e2e/test_b.py", "PASS", 900.0, 2),
+    ]
+    first = stored[0]
+    assert (first.hardware, first.backend, first.suite, first.est_time) == ("MI355X", "rocm", "stage-c-4-gpu-mi350", 800)
+    assert (first.run_id, first.job_id, first.head_sha, first.source) == (111, 222, "a" * 40, "job-log")
+    assert first.measured_at.tzinfo is not None and first.measured_at < NOW
+    assert stored[1].timeout_after_s == 1800 and stored[1].exit_code == -9
+
+
+def test_same_job_twice_adds_nothing(store, repo):
+    log = make_log([("tests/e2e/test_a.py", "PASS", 10), ("tests/e2e/test_b.py", "PASS", 20)])
+    kwargs = dict(repository=repo, run_id=1, job_id=2, runner_labels=["mi350"])
+    assert svc.ingest_job_log(store, log, **kwargs).inserted == 2
+    again = svc.ingest_job_log(store, log, **kwargs)
+    assert (again.inserted, again.duplicates) == (0, 2)
+    assert count(store, repo) == 2
+
+
+def test_log_without_ids_is_keyed_by_its_content(store, repo):
+    log = make_log([("tests/e2e/test_a.py", "PASS", 10)])
+    assert svc.ingest_job_log(store, log, repository=repo).inserted == 1
+    assert svc.ingest_job_log(store, log, repository=repo).inserted == 0
+    other = make_log([("tests/e2e/test_a.py", "PASS", 11)])
+    assert svc.ingest_job_log(store, other, repository=repo).inserted == 1
+
+
+def test_unknown_hardware_is_stored_as_unknown(store, repo):
+    log = make_log([("tests/e2e/test_a.py", "PASS", 10)])
+    svc.ingest_job_log(store, log, repository=repo, run_id=1, job_id=1, runner_labels=["ubuntu-latest"])
+    svc.ingest_job_log(store, log, repository=repo, run_id=1, job_id=2, runner_labels=["linux-mi35x-gpu-8"])
+    svc.ingest_job_log(store, log, repository=repo, run_id=1, job_id=3, runner_labels=["x"], hardware="MI300X")
+    assert sorted(m.hardware for m in rows(store, repo)) == ["MI300X", "MI355X", "unknown"]
+
+
+def test_log_without_summary_lines_imports_nothing_and_says_so(store, repo):
+    result = svc.ingest_job_log(store, "2026-11-01T00:00:00.0000000Z hello\n", repository=repo, run_id=1, job_id=1)
+    assert result.inserted == 0 and not result.ok and "no per-file summary lines" in result.error
+    assert count(store, repo) == 0
+
+
+def test_an_error_mid_file_leaves_nothing_written(store, repo, monkeypatch):
+    real = svc._insert
+
+    def insert_then_fail(session, batch):
+        real(session, batch)
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(svc, "_insert", insert_then_fail)
+    with pytest.raises(RuntimeError):
+        svc.ingest_job_log(store, make_log([("tests/e2e/test_a.py", "PASS", 10)]), repository=repo, run_id=1, job_id=1)
+    monkeypatch.undo()
+    assert count(store, repo) == 0
+
+
+def test_ingest_in_the_callers_transaction(store, repo):
+    log = make_log([("tests/e2e/test_a.py", "PASS", 10)])
+    with pytest.raises(KeyError):
+        with session_scope(store) as session:
+            assert svc.ingest_job_log(session, log, repository=repo, run_id=1, job_id=1).inserted == 1
+            raise KeyError("the caller fails after ingesting")
+    assert count(store, repo) == 0
+    with session_scope(store) as session:
+        svc.ingest_job_log(session, log, repository=repo, run_id=1, job_id=1)
+    assert count(store, repo) == 1
+
+
+# JSON and CSV ----------------------------------------------------------------------------------
+
+
+def test_json_import_reports_bad_items_and_is_idempotent(store, repo):
+    items = [
+        {"repository": repo, "file": "tests/e2e/test_a.py", "elapsed_s": 100, "outcome": "PASS", "run_id": 5,
+         "job_id": 6, "measured_at": "2026-11-20T10:00:00Z", "hardware": "MI355X", "est_time": 90},
+        {"repository": repo, "file": "tests/e2e/test_a.py", "elapsed": "120s", "status": "fail", "run_id": 5,
+         "job_id": 6, "attempt": 2, "measured_at": "2026-11-20T10:30:00.1234567Z"},
+        {"repository": repo, "file": "tests/e2e/test_b.py", "elapsed_s": "abc", "outcome": "PASS"},
+        {"repository": repo, "file": "tests/e2e/test_b.py", "elapsed_s": 5, "outcome": "MAYBE"},
+        "not an object",
+    ]
+    result = svc.ingest_json(store, json.dumps(items), name="x.json")
+    assert (result.inserted, [n for n, _ in result.malformed]) == (2, [3, 4, 5])
+    assert "elapsed_s" in result.malformed[0][1] and "MAYBE" in result.malformed[1][1]
+    assert svc.ingest_json(store, json.dumps({"measurements": items})).inserted == 0
+    stored = rows(store, repo)
+    assert [(m.outcome, m.elapsed_s, m.attempt, m.hardware) for m in stored] == [
+        ("PASS", 100, 1, "MI355X"), ("FAIL", 120, 2, "unknown")]
+    assert stored[1].measured_at == datetime(2026, 11, 20, 10, 30, 0, 123456, tzinfo=timezone.utc)
+
+
+def test_invalid_json_imports_nothing(store, repo):
+    assert "not valid JSON" in svc.ingest_json(store, "[{").error
+    assert "must be a list" in svc.ingest_json(store, '{"a": 1}').error
+
+
+def test_csv_missing_column_is_named_and_nothing_is_stored(store, repo):
+    text = f"repository,file,outcome\n{repo},tests/e2e/test_a.py,PASS\n"
+    result = svc.ingest_csv(store, text, name="x.csv")
+    assert result.error == "CSV is missing column: elapsed_s"
+    assert count(store, repo) == 0
+    both = svc.ingest_csv(store, "file,status\ntests/a.py,PASS\n")
+    assert both.error == "CSV is missing columns: repository, elapsed_s"
+
+
+def test_csv_malformed_row_has_its_line_number(store, repo):
+    text = (
+        "file,elapsed_s,outcome,run_id,measured_at\r\n"
+        "tests/e2e/test_a.py,10,PASS,1,2026-11-20T10:00:00Z\r\n"
+        "tests/e2e/test_b.py,ten,PASS,1,2026-11-20T10:00:00Z\r\n"
+        "\r\n"
+        "tests/e2e/test_c.py,30,PASS,1,2026-11-20T10:00:00Z,extra\r\n"
+        "tests/e2e/test_d.py,40,TIMEOUT,1,2026-11-20T10:00:00Z\r\n"
+    )
+    result = svc.ingest_csv(store, text, repository=repo)
+    assert result.inserted == 2
+    assert [n for n, _ in result.malformed] == [3, 5]
+
+
+def test_export_then_import_round_trips(store, repo, tmp_path):
+    log = make_log([("tests/e2e/test_a.py", "PASS", 10), ("tests/e2e/test_a.py", "PASS", 12)],
+                   est={"tests/e2e/test_a.py": 20})
+    svc.ingest_job_log(store, log, repository=repo, runner_labels=["mi350"])
+    exported_json = svc.export_text(store, "json", repository=repo)
+    exported_csv = svc.export_text(store, "csv", repository=repo)
+    assert svc.ingest_json(store, exported_json).inserted == 0
+    assert svc.ingest_csv(store, exported_csv).inserted == 0
+    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
+    ensure_store(fresh)
+    assert svc.ingest_csv(fresh, exported_csv).inserted == 2
+    assert svc.export_text(fresh, "json", repository=repo) == exported_json
+    assert json.loads(exported_json)[0]["hardware"] == "MI355X"
+
+
+# statistics ------------------------------------------------------------------------------------
+
+
+def _job(store, repo, run, when, entries, hardware="MI355X", suite="nightly-stage-c-4-gpu-mi350", est=None):
+    items = [
+        {"repository": repo, "file": f, "elapsed_s": e, "outcome": o, "run_id": run, "job_id": run,
+         "measured_at": when.isoformat(), "hardware": hardware, "suite": suite, "est_time": est}
+        for f, o, e in entries
+    ]
+    result = svc.ingest_json(store, json.dumps(items))
+    assert result.ok, result
+
+
+def test_stats_over_the_window_of_passing_runs(store, repo):
+    values = [100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1100, 1200]
+    for i, v in enumerate(values):  # 12 passing runs, one a day, newest last
+        _job(store, repo, i + 1, NOW - timedelta(days=len(values) - i), [("tests/e2e/test_a.py", "PASS", v)], est=500 + i)
+    _job(store, repo, 100, NOW - timedelta(hours=1), [("tests/e2e/test_a.py", "FAIL", 5000)])
+    _job(store, repo, 101, NOW - timedelta(days=40), [("tests/e2e/test_b.py", "PASS", 50)])
+    _job(store, repo, 102, NOW - timedelta(days=2), [("tests/e2e/test_a.py", "PASS", 77)], hardware="unknown")
+
+    stats = svc.query_stats(store, repository=repo, now=NOW)
+    by_key = {(s.file, s.hardware): s for s in stats}
+    assert set(by_key) == {("tests/e2e/test_a.py", "MI355X"), ("tests/e2e/test_a.py", "unknown")}
+    a = by_key[("tests/e2e/test_a.py", "MI355X")]
+    expected = duration_stats(values[-10:])  # the last 10 passing runs; the FAIL is left out
+    assert (a.n, a.median, a.p90, a.max) == tuple(expected)
+    assert a.est_time == 511 and a.suite == "nightly-stage-c-4-gpu-mi350"
+    assert a.since == NOW - timedelta(days=10)
+    assert a.as_json() == {"file": "tests/e2e/test_a.py", "backend": "rocm", "suite": "nightly-stage-c-4-gpu-mi350",
+                           "hardware": "MI355X", "n": 10, "median": expected.median, "p90": expected.p90,
+                           "max": expected.max}
+
+    narrow = svc.query_stats(store, repository=repo, hardware="MI355X", window_runs=3, window_days=5, now=NOW)
+    assert [(s.n, s.max) for s in narrow] == [(3, 1200)]
+    wide = svc.query_stats(store, repository=repo, file="tests/e2e/test_b.py", window_days=60, now=NOW)
+    assert [(s.file, s.n) for s in wide] == [("tests/e2e/test_b.py", 1)]
+    params = CalibrationParams(window_runs=4, window_days=100)
+    assert {s.n for s in svc.query_stats(store, repository=repo, hardware="MI355X", params=params, now=NOW)} == {4, 1}
+    assert svc.query_stats(store, repository=repo, suite="other", now=NOW) == []
+
+
+def test_latest_est_times_and_history(store, repo):
+    _job(store, repo, 1, NOW - timedelta(days=3), [("tests/e2e/test_a.py", "PASS", 10)], est=100)
+    _job(store, repo, 2, NOW - timedelta(days=1), [("tests/e2e/test_a.py", "TIMEOUT", 20)], est=150)
+    assert svc.latest_est_times(store, repo) == {("tests/e2e/test_a.py", "rocm"): 150}
+    hist = svc.history(store, repo, "tests/e2e/test_a.py")
+    assert [(h["outcome"], h["elapsed_s"]) for h in hist] == [("PASS", 10), ("TIMEOUT", 20)]
+    assert repo in svc.repositories(store)
+
+
+def test_sqlite_window_query_reads_the_partial_index(tmp_path):
+    url = f"sqlite:///{tmp_path / 'plan.db'}"
+    ensure_store(url)
+    stmt = svc.stats_select(repository="a/b", window_runs=10, window_days=30, now=NOW, dialect="sqlite")
+    engine = get_engine(url)
+    compiled = stmt.compile(engine, compile_kwargs={"literal_binds": True})
+    with engine.connect() as conn:
+        plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}"))
+    assert "ix_measurements_pass_window" in plan
+
+
+def test_migration_down_and_up_on_sqlite(tmp_path):
+    url = f"sqlite:///{tmp_path / 'mig.db'}"
+    upgrade(url)
+    upgrade_down = __import__("alembic.command", fromlist=["downgrade"]).downgrade
+    from alembic.config import Config
+
+    from bot.store.db import MIGRATIONS_DIR
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", url)
+    upgrade_down(cfg, "0001_base")
+    assert "measurements" not in sa.inspect(get_engine(url)).get_table_names()
+    upgrade(url)
+    assert "measurements" in sa.inspect(get_engine(url)).get_table_names()
+
+
+# concurrency -----------------------------------------------------------------------------------
+
+
+def _worker(url, repo, job_ids, start, results):
+    from bot import durations as worker_svc
+
+    start.wait(30)
+    inserted = 0
+    for job in job_ids:
+        log = make_log([(f"tests/e2e/test_{job}_{i}.py", "PASS", 10 + i) for i in range(40)]
+                       + [(f"tests/e2e/test_{job}_0.py", "PASS", 9)], noise=False)
+        inserted += worker_svc.ingest_job_log(url, log, repository=repo, run_id=7, job_id=job,
+                                              runner_labels=["mi350"]).inserted
+        # and the shared files every job touches, in a job of their own
+        shared = make_log([(f"tests/e2e/test_shared_{i}.py", "PASS", 5) for i in range(30)], noise=False)
+        inserted += worker_svc.ingest_job_log(url, shared, repository=repo, run_id=8, job_id=1).inserted
+    results.put(inserted)
+
+
+def test_two_processes_ingesting_at_once_lose_and_duplicate_nothing(store, repo):
+    ctx = multiprocessing.get_context("spawn")
+    start, results = ctx.Event(), ctx.Queue()
+    jobs_a = list(range(0, 30))
+    jobs_b = list(reversed(range(15, 45)))  # 15..29 overlap, in the opposite order
+    procs = [ctx.Process(target=_worker, args=(store, repo, jobs, start, results)) for jobs in (jobs_a, jobs_b)]
+    for p in procs:
+        p.start()
+    start.set()
+    for p in procs:
+        p.join(240)
+        assert p.exitcode == 0
+    inserted = [results.get(timeout=5) for _ in procs]
+    expected = 45 * 41 + 30
+    assert sum(inserted) == expected and all(i > 0 for i in inserted)
+    assert count(store, repo) == expected
+    with session_scope(store) as s:
+        dupes = s.execute(
+            sa.select(Measurement.run_id, Measurement.job_id, Measurement.file, Measurement.attempt)
+            .where(Measurement.repository == repo)
+            .group_by(Measurement.run_id, Measurement.job_id, Measurement.file, Measurement.attempt)
+            .having(sa.func.count() > 1)
+        ).all()
+    assert dupes == []
+
+
+def _start_store(url, start, results):
+    from bot.store.measurements import ensure_store as worker_ensure
+
+    start.wait(30)
+    worker_ensure(url)
+    results.put("ok")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_two_processes_creating_a_fresh_store_at_once(backend, tmp_path):
+    """Workers that start together on an empty database both come up; the schema is made once."""
+    from sqlalchemy import create_engine, text
+
+    from tests.conftest import PG_ADMIN_URL
+
+    admin = name = None
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / 'fresh' / 'store.db'}"
+    else:
+        name = f"cireg_fresh_{uuid.uuid4().hex[:10]}"
+        admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        url = PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+    try:
+        ctx = multiprocessing.get_context("spawn")
+        start, results = ctx.Event(), ctx.Queue()
+        procs = [ctx.Process(target=_start_store, args=(url, start, results)) for _ in range(2)]
+        for p in procs:
+            p.start()
+        start.set()
+        for p in procs:
+            p.join(120)
+            assert p.exitcode == 0
+        assert [results.get(timeout=5) for _ in procs] == ["ok", "ok"]
+        engine = create_engine(url)
+        assert "measurements" in sa.inspect(engine).get_table_names()
+        engine.dispose()
+    finally:
+        if admin is not None:
+            with admin.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            admin.dispose()
