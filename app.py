@@ -5,9 +5,16 @@ from __future__ import annotations
 from flask import Flask
 
 
-def create_app(settings=None) -> Flask:
+def create_app(settings=None, queue=None) -> Flask:
+    from bot import dashboard, onboarding, web, webhooks
     from bot.settings import load_settings
 
     app = Flask(__name__)
     app.config["SETTINGS"] = settings or load_settings()
+    app.config["SETTINGS_FROM_ENV"] = settings is None
+    app.config["MAX_CONTENT_LENGTH"] = webhooks.MAX_BODY
+    if queue is not None:
+        app.extensions["ci_registrar.queue"] = queue
+    for blueprint in (web.blueprint, webhooks.blueprint, onboarding.blueprint, dashboard.blueprint):
+        app.register_blueprint(blueprint)
     return app

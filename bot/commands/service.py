@@ -1,0 +1,102 @@
+"""`ci-registrar serve | worker | manifest`: the web process, the worker process, the App manifest."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+
+import click
+
+DEFAULT_THREADS = 4
+
+
+def _migrate_if_embedded(settings) -> None:
+    """The embedded default creates its store on first start; PostgreSQL is migrated by the release step."""
+    from bot.store.db import upgrade
+
+    if settings.database_url.startswith("sqlite"):
+        upgrade(settings.database_url)
+
+
+def _consumer(queue, threads: int):
+    # Poll at most every 0.5 s when idle: the Redis claim is a non-blocking script.
+    return queue.create_consumer(workers=threads, worker_type="thread", periodic=True, initial_delay=0.05,
+                                 backoff=1.5, max_delay=0.5, check_worker_health=True)
+
+
+@click.command()
+@click.option("--host", default=lambda: os.environ.get("HOST", "0.0.0.0"), show_default="0.0.0.0 ($HOST)")
+@click.option("--port", type=int, default=None, help="Default: $PORT, else 3000.")
+@click.option("--threads", type=int, default=DEFAULT_THREADS, show_default=True, help="Worker threads for jobs.")
+@click.option("--no-worker", is_flag=True, help="Serve HTTP only (jobs run in `ci-registrar worker` processes).")
+def serve(host, port, threads, no_worker):
+    """One process: HTTP on PORT and worker threads; SQLite queue and store unless REDIS_URL/DATABASE_URL say otherwise."""
+    from werkzeug.serving import make_server
+
+    from app import create_app
+    from bot.logging import configure, get_logger
+    from bot.queue import open_queue
+    from bot.settings import load_settings
+
+    configure()
+    log = get_logger("ci_registrar.serve")
+    settings = load_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    _migrate_if_embedded(settings)
+    queue = open_queue(settings)
+    app = create_app(settings, queue=queue)
+    app.config["SETTINGS_FROM_ENV"] = True  # onboarding's credentials file is picked up without a restart
+    consumer = None
+    if not no_worker:
+        consumer = _consumer(queue, threads)
+        consumer.start()
+    server = make_server(host, port or settings.port, app, threaded=True)
+
+    def stop(signum, _frame):
+        log.info("stopping", signal=signal.Signals(signum).name)
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    log.info("serving", host=host, port=server.port, threads=0 if no_worker else threads,
+             queue="redis" if settings.redis_url else "sqlite", configured=settings.app_configured)
+    try:
+        server.serve_forever()
+    finally:
+        if consumer is not None:
+            consumer.stop(graceful=True)
+        log.info("stopped")
+
+
+@click.command()
+@click.option("--threads", type=int, default=DEFAULT_THREADS, show_default=True)
+@click.option("--metrics-port", type=int, default=None, help="Serve this process's Prometheus metrics on this port.")
+def worker(threads, metrics_port):
+    """A worker process only: runs queued jobs (any number of these may share one Redis queue)."""
+    from bot.logging import configure, get_logger
+    from bot.queue import open_queue
+    from bot.settings import load_settings
+
+    configure()
+    settings = load_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    _migrate_if_embedded(settings)
+    if metrics_port:
+        from prometheus_client import start_http_server
+
+        start_http_server(metrics_port)
+    queue = open_queue(settings)
+    get_logger("ci_registrar.worker").info("worker started", threads=threads, pid=os.getpid(),
+                                           queue="redis" if settings.redis_url else "sqlite")
+    _consumer(queue, threads).run()
+
+
+@click.command()
+@click.option("--url", "public_url", required=True, help="This service's public base URL (webhooks arrive at URL/webhook).")
+def manifest(public_url):
+    """Print the GitHub App manifest for a deployment at URL (to register the App by hand)."""
+    from bot.onboarding import manifest_for
+
+    click.echo(json.dumps(manifest_for(public_url), indent=2))

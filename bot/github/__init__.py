@@ -1,0 +1,1 @@
+"""Talking to GitHub: App authentication, a retrying client, the retry policy."""

@@ -1,0 +1,1 @@
+"""Webhook handlers, one module per concern; each module owns a gidgethub Router named `router`."""

@@ -1,0 +1,151 @@
+"""The "CI registrations" check: one check run on a pull request's head SHA, from checks/ findings."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from gidgethub.routing import Router
+
+from bot.sources import GitHubTree, changed_paths
+from bot.store import service as store
+
+router = Router()
+
+CHECK_NAME = "CI registrations"
+CONFIG_PATH = ".github/ci-registrar.yml"  # read from the default branch, never from the PR
+ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit; each PATCH appends
+SUMMARY_LIMIT = 65_000
+ENGINE_MISSING = "The analysis engine (checks.engine) is not installed in this deployment; nothing was checked."
+FAILED_TITLE = "Could not finish the check"
+FAILED_SUMMARY = (
+    "CI Registrar could not finish this check: {reason}.\n\n"
+    "It tried within its retry budget and gave up; use **Re-run** to try again."
+)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def load_engine():
+    try:
+        from checks.engine import check_tree
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("checks.engine", "checks"):
+            raise
+        return None
+    return check_tree
+
+
+# -- triggers -------------------------------------------------------------------------------------
+@router.register("pull_request", action="opened")
+@router.register("pull_request", action="reopened")
+@router.register("pull_request", action="synchronize")
+@router.register("pull_request", action="ready_for_review")
+async def pull_request_changed(event, ctx):
+    pr = event.data["pull_request"]
+    if pr.get("state") == "closed":
+        return
+    run_check(ctx, repo=event.data["repository"]["full_name"], head_sha=pr["head"]["sha"],
+              base_sha=pr["base"]["sha"], number=pr["number"], rerun=False,
+              default_branch=_default_branch(event))
+
+
+def _default_branch(event) -> str:
+    return event.data["repository"].get("default_branch") or "main"
+
+
+def _first_pr(pull_requests):
+    """The PR a check or suite belongs to (GitHub leaves the list empty for a fork's PR)."""
+    return pull_requests[0] if pull_requests else None
+
+
+@router.register("check_run", action="rerequested")
+async def check_run_rerequested(event, ctx):
+    run = event.data["check_run"]
+    if run.get("name") != CHECK_NAME:
+        return
+    repo = event.data["repository"]["full_name"]
+    pr = _first_pr(run.get("pull_requests"))
+    run_check(ctx, repo=repo, head_sha=run["head_sha"], base_sha=(pr or {}).get("base", {}).get("sha"),
+              number=(pr or {}).get("number"), rerun=True, default_branch=_default_branch(event))
+
+
+@router.register("check_suite", action="rerequested")
+async def check_suite_rerequested(event, ctx):
+    suite = event.data["check_suite"]
+    repo = event.data["repository"]["full_name"]
+    pr = _first_pr(suite.get("pull_requests"))
+    run_check(ctx, repo=repo, head_sha=suite["head_sha"], base_sha=(pr or {}).get("base", {}).get("sha"),
+              number=(pr or {}).get("number"), rerun=True, default_branch=_default_branch(event))
+
+
+# -- the check ------------------------------------------------------------------------------------
+def find_or_create_run(client, ctx, repo: str, head_sha: str, rerun: bool) -> tuple[dict, bool]:
+    """The check run this job writes to, and whether its work is already done.
+
+    A pull_request event reuses the run of that name on that SHA (a job that runs twice posts
+    nothing twice); a re-run request gets a new run, tied to its delivery by external_id.
+    """
+    runs = client.check_runs_for_ref(repo, head_sha, CHECK_NAME)
+    app_id = str(ctx.settings.app_id or "")
+    ours = [r for r in runs if r.get("name") == CHECK_NAME and r.get("head_sha") == head_sha
+            and (not app_id or str((r.get("app") or {}).get("id", app_id)) == app_id)]
+    ours.sort(key=lambda r: r["id"], reverse=True)
+    if rerun:
+        ours = [r for r in ours if r.get("external_id") == ctx.delivery_id]
+    if ours and (ours[0].get("output") or {}).get("title") != FAILED_TITLE:
+        run = ours[0]
+        return run, run.get("status") == "completed"
+    # None yet, or the last one reports a job that failed for good: this attempt gets a fresh run.
+    run = client.create_check_run(repo, {"name": CHECK_NAME, "head_sha": head_sha, "status": "in_progress",
+                                         "external_id": ctx.delivery_id, "started_at": _now()})
+    return run, False
+
+
+def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: int | None, rerun: bool,
+              default_branch: str) -> None:
+    client = ctx.client
+    run, done = find_or_create_run(client, ctx, repo, head_sha, rerun)
+    if done:
+        ctx.log.info("check already completed", check_run_id=run["id"], head_sha=head_sha)
+        return
+    ctx.on_failure("bot.handlers.pull_requests:report_failure", repo=repo, run_id=run["id"])
+    check_tree = load_engine()
+    if check_tree is None:
+        conclusion, output = "neutral", {"title": "Not checked", "summary": ENGINE_MISSING}
+        annotations = []
+    else:
+        head = GitHubTree(client, repo, head_sha)
+        base = GitHubTree(client, repo, base_sha) if base_sha else None
+        changed = changed_paths(client.pull_files(repo, number)) if number and base is not None else None
+        config_text = client.file_at(repo, CONFIG_PATH, default_branch)
+        report = check_tree(head, base, changed, config_text=config_text)
+        conclusion, output, annotations = render(report)
+    complete_run(client, repo, run["id"], conclusion, output, annotations)
+    store.record_check_run(ctx.store_url, repository=repo, head_sha=head_sha, name=CHECK_NAME,
+                           check_run_id=run["id"], delivery_id=ctx.delivery_id, conclusion=conclusion)
+
+
+def complete_run(client, repo: str, run_id: int, conclusion: str, output: dict, annotations: list[dict]) -> None:
+    """Annotations in batches of 50: all but the last batch while in progress, the last one completes it."""
+    batches = [annotations[i:i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)] or [[]]
+    for batch in batches[:-1]:
+        client.update_check_run(repo, run_id, {"output": {**output, "annotations": batch}})
+    final = {**output, "annotations": batches[-1]} if batches[-1] else output
+    client.update_check_run(repo, run_id, {"status": "completed", "conclusion": conclusion,
+                                           "completed_at": _now(), "output": final})
+
+
+def report_failure(client, reason: str, *, repo: str, run_id: int) -> None:
+    client.update_check_run(repo, run_id, {
+        "status": "completed", "conclusion": "failure", "completed_at": _now(),
+        "output": {"title": FAILED_TITLE, "summary": FAILED_SUMMARY.format(reason=reason)[:SUMMARY_LIMIT]}})
+
+
+# -- rendering lives in checks.render (analysis never knows how it is shown) ----------------------
+def render(report) -> tuple[str, dict, list[dict]]:
+    from checks import render
+
+    output = {"title": render.check_run_title(report), "summary": render.check_run_summary(report)}
+    return render.check_run_conclusion(report), output, render.check_run_annotations(report)

@@ -1,0 +1,448 @@
+"""The durable job queue between the webhook endpoint and the workers: huey, made at-least-once.
+
+Why huey: one small, well-kept library with both backends this App needs behind one interface
+(an embedded SQLite storage for the one-process default, a Redis storage for many processes on
+many machines), a consumer with worker threads, delayed retries and a scheduler. Celery or RQ
+would need a broker service even for the default; a hand-written queue would be one more thing
+to get wrong.
+
+What huey lacks is an acknowledgement: its dequeue deletes a message before the task runs, so a
+worker killed mid-job loses the job. The storages below add a lease. Dequeue moves the message
+into an in-flight set with a deadline; while the job runs, the worker's heartbeat pushes the
+deadline forward; the message is deleted only once the job has finished (or been re-queued by
+huey's own retry). Any worker re-queues messages whose deadline passed: their worker died. A job
+can therefore run twice, never zero times, and every handler is idempotent.
+
+The same storages make "first time this delivery id is seen" and "enqueue" one atomic step, so a
+redelivery of an accepted delivery is acknowledged and not queued again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import socket
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+
+from huey.api import Huey
+from huey.signals import SIGNAL_INTERRUPTED
+from huey.storage import RedisStorage, SqliteStorage
+
+DEFAULT_QUEUE_NAME = "ci-registrar"
+# How long a delivery id is remembered: GitHub.com redelivers for 3 days, GHES for 7.
+SEEN_TTL_S = 8 * 24 * 3600
+DEFAULT_LEASE_S = 60.0
+CHECKPOINT_EVERY_S = 1.0
+
+
+class _LeaseMixin:
+    """What the job queue needs of a storage beyond huey's: claims, acks, leases, dedupe."""
+
+    lease_s: float = DEFAULT_LEASE_S
+
+    def claim(self):  # -> (claim_id, data) | None
+        raise NotImplementedError
+
+    def ack(self, claim_id) -> None:
+        raise NotImplementedError
+
+    def extend(self, claim_ids, until: float) -> None:
+        raise NotImplementedError
+
+    def requeue_expired(self, now: float | None = None) -> int:
+        raise NotImplementedError
+
+    def enqueue_unique(self, key: str, data: bytes) -> bool:
+        raise NotImplementedError
+
+    def forget(self, key: str) -> None:
+        raise NotImplementedError
+
+    def inflight_size(self) -> int:
+        raise NotImplementedError
+
+    def ping(self) -> None:
+        raise NotImplementedError
+
+
+class LeasedSqliteStorage(_LeaseMixin, SqliteStorage):
+    """huey's SQLite storage with an in-flight table and a seen-deliveries table."""
+
+    table_inflight = (
+        "create table if not exists inflight (id integer not null primary key, queue text not null, "
+        "data blob not null, priority real not null default 0.0, lease_until real not null)"
+    )
+    index_inflight = "create index if not exists inflight_queue_lease on inflight (queue, lease_until)"
+    table_seen = (
+        "create table if not exists seen (queue text not null, key text not null, at real not null, "
+        "primary key (queue, key)) without rowid"
+    )
+    ddl = SqliteStorage.ddl + [table_inflight, index_inflight, table_seen]
+
+    def __init__(self, name="huey", filename="queue.db", lease_s=DEFAULT_LEASE_S, synchronous=None, **kwargs):
+        synchronous = synchronous or os.environ.get("CI_REGISTRAR_QUEUE_SYNCHRONOUS") or "NORMAL"
+        if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise ValueError(f"CI_REGISTRAR_QUEUE_SYNCHRONOUS: {synchronous!r} is not OFF, NORMAL, FULL or EXTRA")
+        self.lease_s = lease_s
+        # NORMAL in WAL mode survives any process crash (kill -9 included); FULL also survives a
+        # power cut at the price of one fsync per accepted delivery.
+        self._synchronous = synchronous
+        self._lock_fd: int | None = None
+        self._lock_pid = 0
+        self._flock_threads = threading.Lock()
+        kwargs.setdefault("timeout", 30)
+        super().__init__(name=name, filename=filename, **kwargs)
+
+    def _create_connection(self):
+        conn = super()._create_connection()
+        conn.execute(f"pragma synchronous={self._synchronous}")
+        # No checkpoint inside a commit: each is an fsync that some webhook request would wait for.
+        # A background thread of each writing process does them instead (_checkpoints).
+        conn.execute("pragma wal_autocheckpoint=0")
+        return conn
+
+    def _checkpoints(self):
+        conn = sqlite3.connect(self.filename, timeout=self._timeout, check_same_thread=False)
+        try:
+            while True:
+                time.sleep(CHECKPOINT_EVERY_S)
+                try:
+                    # PASSIVE: copies what it can without waiting for (or holding up) any writer.
+                    conn.execute("pragma wal_checkpoint(PASSIVE)")
+                except sqlite3.Error:
+                    pass
+        finally:
+            conn.close()
+
+    @contextlib.contextmanager
+    def db(self, commit=False, close=False):
+        # Writers in different processes (gunicorn workers, a worker process) queue on an flock:
+        # the next one wakes the moment the lock is free, where SQLite's busy handler would sleep
+        # and poll (up to 100 ms a try), which is what made ingress slow under load.
+        if not commit:
+            with super().db(commit=False, close=close) as curs:
+                yield curs
+            return
+        with self._write_lock():
+            with super().db(commit=True, close=close) as curs:
+                yield curs
+
+    @contextlib.contextmanager
+    def _write_lock(self):
+        with self._flock_threads:  # flock is per open file: threads of one process take turns first
+            if self._lock_fd is None or self._lock_pid != os.getpid():
+                # First write of this process (gunicorn forks after the storage may exist).
+                self._lock_fd = os.open(self.filename + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+                self._lock_pid = os.getpid()
+                threading.Thread(target=self._checkpoints, name="queue-checkpoint", daemon=True).start()
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def claim(self):
+        if not self.sql("select 1 from task where queue = ? limit 1", (self.name,), results=True):
+            return None
+        with self.db(commit=True) as curs:
+            curs.execute(
+                "select id, data, priority from task where queue = ? order by priority desc, id limit 1",
+                (self.name,),
+            )
+            row = curs.fetchone()
+            if row is None:
+                return None
+            tid, data, priority = row
+            curs.execute("delete from task where id = ?", (tid,))
+            curs.execute(
+                "insert into inflight (queue, data, priority, lease_until) values (?, ?, ?, ?)",
+                (self.name, data, priority, time.time() + self.lease_s),
+            )
+            return curs.lastrowid, bytes(data)
+
+    def dequeue(self):
+        claimed = self.claim()
+        return None if claimed is None else claimed[1]
+
+    def ack(self, claim_id):
+        self.sql("delete from inflight where id = ?", (claim_id,), commit=True)
+
+    def extend(self, claim_ids, until):
+        ids = list(claim_ids)
+        if ids:
+            marks = ",".join("?" * len(ids))
+            self.sql(f"update inflight set lease_until = ? where id in ({marks})", (until, *ids), commit=True)
+
+    def requeue_expired(self, now=None):
+        now = time.time() if now is None else now
+        with self.db(commit=True) as curs:
+            curs.execute(
+                "select id, data, priority from inflight where queue = ? and lease_until < ? order by id",
+                (self.name, now),
+            )
+            rows = curs.fetchall()
+            for rid, data, priority in rows:
+                # Back at the head of the queue (highest priority): it has waited long enough.
+                curs.execute(
+                    "insert into task (queue, data, priority) values (?, ?, ?)", (self.name, data, priority + 1)
+                )
+                curs.execute("delete from inflight where id = ?", (rid,))
+            curs.execute("delete from seen where queue = ? and at < ?", (self.name, now - SEEN_TTL_S))
+            return len(rows)
+
+    def promote_due(self, ts) -> int:
+        """Move due delayed jobs (retries) into the queue in one transaction: none lost in between."""
+        with self.db(commit=True) as curs:
+            curs.execute("select id, data from schedule where queue = ? and timestamp <= ? order by timestamp, id",
+                         (self.name, ts.timestamp()))
+            rows = curs.fetchall()
+            for sid, data in rows:
+                curs.execute("insert into task (queue, data, priority) values (?, ?, 0)", (self.name, data))
+                curs.execute("delete from schedule where id = ?", (sid,))
+            return len(rows)
+
+    def enqueue_unique(self, key, data):
+        with self.db(commit=True) as curs:
+            curs.execute("insert or ignore into seen (queue, key, at) values (?, ?, ?)", (self.name, key, time.time()))
+            if curs.rowcount == 0:
+                return False
+            curs.execute("insert into task (queue, data, priority) values (?, ?, 0)", (self.name, self.to_blob(data)))
+            return True
+
+    def forget(self, key):
+        self.sql("delete from seen where queue = ? and key = ?", (self.name, key), commit=True)
+
+    def inflight_size(self):
+        return self.sql("select count(*) from inflight where queue = ?", (self.name,), results=True)[0][0]
+
+    def ping(self):
+        self.sql("select 1", results=True)
+
+
+_CLAIM_LUA = """
+local data = redis.call('RPOP', KEYS[1])
+if not data then return false end
+redis.call('ZADD', KEYS[2], ARGV[1], data)
+return data
+"""
+
+_REQUEUE_LUA = """
+local res = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])
+for _, data in ipairs(res) do
+  redis.call('ZREM', KEYS[2], data)
+  redis.call('RPUSH', KEYS[1], data)
+end
+return #res
+"""
+
+_PROMOTE_LUA = """
+local res = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+for _, data in ipairs(res) do
+  redis.call('ZREM', KEYS[1], data)
+  redis.call('LPUSH', KEYS[2], data)
+end
+return #res
+"""
+
+_ENQUEUE_UNIQUE_LUA = """
+if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
+  redis.call('LPUSH', KEYS[2], ARGV[1])
+  return 1
+end
+return 0
+"""
+
+
+class LeasedRedisStorage(_LeaseMixin, RedisStorage):
+    """huey's Redis storage with an in-flight sorted set (score: lease deadline) and seen keys.
+
+    A message's bytes are its claim id: each holds a unique task id, so no two are equal.
+    """
+
+    def __init__(self, name="huey", lease_s=DEFAULT_LEASE_S, **kwargs):
+        self.lease_s = lease_s
+        kwargs.setdefault("clean_name", False)
+        kwargs["blocking"] = False  # a Lua claim cannot block; the consumer polls instead
+        super().__init__(name=name, **kwargs)
+        self.inflight_key = f"huey.inflight.{self.name}"
+        self.seen_prefix = f"huey.seen.{self.name}."
+        self._claim = self.conn.register_script(_CLAIM_LUA)
+        self._requeue = self.conn.register_script(_REQUEUE_LUA)
+        self._enqueue_unique = self.conn.register_script(_ENQUEUE_UNIQUE_LUA)
+        self._promote = self.conn.register_script(_PROMOTE_LUA)
+
+    def promote_due(self, ts) -> int:
+        """Move due delayed jobs (retries) into the queue atomically: none lost in between."""
+        return int(self._promote(keys=[self.schedule_key, self.queue_key], args=[self.convert_ts(ts)]))
+
+    def claim(self):
+        data = self._claim(keys=[self.queue_key, self.inflight_key], args=[time.time() + self.lease_s])
+        return None if data is None else (data, data)
+
+    def dequeue(self):
+        claimed = self.claim()
+        return None if claimed is None else claimed[1]
+
+    def ack(self, claim_id):
+        self.conn.zrem(self.inflight_key, claim_id)
+
+    def extend(self, claim_ids, until):
+        ids = list(claim_ids)
+        if ids:
+            self.conn.zadd(self.inflight_key, {cid: until for cid in ids}, xx=True)
+
+    def requeue_expired(self, now=None):
+        now = time.time() if now is None else now
+        return int(self._requeue(keys=[self.queue_key, self.inflight_key], args=[now]))
+
+    def enqueue_unique(self, key, data):
+        return bool(self._enqueue_unique(keys=[self.seen_prefix + key, self.queue_key], args=[data, SEEN_TTL_S]))
+
+    def forget(self, key):
+        self.conn.delete(self.seen_prefix + key)
+
+    def inflight_size(self):
+        return self.conn.zcard(self.inflight_key)
+
+    def ping(self):
+        self.conn.ping()
+
+    def flush_queue(self):
+        super().flush_queue()
+        self.conn.delete(self.inflight_key)
+
+
+class JobQueue(Huey):
+    """A huey instance whose consumer acknowledges a message only after its task has finished."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._held: dict[object, float] = {}  # claim id -> when claimed, for the heartbeat
+        self._held_lock = threading.Lock()
+        self._heartbeat: threading.Thread | None = None
+        self._next_reap = 0.0
+        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+
+    # -- consumer side ---------------------------------------------------------------------------
+    def dequeue(self):
+        now = time.time()
+        if now >= self._next_reap:
+            # Any worker may re-queue a dead worker's jobs; a quarter lease keeps that prompt.
+            self._next_reap = now + max(0.5, self.storage.lease_s / 4)
+            self.storage.requeue_expired(now)
+        claimed = self.storage.claim()
+        if claimed is None:
+            return None
+        claim_id, data = claimed
+        try:
+            task = self.deserialize_task(data)
+        except Exception:
+            self.storage.ack(claim_id)  # an unreadable message would otherwise come back forever
+            raise
+        task._claim_id = claim_id
+        with self._held_lock:
+            self._held[claim_id] = now
+        self._ensure_heartbeat()
+        return task
+
+    def execute(self, task, timestamp=None):
+        claim_id = getattr(task, "_claim_id", None)
+        finished = False
+        try:
+            result = super().execute(task, timestamp)
+            # huey swallows KeyboardInterrupt ("did not finish"): such a job must come back.
+            finished = not getattr(task, "_interrupted", False)
+            return result
+        finally:
+            if claim_id is not None:
+                with self._held_lock:
+                    self._held.pop(claim_id, None)
+                if finished:
+                    self.storage.ack(claim_id)
+
+    def _emit(self, signal, task, *args, **kwargs):
+        if signal == SIGNAL_INTERRUPTED:
+            task._interrupted = True
+        return super()._emit(signal, task, *args, **kwargs)
+
+    def read_schedule(self, timestamp=None):
+        # huey's scheduler pops due jobs and then enqueues them: a crash in between would lose
+        # them. Here they move inside the storage in one step, and nothing is left to enqueue.
+        self.storage.promote_due(timestamp or self._get_timestamp())
+        return []
+
+    def _ensure_heartbeat(self):
+        if self._heartbeat is not None and self._heartbeat.is_alive():
+            return
+        self._heartbeat = threading.Thread(target=self._beat, name="queue-heartbeat", daemon=True)
+        self._heartbeat.start()
+
+    def _beat(self):
+        while True:
+            time.sleep(max(0.2, self.storage.lease_s / 3))
+            with self._held_lock:
+                held = list(self._held)
+            if held:
+                try:
+                    self.storage.extend(held, time.time() + self.storage.lease_s)
+                except Exception:  # the next beat tries again; a missed one only risks a re-run
+                    pass
+
+    # -- producer side ---------------------------------------------------------------------------
+    def enqueue_delivery(self, delivery_id: str, event: str, body: bytes) -> bool:
+        """Queue one webhook delivery; False when this delivery id was accepted before."""
+        # The raw body, uncompressed: zlib (even level 1) cost more CPU than the smaller write saved.
+        task = self.process_delivery.s(delivery_id, event, body)
+        return self.storage.enqueue_unique(delivery_id, self.serialize_task(task))
+
+    def forget_delivery(self, delivery_id: str) -> None:
+        """Let a redelivery of this id run again (after its job failed for good)."""
+        self.storage.forget(delivery_id)
+
+    def depth(self) -> int:
+        return self.storage.queue_size()
+
+    def inflight(self) -> int:
+        return self.storage.inflight_size()
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    name: str
+    redis_url: str | None
+    sqlite_path: str
+    lease_s: float
+
+
+def queue_config(settings) -> QueueConfig:
+    return QueueConfig(
+        name=os.environ.get("CI_REGISTRAR_QUEUE_NAME") or DEFAULT_QUEUE_NAME,
+        redis_url=settings.redis_url,
+        sqlite_path=str(settings.data_dir / "queue.db"),
+        lease_s=float(os.environ.get("CI_REGISTRAR_JOB_LEASE_S") or DEFAULT_LEASE_S),
+    )
+
+
+def open_queue(settings, *, config: QueueConfig | None = None) -> JobQueue:
+    """The queue for these settings: Redis when REDIS_URL is set, else SQLite in the data directory."""
+    import bot.tasks
+
+    if config is None:
+        config = queue_config(settings)
+
+    if config.redis_url:
+        queue = JobQueue(
+            config.name, results=False, storage_class=LeasedRedisStorage, url=config.redis_url, lease_s=config.lease_s
+        )
+    else:
+        os.makedirs(os.path.dirname(config.sqlite_path) or ".", exist_ok=True)
+        queue = JobQueue(
+            config.name, results=False, storage_class=LeasedSqliteStorage, filename=config.sqlite_path,
+            lease_s=config.lease_s,
+        )
+    bot.tasks.register(queue, settings)
+    return queue

@@ -1,0 +1,93 @@
+"""The web process's shared state (settings, queue) and its probes: /healthz, /readyz, /metrics."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from flask import Blueprint, Response, current_app, jsonify
+
+from bot import metrics
+
+blueprint = Blueprint("probes", __name__)
+
+_RELOAD_EVERY_S = 2.0
+_lock = threading.Lock()
+
+
+def get_settings():
+    """This app's settings; re-read (at most every 2 s) while the App is not configured yet.
+
+    Onboarding may finish in another gunicorn worker: its credentials file is then picked up here.
+    """
+    app = current_app._get_current_object()
+    settings = app.config["SETTINGS"]
+    if settings.app_configured or not app.config.get("SETTINGS_FROM_ENV", False):
+        return settings
+    now = time.monotonic()
+    if now - app.config.get("SETTINGS_READ_AT", 0.0) >= _RELOAD_EVERY_S:
+        from bot.settings import load_settings
+
+        app.config["SETTINGS_READ_AT"] = now
+        settings = app.config["SETTINGS"] = load_settings()
+    return settings
+
+
+def get_queue():
+    """This process's queue, opened on first use (after gunicorn forks, never before)."""
+    app = current_app._get_current_object()
+    queue = app.extensions.get("ci_registrar.queue")
+    if queue is None:
+        with _lock:
+            queue = app.extensions.get("ci_registrar.queue")
+            if queue is None:
+                from bot.queue import open_queue
+
+                queue = app.extensions["ci_registrar.queue"] = open_queue(app.config["SETTINGS"])
+    return queue
+
+
+def store_ready(settings) -> bool:
+    """The store answers and has this service's tables."""
+    from sqlalchemy import inspect
+
+    from bot.store.db import get_engine
+
+    return inspect(get_engine(settings.database_url)).has_table("deliveries")
+
+
+@blueprint.get("/healthz")
+def healthz():
+    return jsonify(status="alive")
+
+
+@blueprint.get("/readyz")
+def readyz():
+    settings = get_settings()
+    missing = {}
+    try:
+        if not store_ready(settings):
+            missing["store"] = "store reachable but not migrated (run `ci-registrar db upgrade`)"
+    except Exception as exc:
+        missing["store"] = f"store unreachable: {type(exc).__name__}"
+    try:
+        get_queue().storage.ping()
+    except Exception as exc:
+        missing["queue"] = f"queue unreachable: {type(exc).__name__}"
+    if not settings.app_configured:
+        absent = [name for name, value in (("GITHUB_APP_ID", settings.app_id), ("GITHUB_PRIVATE_KEY", settings.private_key),
+                                           ("GITHUB_WEBHOOK_SECRET", settings.webhook_secret)) if not value]
+        missing["credentials"] = "App credentials not loaded: " + ", ".join(absent)
+    if missing:
+        return jsonify(status="not ready", missing=missing), 503
+    return jsonify(status="ready")
+
+
+@blueprint.get("/metrics")
+def metrics_endpoint():
+    try:
+        queue = get_queue()
+    except Exception:
+        queue = None
+    body, content_type = metrics.render(queue)
+    return Response(body, content_type=content_type)

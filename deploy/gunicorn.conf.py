@@ -1,0 +1,40 @@
+"""gunicorn settings for the web process: `gunicorn -c deploy/gunicorn.conf.py` (the Procfile's web)."""
+
+import multiprocessing
+import os
+import shutil
+import tempfile
+
+wsgi_app = "app:create_app()"
+bind = f"{os.environ.get('HOST', '0.0.0.0')}:{os.environ.get('PORT', '3000')}"
+# The webhook view does no network I/O (verify, parse, one queue write): sync workers, ~2 per core.
+workers = int(os.environ.get("WEB_CONCURRENCY") or multiprocessing.cpu_count() * 2)
+worker_class = "sync"
+timeout = 30           # GitHub gives a delivery 10 s; a request stuck for 30 s means a stuck worker
+graceful_timeout = 20
+max_requests = 20000   # recycle workers now and then; jitter keeps them from all restarting at once
+max_requests_jitter = 2000
+accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
+errorlog = "-"
+forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+
+
+def on_starting(server):
+    # One set of metric files for all workers, so /metrics adds them up (bot/metrics.py).
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="ci-registrar-metrics-")
+    path = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path, exist_ok=True)
+
+
+def post_fork(server, worker):
+    from bot.logging import configure
+
+    configure()
+
+
+def child_exit(server, worker):
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)

@@ -1,0 +1,215 @@
+"""Talking to GitHub: tokens cached and refreshed, the retry policy's waits, ETags, secrets kept out of logs."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from bot.github.auth import REFRESH_MARGIN_S, AppAuth
+from bot.github.client import GitHub, git_blob_sha
+from bot.github.retry import RateLimited, RetryPolicy, TransientError, rate_limit_wait
+from bot.sources import GitHubTree, changed_paths
+from tests.simulator.fixtures import github_sim  # noqa: F401
+
+
+class Clock:
+    def __init__(self, now=1_800_000_000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+def _iso(ts):
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.fixture()
+def rsa_key():
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                             serialization.NoEncryption()).decode()
+
+
+def test_an_installation_token_is_reused_until_five_minutes_before_it_expires(rsa_key):
+    clock, calls = Clock(), []
+
+    def fetch(installation_id, jwt):
+        calls.append(installation_id)
+        return {"token": f"ghs_{len(calls)}", "expires_at": _iso(clock.now + 3600)}
+
+    auth = AppAuth("1", rsa_key, fetch, clock=clock)
+    assert auth.token(7) == "ghs_1"
+    clock.now += 3600 - REFRESH_MARGIN_S - 1
+    assert auth.token(7) == "ghs_1"
+    clock.now += 2
+    assert auth.token(7) == "ghs_2"
+    assert auth.token(8) == "ghs_3"  # per installation
+    assert calls == [7, 7, 8]
+
+
+def test_invalidating_forgets_only_the_refused_token(rsa_key):
+    clock, n = Clock(), [0]
+
+    def fetch(installation_id, jwt):
+        n[0] += 1
+        return {"token": f"ghs_{n[0]}", "expires_at": _iso(clock.now + 3600)}
+
+    auth = AppAuth("1", rsa_key, fetch, clock=clock)
+    auth.token(7)
+    auth.invalidate(7, "ghs_old")  # another thread already replaced that one
+    assert auth.token(7) == "ghs_1"
+    auth.invalidate(7, "ghs_1")
+    assert auth.token(7) == "ghs_2"
+    assert "ghs_" not in repr(auth)
+
+
+def test_retry_after_is_obeyed():
+    policy = RetryPolicy()
+    assert rate_limit_wait(403, {"retry-after": "30"}, "", policy=policy) == 30
+    assert rate_limit_wait(429, {"retry-after": "2"}, "", policy=policy) == 2
+
+
+def test_an_exhausted_primary_limit_waits_until_reset():
+    policy = RetryPolicy()
+    wait = rate_limit_wait(403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1100"}, "", policy=policy, now=1000)
+    assert 100 <= wait <= 102
+
+
+def test_a_secondary_limit_without_retry_after_waits_a_minute():
+    policy = RetryPolicy()
+    assert rate_limit_wait(403, {}, "You have exceeded a secondary rate limit", policy=policy) == 60
+
+
+def test_a_plain_403_is_not_a_rate_limit():
+    assert rate_limit_wait(403, {"x-ratelimit-remaining": "4000"}, "Resource not accessible by integration",
+                           policy=RetryPolicy()) is None
+
+
+def test_backoff_is_bounded_jittered_and_grows():
+    policy = RetryPolicy(base_s=1, cap_s=8)
+    waits = [[policy.backoff(a) for _ in range(200)] for a in (1, 2, 3, 4, 5, 6)]
+    assert all(0 <= w <= 8 for ws in waits for w in ws)
+    assert max(waits[0]) <= 1 and max(waits[5]) > 4
+    assert len({round(w, 6) for w in waits[3]}) > 100  # jitter: not all the same
+    job = [policy.job_backoff(a) for a in (1, 2, 3, 4)]
+    assert job[0] < job[3] <= policy.job_cap_s
+
+
+def test_git_blob_sha_is_gits():
+    assert git_blob_sha(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
+
+
+def test_changed_paths_follow_renames():
+    files = [{"filename": "a.py", "status": "added"}, {"filename": "b.py", "status": "modified"},
+             {"filename": "new.py", "status": "renamed", "previous_filename": "old.py"},
+             {"filename": "gone.py", "status": "removed"}]
+    assert changed_paths(files) == {"a.py": None, "b.py": "b.py", "new.py": "old.py", "old.py": "old.py", "gone.py": "gone.py"}
+
+
+# -- against the simulator ------------------------------------------------------------------------
+@pytest.fixture()
+def gh(github_sim, tmp_path):
+    app = github_sim.create_app()
+    repo = github_sim.create_repo("radixark/miles")
+    sha = repo.commit({"a.py": "same\n", "dir/b.py": "same\n", "dir/c.py": "other\n"}, branch="main")
+    inst = github_sim.install(app, "radixark/miles")
+    github = GitHub(github_sim.url, str(app.id), app.private_key_pem,
+                    policy=RetryPolicy(base_s=0.01, read_timeout_s=2), blob_dir=tmp_path / "blobs")
+    return github_sim, github, github.for_installation(inst.id), repo, sha
+
+
+def test_a_tree_is_listed_once_and_equal_contents_are_fetched_once(gh):
+    sim, github, client, repo, sha = gh
+    tree = GitHubTree(client, "radixark/miles", sha)
+    assert sorted(tree.paths()) == ["a.py", "dir/b.py", "dir/c.py"]
+    assert tree.read("a.py") == b"same\n" and tree.read("dir/b.py") == b"same\n"
+    assert tree.read("missing.py") is None
+    tree.prefetch(["dir/c.py", "a.py"])
+    again = GitHubTree(client, "radixark/miles", sha)
+    assert again.read("dir/c.py") == b"other\n"
+    blob_calls = [r for r in sim.requests_log if "/git/blobs/" in r["path"]]
+    tree_calls = [r for r in sim.requests_log if "/git/trees/" in r["path"]]
+    assert len(blob_calls) == 2 and len(tree_calls) == 1
+
+
+def test_a_second_process_finds_blobs_on_disk(gh, tmp_path):
+    sim, github, client, repo, sha = gh
+    GitHubTree(client, "radixark/miles", sha).read("a.py")
+    fresh = GitHub(github.api_url, github.auth.app_id, github.auth._key, blob_dir=tmp_path / "blobs")
+    inst_id = client.installation_id
+    assert GitHubTree(fresh.for_installation(inst_id), "radixark/miles", sha).read("dir/b.py") == b"same\n"
+    assert len([r for r in sim.requests_log if "/git/blobs/" in r["path"]]) == 1
+
+
+def test_a_conditional_request_answered_304_returns_the_cached_body(gh):
+    sim, github, client, repo, sha = gh
+    first = client.file_at("radixark/miles", "a.py", "main")
+    second = client.file_at("radixark/miles", "a.py", "main")
+    assert first == second == b"same\n"
+    statuses = [r["status"] for r in sim.requests_log if r["path"].endswith("/contents/a.py")]
+    assert statuses == [200, 304]
+
+
+def test_an_expired_token_is_refreshed_once(gh):
+    sim, github, client, repo, sha = gh
+    client.tree("radixark/miles", sha)
+    sim.expire_tokens()
+    client.github.trees = type(client.github.trees)()  # force a real call
+    assert client.tree("radixark/miles", sha)["tree"]
+    assert len(sim.tokens_issued) == 2
+
+
+def test_a_rate_limit_raises_without_sleeping_and_holds_back_that_installation_only(gh):
+    import time
+
+    sim, github, client, repo, sha = gh
+    sim.inject_fault("GET", r"/git/trees/", "secondary_rate_limit", times=1, retry_after=30)
+    started = time.monotonic()
+    with pytest.raises(RateLimited) as info:
+        client.tree("radixark/miles", sha)
+    assert 29 <= info.value.wait_s <= 31 and time.monotonic() - started < 2
+    calls = len(sim.requests_log)
+    with pytest.raises(RateLimited):  # the same installation waits without asking GitHub again
+        client.file_at("radixark/miles", "a.py", "main")
+    assert len(sim.requests_log) == calls
+    assert github._blocked.get(client.installation_id + 1) is None
+
+
+def test_a_create_is_not_resent_after_a_dropped_connection(gh):
+    sim, github, client, repo, sha = gh
+    sim.inject_fault("POST", r"/check-runs$", "drop", times=1)
+    with pytest.raises(TransientError):
+        client.create_check_run("radixark/miles", {"name": "x", "head_sha": sha})
+    assert len([r for r in sim.requests_log if r["method"] == "POST" and r["path"].endswith("/check-runs")]) <= 1
+
+
+def test_calls_are_counted_by_endpoint_and_status(gh):
+    from bot import metrics
+
+    sim, github, client, repo, sha = gh
+    client.file_at("radixark/miles", "a.py", "main")
+    value = metrics.GITHUB_CALLS.labels("GET", "/repos/{owner}/{repo}/contents/{path}", "200")._value.get()
+    assert value >= 1
+    assert metrics.RATE_LIMIT_REMAINING.labels(str(client.installation_id))._value.get() > 0
+
+
+def test_tokens_and_keys_never_reach_the_logs(capsys, rsa_key):
+    from bot.logging import configure, get_logger, redact
+
+    configure()
+    get_logger("t").info("calling", token="ghs_abcdefghijklmnop", private_key=rsa_key,
+                         note=f"Authorization: token ghs_abcdefghijklmnop and {rsa_key}")
+    logging.getLogger().handlers[0].flush()
+    err = capsys.readouterr().err
+    line = json.loads(err.strip().splitlines()[-1])
+    assert "ghs_abcdefghijklmnop" not in err and "PRIVATE KEY" not in err
+    assert line["event"] == "calling"
+    assert redact("x eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiIxIn0.c2lnbmF0dXJl y") == "x [redacted] y"

@@ -1,0 +1,155 @@
+"""The job queue: at-least-once (leases, heartbeats, re-queue of a dead worker's job), atomic dedupe."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+
+from bot.queue import QueueConfig, open_queue
+from bot.settings import load_settings
+from tests.conftest import REDIS_TEST_URL
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def make_queue(request, tmp_path):
+    settings = load_settings({"CI_REGISTRAR_DATA_DIR": str(tmp_path)})
+    made = []
+
+    def make(lease_s=30.0):
+        if request.param == "redis":
+            prefix = request.getfixturevalue("redis_prefix")
+            config = QueueConfig(prefix, REDIS_TEST_URL, "", lease_s)
+        else:
+            config = QueueConfig(f"q-{uuid.uuid4().hex[:8]}", None, str(tmp_path / "queue.db"), lease_s)
+        queue = open_queue(settings, config=config)
+        made.append(queue)
+        return queue
+
+    yield make
+    for queue in made:
+        queue.storage.flush_queue()
+
+
+def test_a_delivery_id_is_queued_once(make_queue):
+    queue = make_queue()
+    assert queue.enqueue_delivery("d1", "pull_request", b"{}") is True
+    assert queue.enqueue_delivery("d1", "pull_request", b"{}") is False
+    assert queue.enqueue_delivery("d2", "pull_request", b"{}") is True
+    assert queue.depth() == 2
+
+
+def test_forgetting_a_delivery_lets_it_in_again(make_queue):
+    queue = make_queue()
+    queue.enqueue_delivery("d1", "pull_request", b"{}")
+    queue.forget_delivery("d1")
+    assert queue.enqueue_delivery("d1", "pull_request", b"{}") is True
+
+
+def test_a_claimed_message_stays_in_flight_until_acknowledged(make_queue):
+    queue = make_queue()
+    queue.enqueue_delivery("d1", "pull_request", b"{}")
+    claim_id, data = queue.storage.claim()
+    assert queue.depth() == 0 and queue.inflight() == 1
+    queue.storage.ack(claim_id)
+    assert queue.inflight() == 0 and queue.depth() == 0
+
+
+def test_a_dead_workers_message_comes_back_after_its_lease(make_queue):
+    queue = make_queue(lease_s=30)
+    queue.enqueue_delivery("d1", "pull_request", b"{}")
+    queue.storage.claim()  # ... and the worker dies: never acknowledged
+    assert queue.storage.requeue_expired(time.time()) == 0
+    assert queue.storage.requeue_expired(time.time() + 31) == 1
+    assert queue.depth() == 1 and queue.inflight() == 0
+    task = queue.dequeue()
+    assert task.args[0] == "d1"
+
+
+def test_the_heartbeat_keeps_a_running_jobs_lease(make_queue):
+    queue = make_queue(lease_s=0.6)
+    queue.enqueue_delivery("d1", "pull_request", b"{}")
+    task = queue.dequeue()
+    time.sleep(1.5)  # well past the lease: only the heartbeat keeps it
+    assert queue.storage.requeue_expired() == 0
+    assert queue.inflight() == 1
+    queue._held.clear()
+    queue.storage.ack(task._claim_id)
+
+
+def test_a_consumer_runs_each_job_and_acknowledges_it(make_queue):
+    queue = make_queue()
+    seen = []
+    lock = threading.Lock()
+
+    @queue.task(name="note")
+    def note(value):
+        with lock:
+            seen.append(value)
+
+    for i in range(20):
+        note(i)
+    consumer = queue.create_consumer(workers=3, worker_type="thread", initial_delay=0.01, max_delay=0.1)
+    consumer.start()
+    try:
+        deadline = time.time() + 10
+        while len(seen) < 20 and time.time() < deadline:
+            time.sleep(0.05)
+    finally:
+        consumer.stop(graceful=True)
+    assert sorted(seen) == list(range(20))
+    assert queue.depth() == 0 and queue.inflight() == 0
+
+
+def test_a_failing_job_is_acknowledged_not_stuck_in_flight(make_queue):
+    queue = make_queue()
+
+    @queue.task(name="boom")
+    def boom():
+        raise RuntimeError("bug")
+
+    boom()
+    task = queue.dequeue()
+    queue.execute(task)
+    assert queue.inflight() == 0 and queue.depth() == 0
+
+
+def test_an_interrupted_job_is_not_acknowledged(make_queue):
+    queue = make_queue()
+
+    @queue.task(name="interrupted")
+    def interrupted():
+        raise KeyboardInterrupt
+
+    interrupted()
+    task = queue.dequeue()
+    queue.execute(task)
+    assert queue.inflight() == 1  # its lease will expire and it runs again
+
+
+def test_a_delayed_retry_moves_into_the_queue_when_due_in_one_step(make_queue):
+    import datetime as dt
+
+    from huey.exceptions import RetryTask
+
+    queue = make_queue()
+    calls = []
+
+    @queue.task(name="flaky")
+    def flaky():
+        calls.append(1)
+        if len(calls) == 1:
+            raise RetryTask(delay=1)
+
+    flaky()
+    queue.execute(queue.dequeue())
+    assert queue.depth() == 0 and queue.scheduled_count() == 1
+    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    assert queue.read_schedule(now) == [] and queue.depth() == 0  # not due yet
+    time.sleep(1.1)
+    assert queue.read_schedule(now + dt.timedelta(seconds=1.1)) == []
+    assert queue.depth() == 1 and queue.scheduled_count() == 0
+    queue.execute(queue.dequeue())
+    assert len(calls) == 2 and queue.inflight() == 0

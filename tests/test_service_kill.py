@@ -1,0 +1,49 @@
+"""Kill -9 of a worker in the middle of a job: the job completes after a restart, its effect happens once."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.handlers.pull_requests import CHECK_NAME
+from bot.store import service as store
+from tests.test_service_support import Workers, build_world, wait_for, worker_env
+from tests.simulator.fixtures import github_sim  # noqa: F401
+
+
+@pytest.fixture()
+def workers(tmp_path):
+    w = Workers(tmp_path)
+    yield w
+    w.stop_all()
+
+
+def test_a_killed_workers_job_is_finished_by_the_next_worker_exactly_once(github_sim, tmp_path, workers):
+    sim = github_sim
+    world = build_world(sim, tmp_path)
+    env = worker_env(world, CI_REGISTRAR_JOB_LEASE_S=2, CI_REGISTRAR_HTTP_TIMEOUT_S=60)
+    # The job hangs half-way: its check run is created, then the tree listing takes forever.
+    hang = sim.inject_fault("GET", r"/git/trees/", "slow", times=1, delay=30)
+    d = sim.webhook("pull_request", "opened", app=world.app, repo=world.repo, pull=world.pr, sender="bob")
+    assert world.deliver(d).status_code == 202
+
+    first = workers.start(env)
+    assert wait_for(lambda: hang.hits == 1, timeout=30), open(first.log_path).read()
+    [run] = sim.check_runs(world.repo, sha=world.pr.head_sha, name=CHECK_NAME)
+    assert run["status"] == "in_progress"
+    workers.kill9(first)
+    assert world.queue.inflight() == 1  # the message is not lost with its worker
+
+    second = workers.start(env)
+
+    def finished():
+        rows = [r for r in store.recent_deliveries(world.settings.database_url) if r.delivery_id == d.delivery_id]
+        return rows and rows[0].status == "done" and rows[0]
+
+    row = wait_for(finished, timeout=40)
+    assert row, open(second.log_path).read()
+    assert row.attempts == 2
+    [run] = sim.check_runs(world.repo, sha=world.pr.head_sha, name=CHECK_NAME)
+    assert run["status"] == "completed"
+    assert run["patches"] == 1  # completed once
+    assert Workers.processed(second) == [d.delivery_id]
+    assert wait_for(lambda: world.queue.inflight() == 0 and world.queue.depth() == 0, timeout=5)

@@ -1,0 +1,195 @@
+"""Support for the service tests (no tests here): a simulated GitHub, the App configured against it, a queue, worker processes."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+
+from bot.queue import QueueConfig, open_queue
+from bot.settings import load_settings
+from bot.store.db import upgrade
+
+SUITES = '''CI_SUITES = {
+    "cuda": ["stage-a-1-gpu-h200"],
+    "rocm": ["stage-a-1-gpu-mi350"],
+}
+'''
+TEST_FILE = '''from tests.ci.ci_register import register_cuda_ci
+
+register_cuda_ci(est_time=120, suite="stage-a-1-gpu-h200", labels=["fast"])
+
+
+def test_it():
+    assert True
+'''
+
+
+@dataclass
+class World:
+    sim: object
+    app: object  # the simulator's GitHub App
+    repo: object
+    installation: object
+    settings: object
+    queue: object
+    flask: object
+    pr: object
+
+    @property
+    def client(self):
+        return self.flask.test_client()
+
+    def deliver(self, delivery):
+        return self.client.post("/webhook", data=delivery.body, headers=delivery.headers)
+
+    def drain(self, max_jobs: int = 50, timeout: float = 60.0) -> int:
+        """Run queued jobs in this thread until none is queued or scheduled; returns jobs run.
+
+        Delayed retries run when they are due (a rate-limit wait is real time, as in production).
+        """
+        ran = 0
+        deadline = time.time() + timeout
+        while ran < max_jobs and time.time() < deadline:
+            task = self.queue.dequeue()
+            if task is None:
+                for due in self.queue.read_schedule(_utcnow()):
+                    self.queue.enqueue(due)
+                if self.queue.depth():
+                    continue
+                if not self.queue.scheduled_count():
+                    return ran
+                time.sleep(0.05)
+                continue
+            self.queue.execute(task)
+            ran += 1
+        return ran
+
+
+def _utcnow():
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+def env_for(sim, gh_app, data_dir, **extra) -> dict:
+    env = {"CI_REGISTRAR_DATA_DIR": str(data_dir), "GITHUB_API_URL": sim.url, "GITHUB_APP_ID": str(gh_app.id),
+           "GITHUB_PRIVATE_KEY": gh_app.private_key_pem, "GITHUB_WEBHOOK_SECRET": gh_app.webhook_secret}
+    env.update(extra)
+    return env
+
+
+def build_world(sim, tmp_path, *, database_url: str | None = None, redis_url: str | None = None,
+                queue_name: str | None = None) -> World:
+    from app import create_app
+
+    gh_app = sim.create_app(name="CI Registrar", owner="radixark")
+    repo = sim.create_repo("radixark/miles", default_branch="main")
+    repo.commit({"tests/ci/run_suite.py": SUITES, "tests/ci/ci_register.py": "def register_cuda_ci(est_time, suite, labels=None, nightly=False, disabled=None):\n    pass\n",
+                 "README.md": "miles\n"}, branch="main")
+    inst = sim.install(gh_app, "radixark/miles")
+    repo.commit({"tests/e2e/test_a.py": TEST_FILE}, branch="feature")
+    pr = sim.open_pull_request(repo, "feature", "main", author="bob")
+    extra = {}
+    if database_url:
+        extra["DATABASE_URL"] = database_url
+    if redis_url:
+        extra["REDIS_URL"] = redis_url
+    settings = load_settings(env_for(sim, gh_app, tmp_path, **extra))
+    upgrade(settings.database_url)
+    config = QueueConfig(queue_name or f"t-{uuid.uuid4().hex[:8]}", redis_url, str(tmp_path / "queue.db"), 30)
+    queue = open_queue(settings, config=config)
+    return World(sim, gh_app, repo, inst, settings, queue, create_app(settings, queue=queue), pr)
+
+
+def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    return predicate()
+
+
+# -- worker processes -----------------------------------------------------------------------------
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def worker_env(world: "World", **extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI_REGISTRAR_", "REDIS_", "DATABASE_"))}
+    env.update(env_for(world.sim, world.app, world.settings.data_dir))
+    env["DATABASE_URL"] = world.settings.database_url
+    if world.settings.redis_url:
+        env["REDIS_URL"] = world.settings.redis_url
+    env["CI_REGISTRAR_QUEUE_NAME"] = world.queue.name
+    env["PYTHONPATH"] = str(ROOT)
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+class Workers:
+    """`ci-registrar worker` subprocesses, each in its own process group; all killed at cleanup."""
+
+    def __init__(self, tmp_path: Path):
+        self.tmp_path = tmp_path
+        self.procs: list[subprocess.Popen] = []
+
+    def start(self, env: dict, threads: int = 2) -> subprocess.Popen:
+        log = open(self.tmp_path / f"worker-{len(self.procs)}.log", "wb")
+        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--threads", str(threads)], cwd=ROOT,
+                                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc.log_path = log.name
+        log.close()
+        self.procs.append(proc)
+        return proc
+
+    def kill9(self, proc: subprocess.Popen) -> None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(5)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    proc.wait(5)
+
+    def start_web(self, env: dict, port: int, workers: int = 2) -> subprocess.Popen:
+        """The Procfile's web process: gunicorn with deploy/gunicorn.conf.py."""
+        env = {**env, "PORT": str(port), "HOST": "127.0.0.1", "WEB_CONCURRENCY": str(workers),
+               "PROMETHEUS_MULTIPROC_DIR": str(self.tmp_path / "prometheus")}
+        log = open(self.tmp_path / f"web-{len(self.procs)}.log", "wb")
+        proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py"], cwd=ROOT, env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc.log_path = log.name
+        log.close()
+        self.procs.append(proc)
+        return proc
+
+    @staticmethod
+    def processed(proc) -> list[str]:
+        """Delivery ids this worker logged as processed."""
+        import json
+
+        out = []
+        for line in Path(proc.log_path).read_text(errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record.get("event") == "delivery processed":
+                out.append(record.get("delivery_id"))
+        return out
