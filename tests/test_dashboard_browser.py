@@ -57,7 +57,6 @@ def server(tmp_path, monkeypatch):
     from werkzeug.serving import make_server
 
     from app import create_app
-    from bot.dashboard import blueprint
 
     monkeypatch.setenv("CI_REGISTRAR_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("DATABASE_URL", raising=False)
@@ -65,8 +64,6 @@ def server(tmp_path, monkeypatch):
     ensure_store(settings.database_url)
     points = _seed(settings.database_url)
     app = create_app(settings)
-    if blueprint.name not in app.blueprints:
-        app.register_blueprint(blueprint)
     httpd = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -145,7 +142,6 @@ def test_unknown_test_is_404(server):
 
 def test_names_from_logs_are_escaped_and_no_external_assets(tmp_path):
     from app import create_app
-    from bot.dashboard import blueprint
 
     url = f"sqlite:///{tmp_path / 'x.db'}"
     ensure_store(url)
@@ -155,8 +151,6 @@ def test_names_from_logs_are_escaped_and_no_external_assets(tmp_path):
     svc.ingest_job_log(url, log, repository="o/r", suite="s<b>", runner_labels=["mi350"])
     settings = load_settings({"CI_REGISTRAR_DATA_DIR": str(tmp_path), "DATABASE_URL": url})
     app = create_app(settings)
-    if blueprint.name not in app.blueprints:
-        app.register_blueprint(blueprint)
     client = app.test_client()
     index = client.get("/durations?window=ignored").get_data(as_text=True)
     assert "<script>" not in index and "&lt;script&gt;" in index and "s&lt;b&gt;" in index
