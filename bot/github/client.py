@@ -150,12 +150,13 @@ class GitHub:
     # -- the one place a request is sent -------------------------------------------------------------
     def request(self, method: str, path: str, *, endpoint: str, auth=None, installation: int | None = None,
                 params=None, json=None, accept: str = "application/vnd.github+json", idempotent: bool | None = None,
-                conditional: bool = False, raw: bool = False, refresh_token=None):
+                conditional: bool = False, raw: bool = False, refresh_token=None, redirect: bool = False):
         """Send one call with the retry policy; returns the decoded JSON (or bytes when raw).
 
         idempotent: may a dropped connection or 5xx be retried here? (GET/PATCH yes; a POST that
         creates something no: its job re-runs, and looks for what it created, instead.)
         refresh_token: called once on a 401 to get a new token (installation tokens).
+        redirect: the answer is a 302 whose Location is returned (job logs), not followed.
         """
         method = method.upper()
         if idempotent is None:
@@ -191,6 +192,8 @@ class GitHub:
             remaining = resp.headers.get("x-ratelimit-remaining")
             if remaining is not None and remaining.isdigit():
                 metrics.RATE_LIMIT_REMAINING.labels(str(installation if installation is not None else "app")).set(int(remaining))
+            if redirect and status in (301, 302, 307) and resp.headers.get("Location"):
+                return resp.headers["Location"]
             if status == 304 and etag_key is not None:
                 cached = self.etags.get(etag_key)
                 if cached is not None:
@@ -329,3 +332,18 @@ class InstallationClient:
     def comment(self, repo: str, number: int, body: str) -> dict:
         return self.request("POST", f"/repos/{repo}/issues/{number}/comments",
                             "/repos/{owner}/{repo}/issues/{issue_number}/comments", json={"body": body})
+
+    # -- actions ---------------------------------------------------------------------------------
+    def run_jobs(self, repo: str, run_id: int) -> list[dict]:
+        """Every job of a workflow run, every attempt (retried jobs are durations too)."""
+        return self.paginate(f"/repos/{repo}/actions/runs/{run_id}/jobs", "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs",
+                             key="jobs", params={"filter": "all"})
+
+    def job_log(self, repo: str, job_id: int) -> str:
+        """A job's plain-text log. GitHub answers 302 to a short-lived URL on another host, fetched
+        without the token (it must never leave GitHub's API host)."""
+        location = self.request("GET", f"/repos/{repo}/actions/jobs/{job_id}/logs",
+                                "/repos/{owner}/{repo}/actions/jobs/{job_id}/logs", redirect=True)
+        data = self.github.request("GET", location, endpoint="job log download", auth=None,
+                                   installation=self.installation_id, accept="text/plain", raw=True)
+        return data.decode("utf-8", errors="replace")
