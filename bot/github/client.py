@@ -148,8 +148,9 @@ class _CurrentJWT(Auth.AppAuthToken):
 
 
 def _message(data) -> str:
+    """GitHub's error message; PyGithub keeps a body that is not JSON as {"data": text}."""
     if isinstance(data, dict):
-        return str(data.get("message", ""))[:200]
+        return str(data.get("message") or data.get("data") or "")[:200]
     return str(data or "")[:200]
 
 
@@ -179,7 +180,10 @@ class GitHub:
         self._app_gh: Github | None = None
 
     def pygithub(self, auth: Auth.Auth) -> Github:
-        """A Github object on this App's API URL that never sleeps: no retries, no throttling."""
+        """A Github object on this App's API URL that never sleeps: no retries, no throttling.
+
+        Its int timeout is only PyGithub's fallback: bot.github.transport gives each request of a
+        call the policy's (connect, read) pair."""
         return Github(auth=auth, base_url=self.api_url, timeout=max(1, math.ceil(self.policy.read_timeout_s)),
                       user_agent=USER_AGENT, per_page=100, retry=None, seconds_between_requests=0,
                       seconds_between_writes=0, lazy=True, api_version=API_VERSION)
@@ -194,7 +198,8 @@ class GitHub:
     def _fetch_token(self, installation_id: int, jwt: str) -> dict:
         # The requester, not GithubIntegration.get_access_token: that one always sends
         # {"permissions": {}} and signs its own JWTs; AppAuth keeps the cache (five minutes
-        # before expiry, forgotten on a 401) and this call keeps the retry policy.
+        # before expiry, forgotten on a 401) and this call keeps the retry policy. `jwt` is the one
+        # _CurrentJWT reads from the same cache.
         path = f"/app/installations/{installation_id}/access_tokens"
         return self.call("POST", "/app/installations/{installation_id}/access_tokens",
                          lambda: self._app().requester.requestJsonAndCheck("POST", path, headers={"Accept": JSON})[1],
@@ -278,9 +283,13 @@ class GitHub:
         """A plain GET with requests, never with a token (a signed URL on another host: a job log)."""
 
         def fetch() -> bytes:
-            resp = transport.session().get(url, headers={"Accept": accept}, timeout=self.policy.timeout,
-                                           allow_redirects=False)
             call = transport.current()
+            try:
+                resp = transport.session().get(url, headers={"Accept": accept}, timeout=self.policy.timeout,
+                                               allow_redirects=False)
+            except requests.RequestException as exc:
+                call.observe("GET", type(exc).__name__, None)
+                raise
             call.observe("GET", str(resp.status_code), resp.headers)
             if resp.status_code >= 300:
                 raise GithubException(resp.status_code, {"message": resp.text[:200]},
