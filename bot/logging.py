@@ -75,6 +75,8 @@ def configure(level: str = "INFO") -> None:
     root.setLevel(level)
     logging.getLogger("huey").setLevel("WARNING")
     logging.getLogger("urllib3").setLevel("WARNING")
+    # PyGithub's debug lines carry whole response bodies, the access-token answer among them.
+    logging.getLogger("github").setLevel("WARNING")
 
 
 def get_logger(name: str = "ci_registrar"):

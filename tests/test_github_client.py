@@ -201,6 +201,58 @@ def test_calls_are_counted_by_endpoint_and_status(gh):
     assert metrics.RATE_LIMIT_REMAINING.labels(str(client.installation_id))._value.get() > 0
 
 
+def test_calls_go_through_pygithub_which_never_sleeps_or_retries_by_itself(gh):
+    import github
+
+    sim, github_app, client, repo, sha = gh
+    assert isinstance(client.gh, github.Github)
+    settings = client.gh.requester.kwargs
+    assert settings["retry"] is None and settings["seconds_between_requests"] == 0
+    assert settings["seconds_between_writes"] == 0 and settings["base_url"] == sim.url
+    fault = sim.inject_fault("GET", r"/git/trees/", "503", times=None)
+    with pytest.raises(TransientError):
+        client.tree_level("radixark/miles", sha)
+    assert fault.hits == github_app.policy.attempts  # the policy's tries, not PyGithub's
+
+
+def test_a_write_that_fails_with_a_5xx_is_not_sent_again(gh):
+    sim, github, client, repo, sha = gh
+    fault = sim.inject_fault("POST", r"/comments$", "502", times=None)
+    with pytest.raises(TransientError):
+        client.comment("radixark/miles", 1, "hello")
+    assert fault.hits == 1
+
+
+def test_a_file_over_a_megabyte_comes_from_its_blob(gh):
+    sim, github, client, repo, sha = gh
+    big = b"x = 1\n" * 200_000
+    repo.commit({"big.py": big}, branch="main")
+    assert client.file_at("radixark/miles", "big.py", "main") == big
+    assert client.file_at("radixark/miles", "big.py", "main") == big  # 304, then the blob cache
+    assert len([r for r in sim.requests_log if "/git/blobs/" in r["path"]]) == 1
+
+
+def test_blobs_fetched_in_parallel_share_one_installation_client(gh):
+    sim, github, client, repo, sha = gh
+    files = {f"many/f{i}.py": f"n = {i}\n" for i in range(24)}
+    head = repo.commit(files, branch="main")
+    tree = GitHubTree(client, "radixark/miles", head)
+    tree.prefetch(list(files), workers=6)
+    assert {p: tree.read(p).decode() for p in files} == files
+    assert len([r for r in sim.requests_log if "/git/blobs/" in r["path"]]) == len(files)
+
+
+def test_a_job_log_comes_from_the_redirect_without_the_token(gh):
+    sim, github, client, repo, sha = gh
+    run = sim.add_workflow_run(repo, "pr-test-rocm.yml", head_sha=sha, event="pull_request", status="completed",
+                               conclusion="success", jobs=[{"name": "stage-c (0)", "labels": ["linux-mi35x-gpu-8"],
+                                                            "conclusion": "success", "log": "one\ntwo\n"}])
+    [job] = client.run_jobs("radixark/miles", run["id"])
+    assert client.job_log("radixark/miles", job["id"]) == "one\ntwo\n"
+    # the simulator records a violation (checked at teardown) if the signed URL saw an Authorization header
+    assert [r["status"] for r in sim.requests_log if r["path"].endswith("/logs")] == [302]
+
+
 def test_tokens_and_keys_never_reach_the_logs(capsys, rsa_key):
     from bot.logging import configure, get_logger, redact
 

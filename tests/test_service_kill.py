@@ -45,5 +45,7 @@ def test_a_killed_workers_job_is_finished_by_the_next_worker_exactly_once(github
     [run] = sim.check_runs(world.repo, sha=world.pr.head_sha, name=CHECK_NAME)
     assert run["status"] == "completed"
     assert run["patches"] == 1  # completed once
+    # The worker logs "delivery processed" just after recording it as done: wait for the line, then check it is one.
+    wait_for(lambda: Workers.processed(second), timeout=5)
     assert Workers.processed(second) == [d.delivery_id]
     assert wait_for(lambda: world.queue.inflight() == 0 and world.queue.depth() == 0, timeout=5)

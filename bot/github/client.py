@@ -1,43 +1,49 @@
 """The GitHub REST client the handlers use: one installation's token, retries, ETags, blob cache.
 
-Written on requests rather than PyGithub: every call here must pass through the retry policy
-(backoff on 5xx and dropped connections, Retry-After and rate-limit headers turned into a later
-re-run of the job instead of a sleeping worker), count itself in the metrics by endpoint, refresh
-an expired token once, and send If-None-Match; PyGithub's Requester exposes no hook for these,
-and its own retry sleeps inside the worker.
+REST calls go through PyGithub (SPEC: "PyGithub for the REST calls"): one github.Github per
+installation, lazy (so one method here is one HTTP request), with retry=None and no throttling, so
+PyGithub never sleeps in a worker. Each call runs inside `GitHub.call`, which applies the retry
+policy to what PyGithub raises (GithubException carries status, headers and data; requests'
+connection errors and timeouts come through as they are): backoff on 5xx and dropped connections,
+Retry-After and rate-limit headers turned into a later re-run of the job, one token refresh on 401.
+bot.github.transport counts every answer by endpoint and gives each request the policy's timeouts.
+
+PyGithub's objects cannot send If-None-Match, so the conditional GETs (the configuration file,
+check runs of a ref, paged lists) go through the same Github object's requester, which can.
+requests stays only where PyGithub has no call: a job log's text, on another host, without the token.
 """
 
 from __future__ import annotations
 
 import base64
 import collections
+import datetime as dt
 import hashlib
+import json
+import math
 import os
 import threading
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import requests
+from github import Auth, Github, GithubException
+from github.ContentFile import ContentFile
 
 from bot import metrics
+from bot.github import transport
 from bot.github.auth import AppAuth
 from bot.github.retry import GitHubError, RateLimited, RetryPolicy, TransientError, is_retryable_status, rate_limit_wait
+from bot.github.transport import API_VERSION, USER_AGENT
 from bot.logging import get_logger
 
 log = get_logger("ci_registrar.github")
 
-API_VERSION = "2022-11-28"
-USER_AGENT = "ci-registrar"
+transport.install()
 
-_local = threading.local()
-
-
-def _session() -> requests.Session:
-    session = getattr(_local, "session", None)
-    if session is None:
-        session = _local.session = requests.Session()
-        session.headers.update({"User-Agent": USER_AGENT, "X-GitHub-Api-Version": API_VERSION})
-    return session
+JSON = "application/vnd.github+json"
+_DROPPED = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
 
 
 class _LRU:
@@ -118,6 +124,47 @@ def git_blob_sha(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
+class _CurrentToken(Auth.Token):
+    """An installation token read from AppAuth's cache at each request, so a refreshed token is used
+    at once without rebuilding the Github object (AppAuth decides when to fetch a new one)."""
+
+    def __init__(self, current):
+        self._current = current
+
+    @property
+    def token(self) -> str:
+        return self._current()
+
+
+class _CurrentJWT(Auth.AppAuthToken):
+    """The App's JWT, from AppAuth (gidgethub signs it; cached, re-signed on a 401)."""
+
+    def __init__(self, current):
+        self._current = current
+
+    @property
+    def token(self) -> str:
+        return self._current()
+
+
+def _message(data) -> str:
+    """GitHub's error message; PyGithub keeps a body that is not JSON as {"data": text}."""
+    if isinstance(data, dict):
+        return str(data.get("message") or data.get("data") or "")[:200]
+    return str(data or "")[:200]
+
+
+def _timestamp(value):
+    """PyGithub's check-run calls take datetimes where the REST body has ISO 8601 strings."""
+    if isinstance(value, str):
+        return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(dt.timezone.utc)
+    return value
+
+
+def _check_run_args(body: dict) -> dict:
+    return {k: _timestamp(v) if k in ("started_at", "completed_at") else v for k, v in body.items()}
+
+
 class GitHub:
     """The App as a whole: its auth, its caches, its retry policy. `for_installation` gives a client."""
 
@@ -130,33 +177,53 @@ class GitHub:
         self.trees = _LRU(max_items=256)
         self._blocked: dict[int | None, float] = {}  # installation -> rate limited until (epoch s)
         self.auth = AppAuth(app_id, private_key, self._fetch_token) if app_id and private_key else None
+        self._app_gh: Github | None = None
+
+    def pygithub(self, auth: Auth.Auth) -> Github:
+        """A Github object on this App's API URL that never sleeps: no retries, no throttling.
+
+        Its int timeout is only PyGithub's fallback: bot.github.transport gives each request of a
+        call the policy's (connect, read) pair."""
+        return Github(auth=auth, base_url=self.api_url, timeout=max(1, math.ceil(self.policy.read_timeout_s)),
+                      user_agent=USER_AGENT, per_page=100, retry=None, seconds_between_requests=0,
+                      seconds_between_writes=0, lazy=True, api_version=API_VERSION)
+
+    def _app(self) -> Github:
+        if self.auth is None:
+            raise GitHubError(0, "App credentials not configured")
+        if self._app_gh is None:
+            self._app_gh = self.pygithub(_CurrentJWT(self.auth.jwt))
+        return self._app_gh
 
     def _fetch_token(self, installation_id: int, jwt: str) -> dict:
-        return self.request("POST", f"/app/installations/{installation_id}/access_tokens",
-                            endpoint="/app/installations/{installation_id}/access_tokens",
-                            auth=("jwt", jwt), installation=installation_id, idempotent=True,
-                            refresh_token=lambda: self.auth.jwt(force=True))
+        # The requester, not GithubIntegration.get_access_token: that one always sends
+        # {"permissions": {}} and signs its own JWTs; AppAuth keeps the cache (five minutes
+        # before expiry, forgotten on a 401) and this call keeps the retry policy. `jwt` is the one
+        # _CurrentJWT reads from the same cache.
+        path = f"/app/installations/{installation_id}/access_tokens"
+        return self.call("POST", "/app/installations/{installation_id}/access_tokens",
+                         lambda: self._app().requester.requestJsonAndCheck("POST", path, headers={"Accept": JSON})[1],
+                         installation=installation_id, idempotent=True, refresh=lambda: self.auth.jwt(force=True))
 
     def for_installation(self, installation_id: int) -> "InstallationClient":
         return InstallationClient(self, installation_id)
 
     def app_request(self, method: str, path: str, endpoint: str, **kwargs):
         """A call as the App itself (JWT): /app, /app/installations."""
-        if self.auth is None:
-            raise GitHubError(0, "App credentials not configured", endpoint)
-        return self.request(method, path, endpoint=endpoint, auth=("jwt", self.auth.jwt()),
-                            refresh_token=lambda: self.auth.jwt(force=True), **kwargs)
+        app = self._app()
+        return self.call(method, endpoint,
+                         lambda: app.requester.requestJsonAndCheck(method.upper(), path, headers={"Accept": JSON})[1],
+                         refresh=lambda: self.auth.jwt(force=True), **kwargs)
 
-    # -- the one place a request is sent -------------------------------------------------------------
-    def request(self, method: str, path: str, *, endpoint: str, auth=None, installation: int | None = None,
-                params=None, json=None, accept: str = "application/vnd.github+json", idempotent: bool | None = None,
-                conditional: bool = False, raw: bool = False, refresh_token=None, redirect: bool = False):
-        """Send one call with the retry policy; returns the decoded JSON (or bytes when raw).
+    # -- the one place a call is made ----------------------------------------------------------------
+    def call(self, method: str, endpoint: str, fn, *, installation: int | None = None, idempotent: bool | None = None,
+             refresh=None):
+        """Run `fn` (one PyGithub call: one HTTP request) under the retry policy; returns what fn returns.
 
+        endpoint: the path template, the metrics' label.
         idempotent: may a dropped connection or 5xx be retried here? (GET/PATCH yes; a POST that
         creates something no: its job re-runs, and looks for what it created, instead.)
-        refresh_token: called once on a 401 to get a new token (installation tokens).
-        redirect: the answer is a 302 whose Location is returned (job logs), not followed.
+        refresh: called once on a 401 to get a new token (fn's Auth reads the fresh one).
         """
         method = method.upper()
         if idempotent is None:
@@ -164,61 +231,43 @@ class GitHub:
         blocked = self._blocked.get(installation, 0.0)
         if blocked > time.time():
             raise RateLimited(blocked - time.time(), installation, endpoint)
-        url = path if path.startswith("http") else self.api_url + path
-        headers = {"Accept": accept}
-        etag_key = None
-        if conditional and method == "GET":
-            etag_key = (installation, url, tuple(sorted((params or {}).items())), accept)
-            cached = self.etags.get(etag_key)
-            if cached is not None:
-                headers["If-None-Match"] = cached[0]
+        gauge = str(installation if installation is not None else "app")
+
+        def observe(verb: str, status: str, headers) -> None:
+            metrics.GITHUB_CALLS.labels(verb, endpoint, status).inc()
+            remaining = headers.get("x-ratelimit-remaining") if headers is not None else None
+            if remaining is not None and remaining.isdigit():
+                metrics.RATE_LIMIT_REMAINING.labels(gauge).set(int(remaining))
+
+        context = transport.Call(timeout=self.policy.timeout, observe=observe)
         refreshed = False
         attempt = 0
         while True:
             attempt += 1
-            if auth is not None:
-                headers["Authorization"] = ("Bearer " if auth[0] == "jwt" else "token ") + auth[1]
             try:
-                resp = _session().request(method, url, params=params, json=json, headers=headers,
-                                          timeout=self.policy.timeout, allow_redirects=False)
-            except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
-                metrics.GITHUB_CALLS.labels(method, endpoint, type(exc).__name__).inc()
+                with transport.calling(context):
+                    return fn()
+            except _DROPPED as exc:
                 if idempotent and attempt < self.policy.attempts:
                     time.sleep(self.policy.backoff(attempt))
                     continue
                 raise TransientError(f"{method} {endpoint}: {type(exc).__name__}") from None
-            status = resp.status_code
-            metrics.GITHUB_CALLS.labels(method, endpoint, str(status)).inc()
-            remaining = resp.headers.get("x-ratelimit-remaining")
-            if remaining is not None and remaining.isdigit():
-                metrics.RATE_LIMIT_REMAINING.labels(str(installation if installation is not None else "app")).set(int(remaining))
-            if redirect and status in (301, 302, 307) and resp.headers.get("Location"):
-                return resp.headers["Location"]
-            if status == 304 and etag_key is not None:
-                cached = self.etags.get(etag_key)
-                if cached is not None:
-                    return cached[1]
-            if status < 300:
-                try:
-                    data = resp.content if raw else (resp.json() if resp.content else None)
-                except ValueError:  # a body cut short: as good as a dropped connection
-                    if idempotent and attempt < self.policy.attempts:
-                        time.sleep(self.policy.backoff(attempt))
-                        continue
-                    raise TransientError(f"{method} {endpoint}: truncated response") from None
-                if etag_key is not None and resp.headers.get("ETag"):
-                    self.etags.put(etag_key, (resp.headers["ETag"], data))
-                return data
-            message = _message(resp)
-            if status == 401 and refresh_token is not None and not refreshed:
+            except json.JSONDecodeError:  # a body cut short: as good as a dropped connection
+                if idempotent and attempt < self.policy.attempts:
+                    time.sleep(self.policy.backoff(attempt))
+                    continue
+                raise TransientError(f"{method} {endpoint}: truncated response") from None
+            except GithubException as exc:
+                status, headers, message = exc.status, exc.headers or {}, _message(exc.data)
+            if status == 401 and refresh is not None and not refreshed:
                 refreshed = True
-                auth = (auth[0], refresh_token())
+                refresh()
                 attempt -= 1
                 continue
             if status == 401 and refreshed:
                 # Refused even with a fresh token: maybe GitHub's replicas lag; the job tries again later.
                 raise TransientError(f"{method} {endpoint}: 401 with a fresh token")
-            wait = rate_limit_wait(status, resp.headers, message, policy=self.policy)
+            wait = rate_limit_wait(status, headers, message, policy=self.policy)
             if wait is not None:
                 # Not slept here: this worker thread goes on with other installations' jobs.
                 self._blocked[installation] = max(self._blocked.get(installation, 0.0), time.time() + wait)
@@ -230,13 +279,24 @@ class GitHub:
                 raise TransientError(f"{method} {endpoint}: {status} {message}")
             raise GitHubError(status, message, endpoint)
 
+    def download(self, url: str, *, endpoint: str, installation: int | None, accept: str = "text/plain") -> bytes:
+        """A plain GET with requests, never with a token (a signed URL on another host: a job log)."""
 
-def _message(resp) -> str:
-    try:
-        data = resp.json()
-        return str(data.get("message", ""))[:200] if isinstance(data, dict) else ""
-    except ValueError:
-        return resp.text[:200]
+        def fetch() -> bytes:
+            call = transport.current()
+            try:
+                resp = transport.session().get(url, headers={"Accept": accept}, timeout=self.policy.timeout,
+                                               allow_redirects=False)
+            except requests.RequestException as exc:
+                call.observe("GET", type(exc).__name__, None)
+                raise
+            call.observe("GET", str(resp.status_code), resp.headers)
+            if resp.status_code >= 300:
+                raise GithubException(resp.status_code, {"message": resp.text[:200]},
+                                      {k.lower(): v for k, v in resp.headers.items()})
+            return resp.content
+
+        return self.call("GET", endpoint, fetch, installation=installation)
 
 
 class InstallationClient:
@@ -246,6 +306,7 @@ class InstallationClient:
         self.github = github
         self.installation_id = installation_id
         self._token: str | None = None
+        self.gh = github.pygithub(_CurrentToken(self._auth_token))
 
     def _auth_token(self) -> str:
         if self.github.auth is None:
@@ -257,17 +318,38 @@ class InstallationClient:
         self.github.auth.invalidate(self.installation_id, self._token)
         return self._auth_token()
 
-    def request(self, method: str, path: str, endpoint: str, **kwargs):
-        return self.github.request(method, path, endpoint=endpoint, auth=("token", self._auth_token()),
-                                   installation=self.installation_id, refresh_token=self._refresh, **kwargs)
+    def call(self, method: str, endpoint: str, fn, **kwargs):
+        return self.github.call(method, endpoint, fn, installation=self.installation_id, refresh=self._refresh, **kwargs)
+
+    def _repo(self, repo: str):
+        return self.gh.get_repo(repo)  # lazy: no request
+
+    def get_json(self, path: str, endpoint: str, params: dict | None = None, *, conditional: bool = False):
+        """GET through the requester; conditional: with If-None-Match, a 304 returns the cached body."""
+        params = {k: v for k, v in (params or {}).items() if v is not None}
+        etag_key = (self.installation_id, self.github.api_url + path, tuple(sorted(params.items()))) if conditional else None
+        cached = self.github.etags.get(etag_key) if etag_key is not None else None
+
+        def send():
+            headers = {"Accept": JSON}
+            if cached is not None:
+                headers["If-None-Match"] = cached[0]
+            return self.gh.requester.requestJsonAndCheck("GET", path, parameters=params, headers=headers)
+
+        headers, data = self.call("GET", endpoint, send)
+        if data is None and cached is not None:  # 304 Not Modified: no body, the one we have is current
+            return cached[1]
+        if etag_key is not None and headers.get("etag"):
+            self.github.etags.put(etag_key, (headers["etag"], data))
+        return data
 
     def paginate(self, path: str, endpoint: str, *, key: str | None = None, params=None, limit: int = 3000):
-        """Every item of a paged list (per_page 100), following page numbers up to `limit` items."""
+        """Every item of a paged list (per_page 100), following page numbers up to `limit` items; each
+        page asked for conditionally (PyGithub's PaginatedList cannot send If-None-Match)."""
         items: list = []
         page = 1
         while len(items) < limit:
-            data = self.request("GET", path, endpoint, params={**(params or {}), "per_page": 100, "page": page},
-                                conditional=True)
+            data = self.get_json(path, endpoint, {**(params or {}), "per_page": 100, "page": page}, conditional=True)
             batch = data.get(key, []) if key else data
             items.extend(batch)
             if len(batch) < 100:
@@ -281,57 +363,70 @@ class InstallationClient:
         key = (repo, sha)
         cached = self.github.trees.get(key)
         if cached is None:
-            cached = self.request("GET", f"/repos/{repo}/git/trees/{sha}", "/repos/{owner}/{repo}/git/trees/{tree_sha}",
-                                  params={"recursive": "1"})
+            cached = self.call("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}",
+                               lambda: self._repo(repo).get_git_tree(sha, recursive=True).raw_data)
             self.github.trees.put(key, cached)
         return cached
 
     def tree_level(self, repo: str, sha: str) -> dict:
         """One level of a tree (when the recursive listing came back truncated)."""
-        return self.request("GET", f"/repos/{repo}/git/trees/{sha}", "/repos/{owner}/{repo}/git/trees/{tree_sha}")
+        return self.call("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}",
+                         lambda: self._repo(repo).get_git_tree(sha).raw_data)
 
     def blob(self, repo: str, sha: str) -> bytes:
         data = self.github.blobs.get(sha)
         if data is not None:
             return data
-        body = self.request("GET", f"/repos/{repo}/git/blobs/{sha}", "/repos/{owner}/{repo}/git/blobs/{file_sha}")
-        if body.get("encoding") == "base64":
-            data = base64.b64decode(body.get("content") or "")
+        blob = self.call("GET", "/repos/{owner}/{repo}/git/blobs/{file_sha}", lambda: self._repo(repo).get_git_blob(sha))
+        if blob.encoding == "base64":
+            data = base64.b64decode(blob.content or "")
         else:
-            data = (body.get("content") or "").encode()
+            data = (blob.content or "").encode()
         self.github.blobs.put(sha, data)
         return data
 
-    def file_at(self, repo: str, path: str, ref: str) -> bytes | None:
-        """A file's bytes at a ref (a branch: so asked with If-None-Match, a 304 costs nothing); None if absent."""
+    def file_at(self, repo: str, path: str, ref: str | None) -> bytes | None:
+        """A file's bytes at a ref (a branch: so asked with If-None-Match, a 304 costs nothing); None if absent.
+
+        The JSON form (base64), not the raw media type: PyGithub's requester reads bodies as JSON
+        text. A file over 1 MB comes without content; its bytes then come from its blob (cached by SHA).
+        """
         try:
-            return self.request("GET", f"/repos/{repo}/contents/{path}", "/repos/{owner}/{repo}/contents/{path}",
-                                params={"ref": ref}, accept="application/vnd.github.raw+json", raw=True,
-                                conditional=True)
+            data = self.get_json(f"/repos/{repo}/contents/{quote(path)}", "/repos/{owner}/{repo}/contents/{path}",
+                                 {"ref": ref}, conditional=True)
         except GitHubError as exc:
             if exc.status == 404:
                 return None
             raise
+        if not isinstance(data, dict) or data.get("type") != "file":
+            return None  # a directory (a list) or a submodule: not a file's bytes
+        content = ContentFile(self.gh.requester, {}, data, completed=True)
+        if content.encoding == "base64":
+            return content.decoded_content
+        return self.blob(repo, content.sha)
 
     def pull_files(self, repo: str, number: int) -> list[dict]:
         return self.paginate(f"/repos/{repo}/pulls/{number}/files", "/repos/{owner}/{repo}/pulls/{pull_number}/files")
 
     # -- checks ----------------------------------------------------------------------------------
     def check_runs_for_ref(self, repo: str, ref: str, name: str) -> list[dict]:
-        data = self.request("GET", f"/repos/{repo}/commits/{ref}/check-runs", "/repos/{owner}/{repo}/commits/{ref}/check-runs",
-                            params={"check_name": name, "filter": "all", "per_page": 100}, conditional=True)
+        data = self.get_json(f"/repos/{repo}/commits/{ref}/check-runs", "/repos/{owner}/{repo}/commits/{ref}/check-runs",
+                             {"check_name": name, "filter": "all", "per_page": 100}, conditional=True)
         return data.get("check_runs", [])
 
     def create_check_run(self, repo: str, body: dict) -> dict:
-        return self.request("POST", f"/repos/{repo}/check-runs", "/repos/{owner}/{repo}/check-runs", json=body)
+        return self.call("POST", "/repos/{owner}/{repo}/check-runs",
+                         lambda: self._repo(repo).create_check_run(**_check_run_args(body)).raw_data)
 
-    def update_check_run(self, repo: str, check_run_id: int, body: dict) -> dict:
-        return self.request("PATCH", f"/repos/{repo}/check-runs/{check_run_id}",
-                            "/repos/{owner}/{repo}/check-runs/{check_run_id}", json=body)
+    def update_check_run(self, repo: str, check_run_id: int, body: dict) -> None:
+        """PATCH a check run. Nothing is returned: CheckRun.edit keeps GitHub's answer in the
+        object's attributes, and reading it back as a dict would cost a GET (no caller wants it)."""
+        self.call("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}",
+                  lambda: self._repo(repo).get_check_run(check_run_id).edit(**_check_run_args(body)))
 
     def comment(self, repo: str, number: int, body: str) -> dict:
-        return self.request("POST", f"/repos/{repo}/issues/{number}/comments",
-                            "/repos/{owner}/{repo}/issues/{issue_number}/comments", json={"body": body})
+        return self.call("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments",
+                         lambda: self._repo(repo).get_issue(number).create_comment(body).raw_data)
 
     # -- actions ---------------------------------------------------------------------------------
     def run_jobs(self, repo: str, run_id: int) -> list[dict]:
@@ -340,10 +435,17 @@ class InstallationClient:
                              key="jobs", params={"filter": "all"})
 
     def job_log(self, repo: str, job_id: int) -> str:
-        """A job's plain-text log. GitHub answers 302 to a short-lived URL on another host, fetched
-        without the token (it must never leave GitHub's API host)."""
-        location = self.request("GET", f"/repos/{repo}/actions/jobs/{job_id}/logs",
-                                "/repos/{owner}/{repo}/actions/jobs/{job_id}/logs", redirect=True)
-        data = self.github.request("GET", location, endpoint="job log download", auth=None,
-                                   installation=self.installation_id, accept="text/plain", raw=True)
+        """A job's plain-text log. GitHub answers 302 to a short-lived URL on another host: PyGithub
+        gives that location (WorkflowJob.logs_url, not followed), and requests fetches it without
+        the token (it must never leave GitHub's API host)."""
+        endpoint = "/repos/{owner}/{repo}/actions/jobs/{job_id}/logs"
+
+        def location() -> str:
+            try:
+                return self._repo(repo).get_workflow_job(job_id).logs_url()
+            except KeyError:
+                raise GitHubError(0, "no redirect to the log", endpoint) from None
+
+        data = self.github.download(self.call("GET", endpoint, location), endpoint="job log download",
+                                    installation=self.installation_id)
         return data.decode("utf-8", errors="replace")
