@@ -113,6 +113,13 @@ class LeasedSqliteStorage(_LeaseMixin, SqliteStorage):
                 try:
                     # PASSIVE: copies what it can without waiting for (or holding up) any writer.
                     conn.execute("pragma wal_checkpoint(PASSIVE)")
+                    # Then the few frames written meanwhile, with writers held off for that short
+                    # moment: a checkpoint that always lags behind a busy writer never lets the
+                    # WAL start over, and a WAL that only grows makes every write extend a file
+                    # (and the kernel write back hundreds of MB). Fully copied, the next writer
+                    # rewinds it and reuses its pages.
+                    with self._write_lock():
+                        conn.execute("pragma wal_checkpoint(PASSIVE)")
                 except sqlite3.Error:
                     pass
         finally:
