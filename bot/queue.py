@@ -101,15 +101,23 @@ class LeasedSqliteStorage(_LeaseMixin, SqliteStorage):
         conn = super()._create_connection()
         conn.execute(f"pragma synchronous={self._synchronous}")
         # No checkpoint inside a commit: each is an fsync that some webhook request would wait for.
-        # A background thread of each writing process does them instead (_checkpoints).
+        # A background thread of one writing process does them instead (_checkpoints).
         conn.execute("pragma wal_autocheckpoint=0")
         return conn
 
     def _checkpoints(self):
+        # One checkpointer among the processes writing this file (gunicorn workers, the worker):
+        # whichever holds this POSIX lock, for as long as it lives. The kernel drops it with its
+        # process (and a forked child never inherits it); another process then takes over.
+        fd = os.open(self.filename + ".checkpointer", os.O_RDWR | os.O_CREAT, 0o600)
         conn = sqlite3.connect(self.filename, timeout=self._timeout, check_same_thread=False)
         try:
             while True:
                 time.sleep(CHECKPOINT_EVERY_S)
+                try:
+                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    continue  # another process checkpoints
                 try:
                     # PASSIVE: copies what it can without waiting for (or holding up) any writer.
                     conn.execute("pragma wal_checkpoint(PASSIVE)")
@@ -124,6 +132,7 @@ class LeasedSqliteStorage(_LeaseMixin, SqliteStorage):
                     pass
         finally:
             conn.close()
+            os.close(fd)
 
     @contextlib.contextmanager
     def db(self, commit=False, close=False):
