@@ -17,4 +17,6 @@ def create_app(settings=None, queue=None) -> Flask:
         app.extensions["ci_registrar.queue"] = queue
     for blueprint in (web.blueprint, webhooks.blueprint, onboarding.blueprint, dashboard.blueprint):
         app.register_blueprint(blueprint)
+    # Deliveries that pass every check skip Flask's per-request layers; the rest reach the view.
+    app.wsgi_app = webhooks.IngressFastPath(app, app.wsgi_app)
     return app

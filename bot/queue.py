@@ -37,6 +37,7 @@ DEFAULT_QUEUE_NAME = "ci-registrar"
 SEEN_TTL_S = 8 * 24 * 3600
 DEFAULT_LEASE_S = 60.0
 CHECKPOINT_EVERY_S = 1.0
+WAL_REWIND_BYTES = 64 * 1024 * 1024
 
 
 class _LeaseMixin:
@@ -101,22 +102,40 @@ class LeasedSqliteStorage(_LeaseMixin, SqliteStorage):
         conn = super()._create_connection()
         conn.execute(f"pragma synchronous={self._synchronous}")
         # No checkpoint inside a commit: each is an fsync that some webhook request would wait for.
-        # A background thread of each writing process does them instead (_checkpoints).
+        # A background thread of one writing process does them instead (_checkpoints).
         conn.execute("pragma wal_autocheckpoint=0")
         return conn
 
     def _checkpoints(self):
+        # One checkpointer among the processes writing this file (gunicorn workers, the worker):
+        # whichever holds this POSIX lock, for as long as it lives. The kernel drops it with its
+        # process (and a forked child never inherits it); another process then takes over.
+        fd = os.open(self.filename + ".checkpointer", os.O_RDWR | os.O_CREAT, 0o600)
         conn = sqlite3.connect(self.filename, timeout=self._timeout, check_same_thread=False)
         try:
+            page_size = conn.execute("pragma page_size").fetchone()[0]
             while True:
                 time.sleep(CHECKPOINT_EVERY_S)
                 try:
+                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    continue  # another process checkpoints
+                try:
                     # PASSIVE: copies what it can without waiting for (or holding up) any writer.
-                    conn.execute("pragma wal_checkpoint(PASSIVE)")
+                    _busy, frames, _copied = conn.execute("pragma wal_checkpoint(PASSIVE)").fetchone()
+                    # A checkpoint that always lags behind a busy writer never lets the WAL start
+                    # over: under sustained load it grows without end. Past WAL_REWIND_BYTES, the
+                    # frames written meanwhile are copied with writers held off (tens of ms: two
+                    # fsyncs), and the next writer rewinds the WAL and reuses its pages. At an
+                    # ordinary pace the PASSIVE one catches up and the WAL rewinds by itself.
+                    if frames * page_size > WAL_REWIND_BYTES:
+                        with self._write_lock():
+                            conn.execute("pragma wal_checkpoint(PASSIVE)")
                 except sqlite3.Error:
                     pass
         finally:
             conn.close()
+            os.close(fd)
 
     @contextlib.contextmanager
     def db(self, commit=False, close=False):

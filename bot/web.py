@@ -15,12 +15,12 @@ _RELOAD_EVERY_S = 2.0
 _lock = threading.Lock()
 
 
-def get_settings():
+def get_settings(app=None):
     """This app's settings; re-read (at most every 2 s) while the App is not configured yet.
 
     Onboarding may finish in another gunicorn worker: its credentials file is then picked up here.
     """
-    app = current_app._get_current_object()
+    app = app or current_app._get_current_object()
     settings = app.config["SETTINGS"]
     if settings.app_configured or not app.config.get("SETTINGS_FROM_ENV", False):
         return settings
@@ -33,9 +33,9 @@ def get_settings():
     return settings
 
 
-def get_queue():
+def get_queue(app=None):
     """This process's queue, opened on first use (after gunicorn forks, never before)."""
-    app = current_app._get_current_object()
+    app = app or current_app._get_current_object()
     queue = app.extensions.get("ci_registrar.queue")
     if queue is None:
         with _lock:
