@@ -50,9 +50,9 @@ def discover(paths, config: Config) -> list[str]:
     return sorted(out)
 
 
-def contract_paths(config: Config, workflow_paths) -> set[str]:
+def contract_paths(config: Config) -> set[str]:
     p = config.paths
-    return {p.register_module, p.suites_module, p.labels_module, CONFIG_PATH, *workflow_paths}
+    return {p.register_module, p.suites_module, p.labels_module, CONFIG_PATH}
 
 
 def _scan(ctx: Context, tree, paths: list[str], exact_paths: set[str] | frozenset = frozenset(), prefetch: bool = True) -> None:
@@ -104,9 +104,10 @@ def check_tree(
     diff_mode = base is not None and changed is not None
     if diff_mode and not isinstance(changed, dict):
         changed = {p: p for p in changed}
-    recheck_all = not diff_mode or bool(contract_paths(config, [u.file for u in ctx.uses if u.file]) & set(changed or {}))
-    if diff_mode and not recheck_all:
-        recheck_all = any(is_workflow_path(p, config) for p in changed)
+    # A diff that touches the contract (inventory, signatures, labels, configuration, workflows)
+    # can break files it never touched: then every registration is checked again.
+    contract_files = contract_paths(config)
+    recheck_all = not diff_mode or any(p in contract_files or is_workflow_path(p, config) for p in changed)
     to_check = discovered if recheck_all else [p for p in discovered if p in changed]
     # A PR's changed files are read whole (REG001 anywhere in them); a whole-tree sweep reads the
     # registration part of each file only (see registrations.registration_prefix).
@@ -133,7 +134,7 @@ def check_tree(
         _classify(ctx, base_ctx, changed, checked, report, findings)
 
     # Suite-level rules need every registration of a suite (its total est_time).
-    if diff_mode and not recheck_all and _suite_totals_needed(ctx, report):
+    if diff_mode and not recheck_all and _suite_totals_needed(ctx):
         _scan(ctx, head, [p for p in discovered if p not in ctx.scans])
     index = None
     if durations is not None:
@@ -164,7 +165,7 @@ def _root_of(path: str, config: Config) -> str:
     return "a discovery root"
 
 
-def _suite_totals_needed(ctx: Context, report: Report) -> bool:
+def _suite_totals_needed(ctx: Context) -> bool:
     return any(r.change in (Change.ADDED, Change.CHANGED) for r in ctx.registrations())
 
 
