@@ -8,14 +8,13 @@ from gidgethub.routing import Router
 
 from bot.sources import GitHubTree, changed_paths
 from bot.store import service as store
+from checks.config import CONFIG_PATH  # read from the default branch, never from the PR
+from checks.engine import check_tree
+from checks.render import ANNOTATIONS_PER_REQUEST, CHECK_RUN_NAME as CHECK_NAME
 
 router = Router()
 
-CHECK_NAME = "CI registrations"
-CONFIG_PATH = ".github/ci-registrar.yml"  # read from the default branch, never from the PR
-ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit; each PATCH appends
 SUMMARY_LIMIT = 65_000
-ENGINE_MISSING = "The analysis engine (checks.engine) is not installed in this deployment; nothing was checked."
 FAILED_TITLE = "Could not finish the check"
 FAILED_SUMMARY = (
     "CI Registrar could not finish this check: {reason}.\n\n"
@@ -25,16 +24,6 @@ FAILED_SUMMARY = (
 
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-def load_engine():
-    try:
-        from checks.engine import check_tree
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("checks.engine", "checks"):
-            raise
-        return None
-    return check_tree
 
 
 # -- triggers -------------------------------------------------------------------------------------
@@ -111,17 +100,12 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
         ctx.log.info("check already completed", check_run_id=run["id"], head_sha=head_sha)
         return
     ctx.on_failure("bot.handlers.pull_requests:report_failure", repo=repo, run_id=run["id"])
-    check_tree = load_engine()
-    if check_tree is None:
-        conclusion, output = "neutral", {"title": "Not checked", "summary": ENGINE_MISSING}
-        annotations = []
-    else:
-        head = GitHubTree(client, repo, head_sha)
-        base = GitHubTree(client, repo, base_sha) if base_sha else None
-        changed = changed_paths(client.pull_files(repo, number)) if number and base is not None else None
-        config_text = client.file_at(repo, CONFIG_PATH, default_branch)
-        report = check_tree(head, base, changed, config_text=config_text)
-        conclusion, output, annotations = render(report)
+    head = GitHubTree(client, repo, head_sha)
+    base = GitHubTree(client, repo, base_sha) if base_sha else None
+    changed = changed_paths(client.pull_files(repo, number)) if number and base is not None else None
+    config_text = client.file_at(repo, CONFIG_PATH, default_branch)  # the default branch's, never the PR's
+    report = check_tree(head, base, changed, config_text=config_text)
+    conclusion, output, annotations = render(report)
     complete_run(client, repo, run["id"], conclusion, output, annotations)
     store.record_check_run(ctx.store_url, repository=repo, head_sha=head_sha, name=CHECK_NAME,
                            check_run_id=run["id"], delivery_id=ctx.delivery_id, conclusion=conclusion)
