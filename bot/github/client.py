@@ -428,6 +428,17 @@ class InstallationClient:
         return self.call("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments",
                          lambda: self._repo(repo).get_issue(number).create_comment(body).raw_data)
 
+    def review_comments(self, repo: str, number: int) -> list[dict]:
+        return self.paginate(f"/repos/{repo}/pulls/{number}/comments", "/repos/{owner}/{repo}/pulls/{pull_number}/comments")
+
+    def create_review_comment(self, repo: str, number: int, *, body: str, commit_id: str, path: str, line: int,
+                              start_line: int | None = None) -> dict:
+        """A comment on lines of the PR's diff (right side): how a ```suggestion``` is offered."""
+        extra = {"start_line": start_line, "start_side": "RIGHT"} if start_line is not None and start_line != line else {}
+        return self.call("POST", "/repos/{owner}/{repo}/pulls/{pull_number}/comments",
+                         lambda: self._repo(repo).get_pull(number).create_review_comment(
+                             body, commit_id, path, line=line, side="RIGHT", **extra).raw_data)
+
     # -- actions ---------------------------------------------------------------------------------
     def run_jobs(self, repo: str, run_id: int) -> list[dict]:
         """Every job of a workflow run, every attempt (retried jobs are durations too)."""

@@ -8,6 +8,7 @@ from gidgethub.routing import Router
 
 from bot.sources import GitHubTree, changed_paths
 from bot.store import service as store
+from bot.suggestions import post_suggestions
 from checks.config import CONFIG_PATH  # read from the default branch, never from the PR
 from checks.engine import check_tree
 from checks.render import ANNOTATIONS_PER_REQUEST, CHECK_RUN_NAME as CHECK_NAME
@@ -102,11 +103,15 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
     ctx.on_failure("bot.handlers.pull_requests:report_failure", repo=repo, run_id=run["id"])
     head = GitHubTree(client, repo, head_sha)
     base = GitHubTree(client, repo, base_sha) if base_sha else None
-    changed = changed_paths(client.pull_files(repo, number)) if number and base is not None else None
+    files = client.pull_files(repo, number) if number and base is not None else None
+    changed = changed_paths(files) if files is not None else None
     config_text = client.file_at(repo, CONFIG_PATH, default_branch)  # the default branch's, never the PR's
     report = check_tree(head, base, changed, config_text=config_text)
     conclusion, output, annotations = render(report)
     complete_run(client, repo, run["id"], conclusion, output, annotations)
+    if files is not None:
+        # After the check run: a suggestion is a convenience, the check is the verdict.
+        post_suggestions(client, repo, number, head_sha, report, files)
     store.record_check_run(ctx.store_url, repository=repo, head_sha=head_sha, name=CHECK_NAME,
                            check_run_id=run["id"], delivery_id=ctx.delivery_id, conclusion=conclusion)
 

@@ -141,6 +141,19 @@ class RestOperations:
         self._review_comments.append(record)
         return 201, self._review_comment_json(repo, pr, record, entry), {}
 
+    def op_pulls_list_review_comments(self, req, params, body):
+        repo = self._repo_param(params)
+        pr = self.pulls.get((repo.full_name, int(params["pull_number"])))
+        if pr is None:
+            raise ApiError(404, "Not Found")
+        items = []
+        for record in self._review_comments:
+            if record["repo"] == repo.full_name and record["number"] == pr.number:
+                entry = next((e for e in pr.files if e["filename"] == record.get("path")), {})
+                items.append(self._review_comment_json(repo, pr, record, entry))
+        chunk, headers = self._page(req, items, req.raw_path)
+        return 200, chunk, headers
+
     def _check_review_position(self, pr: PullRequest, comment: dict) -> dict:
         entry = next((e for e in pr.files if e["filename"] == comment.get("path")), None)
         if entry is None:

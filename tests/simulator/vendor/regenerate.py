@@ -48,6 +48,7 @@ OPERATIONS = [
     ("get", "/repos/{owner}/{repo}/pulls/{pull_number}"),
     ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/files"),
     ("post", "/repos/{owner}/{repo}/pulls/{pull_number}/comments"),
+    ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/comments"),
     ("post", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews"),
     ("get", "/repos/{owner}/{repo}/contents/{path}"),
     ("get", "/repos/{owner}/{repo}/git/blobs/{file_sha}"),
