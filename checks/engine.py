@@ -70,12 +70,11 @@ def _scan(ctx: Context, tree, paths: list[str], exact_paths: set[str] | frozense
             ctx.implicit[path] = implicit_registration(path)
 
 
-def build_context(tree, config: Config, contract: Contract | None = None) -> tuple[Context, list[str], list[Finding]]:
+def build_context(tree, config: Config) -> tuple[Context, list[str], list[Finding]]:
     all_paths = list(tree.paths())
     workflow_paths = sorted(p for p in all_paths if is_workflow_path(p, config))
-    contract = contract or read_contract(tree, config)
     uses, findings = read_consumers(tree, config, workflow_paths)
-    return Context(config, contract, uses), all_paths, findings
+    return Context(config, read_contract(tree, config), uses), all_paths, findings
 
 
 def check_tree(
@@ -126,7 +125,8 @@ def check_tree(
 
     base_ctx = None
     if diff_mode:
-        base_ctx, _, _ = build_context(base, config)
+        # The base is read only to compare registrations: its contract, not its workflows.
+        base_ctx = Context(config, read_contract(base, config), [])
         head_paths = set(all_paths)
         base_paths = sorted({changed[p] for p in checked if changed.get(p)} | {b for h, b in changed.items() if b and h not in head_paths})
         base_discovered = set(discover(base_paths, config))

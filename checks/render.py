@@ -177,7 +177,7 @@ RENDERERS = {"text": to_text, "json": to_json, "github": to_github, "sarif": to_
 # -- GitHub check run ---------------------------------------------------------------------------
 CHECK_RUN_NAME = "CI registrations"
 ANNOTATIONS_PER_REQUEST = 50  # GitHub appends annotations per PATCH, at most 50 each
-_SUMMARY_LIMIT = 65_000  # GitHub's limit is 65,535 characters
+SUMMARY_LIMIT = 65_000  # GitHub's limit is 65,535 characters
 _ANNOTATION_LEVEL = {Severity.FAILURE: "failure", Severity.WARNING: "warning", Severity.NOTICE: "notice"}
 
 
@@ -210,8 +210,8 @@ def check_run_summary(report: Report) -> str:
             lines.append(f"| `{r.file}:{r.span.line}` | {r.backend.value} | `{r.suite}` | {est} | {', '.join(r.labels)} | {change} |")
         lines += ["", "</details>"]
     text = "\n".join(lines)
-    if len(text) > _SUMMARY_LIMIT:
-        text = text[: _SUMMARY_LIMIT - 80].rsplit("\n", 1)[0] + "\n\n… (truncated: every finding is also an annotation)"
+    if len(text) > SUMMARY_LIMIT:
+        text = text[: SUMMARY_LIMIT - 80].rsplit("\n", 1)[0] + "\n\n… (truncated: every finding is also an annotation)"
     return text
 
 
@@ -233,11 +233,6 @@ def check_run_annotations(report: Report) -> list[dict]:
             a["raw_details"] = f"Suggested change (lines {f.fix.start_line}-{f.fix.end_line}):\n{f.fix.text}"[:64_000]
         out.append(a)
     return out
-
-
-def annotation_batches(report: Report) -> list[list[dict]]:
-    annotations = check_run_annotations(report)
-    return [annotations[i : i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)] or [[]]
 
 
 def suggestion_comment(f: Finding) -> str | None:

@@ -11,11 +11,10 @@ from bot.store import service as store
 from bot.suggestions import post_suggestions
 from checks.config import CONFIG_PATH  # read from the default branch, never from the PR
 from checks.engine import check_tree
-from checks.render import ANNOTATIONS_PER_REQUEST, CHECK_RUN_NAME as CHECK_NAME
+from checks.render import ANNOTATIONS_PER_REQUEST, SUMMARY_LIMIT, CHECK_RUN_NAME as CHECK_NAME
 
 router = Router()
 
-SUMMARY_LIMIT = 65_000
 FAILED_TITLE = "Could not finish the check"
 FAILED_SUMMARY = (
     "CI Registrar could not finish this check: {reason}.\n\n"
