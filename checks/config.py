@@ -68,7 +68,7 @@ class Dispatch(_Struct):
     workflow: str
     repository: str | None = None
     ref: str = "main"
-    gpus: int = 1
+    gpus: int | None = None  # None: the GPU count in the suite name (stage-c-4-gpu-... -> 4), else 1
     inputs: dict[str, InputSource] = msgspec.field(
         default_factory=lambda: {"suite": "suite", "head_sha": "head_sha", "pull_number": "pull_number", "test_files": "files"}
     )
@@ -116,6 +116,10 @@ class Config(_Struct):
         return self.rules.get(code)
 
 
+_WORKFLOW_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}\.ya?ml|\d{1,20}")
+_REPOSITORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}")
+_BRANCH = re.compile(r"(?!.*\.\.)(?!/)[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
+_INPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,99}")
 _PATH_PART = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
 
 
@@ -179,6 +183,25 @@ def _semantic_errors(config: Config) -> list[tuple[str, str]]:
             errors.append((f"$.consumers[{i}].shards", "shards must be at least 1"))
         if consumer.timeout_minutes is not None and consumer.timeout_minutes < 1:
             errors.append((f"$.consumers[{i}].timeout_minutes", "timeout_minutes must be at least 1"))
+    for suite, d in config.dispatch.items():
+        where = f"$.dispatch.{suite}"
+        if not _WORKFLOW_FILE.fullmatch(d.workflow):
+            errors.append((f"{where}.workflow", f"dispatch.{suite}.workflow must be a workflow file name such as "
+                                                "`rocm-on-demand.yml` (or its numeric id)"))
+        if d.repository is not None and not _REPOSITORY.fullmatch(d.repository):
+            errors.append((f"{where}.repository", f"dispatch.{suite}.repository must be `owner/name`"))
+        if not _BRANCH.fullmatch(d.ref) or re.fullmatch(r"[0-9a-fA-F]{40}", d.ref) or d.ref.startswith(("refs/pull/", "pull/")):
+            errors.append((f"{where}.ref", f"dispatch.{suite}.ref must be a branch of the base repository "
+                                           "(a trusted ref, never a commit SHA or a pull request ref)"))
+        if d.gpus is not None and d.gpus < 1:
+            errors.append((f"{where}.gpus", f"dispatch.{suite}.gpus must be at least 1"))
+        if len(d.inputs) > 25 or any(not _INPUT_NAME.fullmatch(k) for k in d.inputs):
+            errors.append((f"{where}.inputs", f"dispatch.{suite}.inputs: at most 25 inputs, named with letters, "
+                                              "digits, `_` and `-`"))
+    if config.budgets.daily_gpu_hours < 0:
+        errors.append(("$.budgets.daily_gpu_hours", "budgets.daily_gpu_hours must not be negative"))
+    if config.budgets.max_files_per_command < 1:
+        errors.append(("$.budgets.max_files_per_command", "budgets.max_files_per_command must be at least 1"))
     c = config.calibration
     for name in ("window_runs", "window_days", "min_samples", "round_to_s", "timeout_per_file_s"):
         if getattr(c, name) < 1:

@@ -439,11 +439,62 @@ class InstallationClient:
                          lambda: self._repo(repo).get_pull(number).create_review_comment(
                              body, commit_id, path, line=line, side="RIGHT", **extra).raw_data)
 
+    def post_json(self, path: str, endpoint: str, body: dict, *, idempotent: bool = False):
+        """POST through the requester (for calls whose answer PyGithub's objects drop)."""
+        return self.call("POST", endpoint, lambda: self.gh.requester.requestJsonAndCheck(
+            "POST", path, input=body, headers={"Accept": JSON})[1], idempotent=idempotent)
+
+    # -- pull requests and people ----------------------------------------------------------------
+    def pull(self, repo: str, number: int) -> dict:
+        """GET pulls/{n}: the PR as it is now (head SHA, state). Conditional, so live and cheap."""
+        return self.get_json(f"/repos/{repo}/pulls/{int(number)}", "/repos/{owner}/{repo}/pulls/{pull_number}",
+                             conditional=True)
+
+    def collaborator_permission(self, repo: str, user: str) -> dict:
+        """{permission, role_name, user}: asked on every command, approval and click, never remembered."""
+        return self.get_json(f"/repos/{repo}/collaborators/{quote(user, safe='')}/permission",
+                             "/repos/{owner}/{repo}/collaborators/{username}/permission", conditional=True)
+
+    def team_membership(self, org: str, team_slug: str, user: str) -> dict | None:
+        """{role, state} of a user in an organisation's team; None when not a member.
+
+        Needs the organisation permission `members: read`: without it GitHub answers 403, which
+        reaches the caller as GitHubError (it decides what to tell the user)."""
+        try:
+            return self.get_json(f"/orgs/{quote(org, safe='')}/teams/{quote(team_slug, safe='')}/memberships/"
+                                 f"{quote(user, safe='')}", "/orgs/{org}/teams/{team_slug}/memberships/{username}")
+        except GitHubError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def react(self, repo: str, comment_id: int, content: str) -> None:
+        # GitHub answers 200 for a reaction the App already left: safe to send again.
+        self.post_json(f"/repos/{repo}/issues/comments/{int(comment_id)}/reactions",
+                       "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", {"content": content},
+                       idempotent=True)
+
     # -- actions ---------------------------------------------------------------------------------
     def run_jobs(self, repo: str, run_id: int) -> list[dict]:
         """Every job of a workflow run, every attempt (retried jobs are durations too)."""
         return self.paginate(f"/repos/{repo}/actions/runs/{run_id}/jobs", "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs",
                              key="jobs", params={"filter": "all"})
+
+    def dispatch_workflow(self, repo: str, workflow: str, ref: str, inputs: dict) -> dict | None:
+        """workflow_dispatch on a branch; {workflow_run_id, run_url, html_url} when GitHub says, else None.
+
+        Never retried by the policy: a dispatch that may have happened is not sent twice (the
+        caller looks the run up by listing instead)."""
+        path = f"/repos/{repo}/actions/workflows/{quote(workflow, safe='')}/dispatches"
+        data = self.post_json(path, "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches",
+                              {"ref": ref, "inputs": inputs, "return_run_details": True})
+        return data if isinstance(data, dict) and data.get("workflow_run_id") else None
+
+    def workflow_runs(self, repo: str, **filters) -> list[dict]:
+        """The first page (newest first) of a repository's workflow runs, filtered as GitHub filters."""
+        data = self.get_json(f"/repos/{repo}/actions/runs", "/repos/{owner}/{repo}/actions/runs",
+                             {**filters, "per_page": 30})
+        return data.get("workflow_runs", []) if isinstance(data, dict) else []
 
     def job_log(self, repo: str, job_id: int) -> str:
         """A job's plain-text log. GitHub answers 302 to a short-lived URL on another host: PyGithub

@@ -1,0 +1,77 @@
+"""Approval by button, and what a push does to approvals: the "Approve run" click, stale requests.
+
+An approval holds for the head SHA it was given for. The button is checked like a comment: the
+clicker's permission is asked of GitHub at the click, and the PR's head now must be the request's.
+"""
+
+from __future__ import annotations
+
+from gidgethub.routing import Router
+
+from bot.ondemand import flow, texts
+from bot.ondemand.flow import Pull, reply
+from bot.ondemand.permissions import authority
+from bot.store import ondemand as store
+
+router = Router()
+
+ALREADY_DECIDED = "@{user} this request is already {status}; nothing to approve."
+
+
+@router.register("check_run", action="requested_action")
+async def approve_button(event, ctx):
+    data = event.data
+    if (data.get("requested_action") or {}).get("identifier") != texts.APPROVE_ACTION["identifier"]:
+        return
+    run = data["check_run"]
+    app_id = str(ctx.settings.app_id or "")
+    if app_id and str((run.get("app") or {}).get("id", app_id)) != app_id:
+        return  # another App's check run
+    repo = data["repository"]["full_name"]
+    request = store.request_by_check_run(ctx.store_url, repo, int(run["id"]))
+    sender = data.get("sender") or {}
+    if request is None or sender.get("type") not in (None, "User"):
+        return
+    login = sender["login"]
+    key = f"click:{ctx.delivery_id}"
+    pull_data = ctx.client.pull(repo, request.pull_number)
+    if pull_data.get("state") != "open" or pull_data.get("merged"):
+        return
+    config, problems = flow.trusted_config(ctx.client, repo, data["repository"].get("default_branch") or "main")
+    pull = Pull(ctx, repo, request.pull_number, pull_data, config)
+    if config is None:
+        reply(pull, key, texts.config_invalid(login, problems))
+        return
+    who = authority(ctx.client, repo, login, config.approvers)
+    if not who.maintainer:
+        flow.once(pull, key, "audit", lambda: pull.audit(
+            "refusal", actor=login, suite=request.suite, request_id=request.id, head_sha=request.head_sha,
+            detail=f"button click by role {who.role}: not a maintainer"))
+        reply(pull, key, texts.not_a_maintainer(login, "approve this run", who.role, who.note))
+        return
+    flow.expire_old(pull)
+    stale = flow.make_stale(repo, request.pull_number, pull.head_sha, ctx, ctx.client)
+    for gone in stale:
+        flow.close_request_check(pull, gone, "Stale", f"The PR's head moved to {pull.head_sha}.")
+    request = store.get_request(ctx.store_url, request.id)
+    if request.status not in flow.RETRYABLE:
+        reply(pull, key, ALREADY_DECIDED.format(user=login, status=request.status))
+        return
+    flow.approve(pull, [request], who, comment_id=None, key=key)
+
+
+@router.register("pull_request", action="synchronize")
+async def head_moved(event, ctx):
+    """A push: every request or approval for an older commit is stale, and the PR is told once."""
+    pr = event.data["pull_request"]
+    repo = event.data["repository"]["full_name"]
+    new_head = pr["head"]["sha"]
+    gone = flow.make_stale(repo, int(pr["number"]), new_head, ctx, None)
+    if not gone:
+        return
+    pull = Pull(ctx, repo, int(pr["number"]), pr, config=None)
+    for request in gone:
+        flow.close_request_check(pull, request, "Stale",
+                                 f"The PR's head moved to {new_head}: this request was for {request.head_sha}.")
+    reply(pull, f"push:{repo}:{pr['number']}:{new_head}",
+          texts.stale(new_head, [(r.suite, r.requester, r.head_sha) for r in gone]), step="stale")

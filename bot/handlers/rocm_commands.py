@@ -1,0 +1,203 @@
+"""Comment commands on pull requests: /run-rocm, /approve-rocm, /deny-rocm, /rocm-status.
+
+Only a human's new comment on an open pull request is read; its sender must be its author. A
+comment that is not a command costs no GitHub call. Everything else (who may do what, which suite
+may run) is decided with what GitHub and the default branch say now.
+"""
+
+from __future__ import annotations
+
+from gidgethub.routing import Router
+
+from bot.ondemand import flow, grammar, texts
+from bot.ondemand.flow import Pull, once, react, reply, requested_files
+from bot.ondemand.permissions import authority
+from bot.ondemand.selection import NotSelectable, select
+from bot.store import ondemand as store
+
+router = Router()
+
+
+def is_human_command_comment(data: dict) -> bool:
+    """The comment is a new one, by a person, sent by that person, on an open pull request."""
+    comment, issue = data.get("comment") or {}, data.get("issue") or {}
+    user = comment.get("user") or {}
+    login = str(user.get("login") or "")
+    if not issue.get("pull_request"):
+        return False  # a comment on an issue
+    if user.get("type") != "User" or comment.get("performed_via_github_app") or login.endswith("[bot]") or not login:
+        return False  # bots and Apps (this one included) never command anything
+    if (data.get("sender") or {}).get("login") != login:
+        return False  # someone else acting on the comment
+    return issue.get("state") == "open"
+
+
+@router.register("issue_comment", action="created")
+async def comment_created(event, ctx):
+    data = event.data
+    if not is_human_command_comment(data):
+        return
+    comment = data["comment"]
+    if grammar.parse(comment.get("body")) is None:
+        return  # not a command: no reaction, no call
+    repo = data["repository"]["full_name"]
+    number = int(data["issue"]["number"])
+    login = comment["user"]["login"]
+    client = ctx.client
+    key = f"comment:{repo}:{comment['id']}"
+    client.react(repo, comment["id"], "eyes")
+    pull_data = client.pull(repo, number)
+    if pull_data.get("state") != "open" or pull_data.get("merged"):
+        return  # closed while the delivery waited
+    config, problems = flow.trusted_config(client, repo, data["repository"].get("default_branch") or "main")
+    if config is None:
+        client.react(repo, comment["id"], "confused")
+        once_reply(ctx, repo, number, key, texts.config_invalid(login, problems))
+        return
+    pull = Pull(ctx, repo, number, pull_data, config)
+    command = grammar.parse(comment.get("body"), roots=config.paths.test_roots, pattern=config.paths.test_pattern)
+    if isinstance(command, grammar.Refusal):
+        once(pull, key, "audit", lambda: pull.audit("refusal", actor=login, detail=f"grammar: {command.reason}"))
+        react(pull, comment["id"], "confused")
+        reply(pull, key, texts.grammar_reply(login, command.reason, _suites_or_none(pull)))
+        return
+    once(pull, key, "audit", lambda: pull.audit("command", actor=login, suite=command.suite,
+                                                files=list(command.files) or None, detail=command.line[:200]))
+    handler = {grammar.RUN: run_rocm, grammar.APPROVE: approve_rocm, grammar.DENY: deny_rocm,
+               grammar.STATUS: rocm_status}[command.word]
+    handler(pull, command, comment, key)
+
+
+def once_reply(ctx, repo: str, number: int, key: str, body: str) -> None:
+    if store.claim_step(ctx.store_url, key, "reply"):
+        try:
+            ctx.client.comment(repo, number, body)
+        except Exception:
+            store.release_step(ctx.store_url, key, "reply")
+            raise
+
+
+def _suites_or_none(pull: Pull) -> list[str] | None:
+    try:
+        return pull.runnable_suites()
+    except Exception:  # the grammar reply must not fail because the head could not be read
+        return None
+
+
+def _refuse(pull: Pull, comment: dict, key: str, body: str, detail: str, **audit) -> None:
+    once(pull, key, "audit-refusal", lambda: pull.audit("refusal", actor=comment["user"]["login"], detail=detail, **audit))
+    react(pull, comment["id"], "confused")
+    reply(pull, key, body)
+
+
+# -- /run-rocm -----------------------------------------------------------------------------------
+def run_rocm(pull: Pull, command: grammar.Command, comment: dict, key: str) -> None:
+    login = comment["user"]["login"]
+    existing = store.request_by_comment(pull.store_url, pull.repo, comment["id"])
+    if existing is not None:
+        resume(pull, existing, comment)
+        return
+    limit_files = pull.config.budgets.max_files_per_command
+    if len(command.files) > limit_files:
+        _refuse(pull, comment, key, texts.too_many_files(login, len(command.files), limit_files),
+                f"{len(command.files)} files listed, limit {limit_files}", suite=command.suite)
+        return
+    try:
+        selection = select(pull.tree, pull.config, pull.contract, command.suite, list(command.files), pull.head_sha)
+    except NotSelectable as exc:
+        _refuse(pull, comment, key, texts.not_selectable(login, str(exc), pull.runnable_suites()), str(exc)[:300],
+                suite=command.suite, files=list(command.files))
+        return
+    who = authority(pull.client, pull.repo, login, pull.config.approvers)
+    running = store.in_flight(pull.store_url, pull.repo, pull.number, command.suite)
+    if running is not None:
+        _refuse(pull, comment, key, texts.in_flight(login, command.suite, running.run_url, running.requester),
+                f"already in flight: request {running.id}", suite=command.suite, run_id=running.workflow_run_id)
+        return
+    limit = float(pull.config.budgets.daily_gpu_hours)
+    used = flow.budget_used(pull.store_url, pull.repo)
+    if used + selection.cost_gpu_hours > limit + 1e-9:
+        _refuse(pull, comment, key, texts.over_budget(login, command.suite, selection.cost_gpu_hours, used, limit),
+                f"over budget: {used:.2f} used + {selection.cost_gpu_hours:.2f} > {limit:.2f}", suite=command.suite,
+                cost_gpu_hours=selection.cost_gpu_hours)
+        return
+    dispatch_cfg = selection.dispatch
+    request, created = store.create_request(
+        pull.store_url, repository=pull.repo, pull_number=pull.number, head_sha=pull.head_sha, suite=command.suite,
+        details=flow.details(list(command.files), selection), requester=login, comment_id=comment["id"],
+        status=store.APPROVED if who.maintainer else store.PENDING, cost_gpu_hours=selection.cost_gpu_hours,
+        dispatch_repository=dispatch_cfg.repository or pull.repo, workflow=dispatch_cfg.workflow,
+        decided_by=login if who.maintainer else None)
+    if created:
+        pull.audit("request", actor=login, suite=request.suite, files=list(command.files), request_id=request.id,
+                   cost_gpu_hours=request.cost_gpu_hours,
+                   detail=f"by a maintainer ({who.via}): dispatched at once" if who.maintainer
+                   else f"role {who.role}: waits for a maintainer")
+    resume(pull, request, comment, note=who.note)
+
+
+def resume(pull: Pull, request, comment: dict, note: str | None = None) -> None:
+    """Carry a request on from wherever an earlier attempt of this job left it."""
+    if request.status == store.APPROVED:
+        flow.dispatch(pull, request, actor=comment["user"]["login"], approved_by=None, comment_id=comment["id"])
+    elif request.status in (store.DISPATCHING, store.DISPATCHED):
+        flow.follow_through(pull, request, approved_by=None)
+    elif request.status == store.PENDING and request.head_sha == pull.head_sha:
+        flow.open_request_check(pull, request, comment.get("html_url"))
+        reply(pull, f"comment:{pull.repo}:{comment['id']}",
+              texts.waiting(request.requester, request.suite, request.head_sha, flow.selected_rows(request),
+                            request.cost_gpu_hours, request.details.get("gpus", 1), note))
+
+
+# -- /approve-rocm, /deny-rocm, /rocm-status ------------------------------------------------------
+def approve_rocm(pull: Pull, command, comment: dict, key: str) -> None:
+    login = comment["user"]["login"]
+    who = authority(pull.client, pull.repo, login, pull.config.approvers)
+    if not who.maintainer:
+        _refuse(pull, comment, key, texts.not_a_maintainer(login, "approve on-demand runs", who.role, who.note),
+                f"approval by role {who.role}: not a maintainer")
+        return
+    expired = flow.expire_old(pull)
+    stale = flow.make_stale(pull.repo, pull.number, pull.head_sha, pull.job, pull.client)
+    for request in stale:
+        flow.close_request_check(pull, request, "Stale", f"The PR's head moved to {pull.head_sha}.")
+    waiting = [r for r in store.requests_for_pull(pull.store_url, pull.repo, pull.number, flow.RETRYABLE)
+               if r.head_sha == pull.head_sha]
+    if not waiting:
+        react(pull, comment["id"], "confused")
+        body = texts.expired(login, [r.suite for r in expired]) if expired else texts.nothing_pending(login, pull.head_sha)
+        reply(pull, key, body)
+        return
+    outcomes = flow.approve(pull, waiting, who, comment_id=comment["id"], key=key)
+    if "dispatched" in outcomes.values():
+        react(pull, comment["id"], "rocket")
+
+
+def deny_rocm(pull: Pull, command, comment: dict, key: str) -> None:
+    login = comment["user"]["login"]
+    who = authority(pull.client, pull.repo, login, pull.config.approvers)
+    if not who.maintainer:
+        _refuse(pull, comment, key, texts.not_a_maintainer(login, "refuse on-demand runs", who.role, who.note),
+                f"denial by role {who.role}: not a maintainer")
+        return
+    denied = []
+    for request in store.requests_for_pull(pull.store_url, pull.repo, pull.number, flow.RETRYABLE):
+        if store.transition(pull.store_url, request.id, flow.RETRYABLE, store.DENIED, decided_by=login,
+                            reason=command.reason):
+            pull.audit("denial", actor=login, suite=request.suite, files=requested_files(request),
+                       request_id=request.id, head_sha=request.head_sha, detail=command.reason)
+            flow.close_request_check(pull, request, f"Refused by @{login}",
+                                     f"Reason: {texts.code(command.reason)}" if command.reason else "No reason given.")
+            denied.append(request)
+    if not denied:
+        react(pull, comment["id"], "confused")
+        reply(pull, key, texts.nothing_pending(login, pull.head_sha))
+        return
+    reply(pull, key, texts.denied(login, [r.suite for r in denied], command.reason))
+
+
+def rocm_status(pull: Pull, command, comment: dict, key: str) -> None:
+    flow.expire_old(pull)
+    requests = store.requests_for_pull(pull.store_url, pull.repo, pull.number)
+    reply(pull, key, texts.status(pull.number, requests, flow.budget_used(pull.store_url, pull.repo),
+                                  float(pull.config.budgets.daily_gpu_hours)))

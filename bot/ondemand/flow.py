@@ -1,0 +1,349 @@
+"""Requests, approvals and dispatch: the steps between an accepted command and a run on MI350 GPUs.
+
+Every step that touches GitHub is taken once, whichever worker gets there first and however often
+a delivery is processed: a request is one row per comment (a unique key), its states change by
+compare-and-set (bot.store.ondemand.transition), at most one run per (PR, suite) can be in flight
+(a partial unique index), and each reply or check run is guarded by a claimed step
+(bot.store.ondemand.claim_step). A step whose GitHub call fails in a way worth retrying is released
+so that the retried job takes it again.
+
+Nothing from the pull request decides what runs where: the suite must be in the dispatch table of
+the configuration on the default branch, the workflow and its ref come from there, and the head
+SHA is the one GitHub reports for the PR now.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from bot.github.retry import GitHubError, TransientError
+from bot.ondemand import texts
+from bot.ondemand.permissions import Authority, authority
+from bot.ondemand.selection import NotSelectable, Selection, head_contract, runnable_suites, select
+from bot.sources import GitHubTree
+from bot.store import ondemand as store
+from checks.config import CONFIG_PATH, Config, load_config
+
+BUDGET_WINDOW = dt.timedelta(hours=24)
+RETRYABLE = (store.PENDING, store.APPROVED, "failed")
+
+
+def _iso_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+@dataclass
+class Pull:
+    """One pull request as the flow needs it: GitHub's answer now, the trusted configuration, the store."""
+
+    job: object  # bot.routing.JobContext
+    repo: str
+    number: int
+    data: dict  # GET pulls/{n}
+    config: Config
+    _contract: object = field(default=None, repr=False)
+    _tree: object = field(default=None, repr=False)
+
+    @property
+    def client(self):
+        return self.job.client
+
+    @property
+    def store_url(self) -> str:
+        return self.job.store_url
+
+    @property
+    def head_sha(self) -> str:
+        return self.data["head"]["sha"]
+
+    @property
+    def open(self) -> bool:
+        return self.data.get("state") == "open" and not self.data.get("merged")
+
+    @property
+    def tree(self):
+        if self._tree is None:
+            self._tree = GitHubTree(self.client, self.repo, self.head_sha)
+        return self._tree
+
+    @property
+    def contract(self):
+        if self._contract is None:
+            self._contract = head_contract(self.tree, self.config)
+        return self._contract
+
+    def runnable_suites(self) -> list[str]:
+        if not self.config.dispatch:
+            return []  # nothing is dispatchable: no need to read the head's inventory
+        return runnable_suites(self.contract, self.config)
+
+    def audit(self, action: str, **values) -> None:
+        values.setdefault("pull_number", self.number)
+        values.setdefault("head_sha", self.head_sha)
+        store.audit(self.store_url, repository=self.repo, action=action, delivery_id=self.job.delivery_id, **values)
+
+
+def trusted_config(client, repo: str, default_branch: str) -> tuple[Config | None, list[str]]:
+    """The configuration on the default branch (never the PR's copy); (None, problems) when invalid."""
+    config, findings = load_config(client.file_at(repo, CONFIG_PATH, default_branch))
+    if findings:
+        return None, [f"line {f.span.line}: {f.message}" for f in findings]
+    return config, []
+
+
+def budget_used(store_url: str, repo: str) -> float:
+    return store.gpu_hours_since(store_url, repo, store.now() - BUDGET_WINDOW)
+
+
+def selected_rows(request) -> list[tuple[str, float | None]]:
+    return [(f, e) for f, e in request.details.get("selected", [])]
+
+
+def requested_files(request) -> list[str]:
+    return list(request.details.get("requested", []))
+
+
+def details(requested: list[str], selection: Selection) -> dict:
+    per_file: dict[str, float] = {}
+    for reg in selection.registrations:
+        per_file[reg.file] = per_file.get(reg.file, 0.0) + float(reg.est_time or 0)
+    return {"requested": list(requested), "selected": sorted(per_file.items()), "gpus": selection.gpus}
+
+
+# -- steps: once per key --------------------------------------------------------------------------
+def once(pull: Pull, key: str, step: str, action) -> bool:
+    """Run `action()` only if this caller claims (key, step); a transient failure releases the claim."""
+    if not store.claim_step(pull.store_url, key, step):
+        return False
+    try:
+        action()
+    except (TransientError, GitHubError) as exc:
+        if isinstance(exc, TransientError) or exc.status >= 500:
+            store.release_step(pull.store_url, key, step)
+        raise
+    return True
+
+
+def reply(pull: Pull, key: str, body: str, step: str = "reply") -> None:
+    once(pull, key, step, lambda: pull.client.comment(pull.repo, pull.number, body))
+
+
+def react(pull: Pull, comment_id: int | None, content: str) -> None:
+    if comment_id is not None:
+        pull.client.react(pull.repo, comment_id, content)
+
+
+# -- requests -------------------------------------------------------------------------------------
+def expire_old(pull: Pull) -> list:
+    """Requests on this PR older than 7 days are closed as expired (checked whenever the PR's requests are read)."""
+    gone = []
+    for request in store.requests_for_pull(pull.store_url, pull.repo, pull.number, RETRYABLE):
+        if store.now() - request.created_at > store.REQUEST_TTL and \
+                store.transition(pull.store_url, request.id, RETRYABLE, store.EXPIRED):
+            pull.audit("expiry", actor=None, suite=request.suite, files=requested_files(request),
+                       request_id=request.id, head_sha=request.head_sha, detail="older than 7 days")
+            close_request_check(pull, request, "Expired", "This request is older than 7 days and will not run.")
+            gone.append(request)
+    return gone
+
+
+def close_request_check(pull: Pull, request, title: str, detail: str, conclusion: str = "cancelled") -> None:
+    if request.request_check_run_id is None:
+        return
+    pull.client.update_check_run(pull.repo, request.request_check_run_id, {
+        "status": "completed", "conclusion": conclusion, "completed_at": _iso_now(), "actions": [],
+        "output": texts.request_closed_output(title, detail)})
+
+
+def open_request_check(pull: Pull, request, comment_url: str | None) -> None:
+    """The "MI350 run request · <suite>" check run with its Approve button (created once)."""
+    def create():
+        run = pull.client.create_check_run(pull.repo, {
+            "name": texts.REQUEST_CHECK.format(suite=request.suite), "head_sha": request.head_sha,
+            "status": "completed", "conclusion": "action_required", "completed_at": _iso_now(),
+            "external_id": f"rocm-request:{request.id}", "details_url": comment_url or pull.data.get("html_url"),
+            "output": texts.request_check_output(request.requester, request.suite, request.head_sha,
+                                                 selected_rows(request), request.cost_gpu_hours),
+            "actions": [texts.APPROVE_ACTION]})
+        store.update_request(pull.store_url, request.id, request_check_run_id=run["id"])
+        request.request_check_run_id = run["id"]
+
+    once(pull, f"request:{request.id}", "request-check", create)
+
+
+# -- dispatch -------------------------------------------------------------------------------------
+def _inputs(pull: Pull, request, dispatch) -> dict:
+    values = {"suite": request.suite, "head_sha": request.head_sha, "pull_number": str(request.pull_number),
+              "files": " ".join(requested_files(request)), "repository": request.repository}
+    return {name: values[source] for name, source in dispatch.inputs.items()}
+
+
+def _client_for(pull: Pull, repo: str):
+    """A client for the repository the workflow lives in (the App must be installed there too)."""
+    if repo == pull.repo:
+        return pull.client
+    github = pull.job.github
+    installation = github.app_request("GET", f"/repos/{repo}/installation", "/repos/{owner}/{repo}/installation")
+    return github.for_installation(int(installation["id"]))
+
+
+def _find_run(client, repo: str, request, since: dt.datetime) -> dict | None:
+    """The run a dispatch started, when GitHub's answer did not name it: the shipped workflow's
+    run-name carries the head SHA and the suite."""
+    created = ">=" + (since - dt.timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for run in client.workflow_runs(repo, event="workflow_dispatch", created=created):
+        title = str(run.get("display_title") or run.get("name") or "")
+        if request.head_sha in title and request.suite in title:
+            return run
+    return None
+
+
+def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, comment_id: int | None) -> str:
+    """Dispatch an approved request: budget, one in flight, the workflow_dispatch, then follow-through.
+
+    Returns what happened: dispatched | in_flight | over_budget | failed | not_approved.
+    """
+    dispatch_cfg = pull.config.dispatch.get(request.suite)
+    key = f"request:{request.id}"
+    if dispatch_cfg is None:  # the dispatch table changed since the request was made
+        store.transition(pull.store_url, request.id, RETRYABLE, "failed", reason="no longer in the dispatch table")
+        reply(pull, key, texts.not_selectable(request.requester, f"`{request.suite}` is no longer in the dispatch table",
+                                              pull.runnable_suites()), step="refused")
+        return "failed"
+    limit = float(pull.config.budgets.daily_gpu_hours)
+    used = budget_used(pull.store_url, pull.repo)
+    if used + request.cost_gpu_hours > limit + 1e-9:
+        if store.transition(pull.store_url, request.id, RETRYABLE, "refused", reason="over the daily GPU-hour budget"):
+            pull.audit("refusal", actor=actor, suite=request.suite, files=requested_files(request),
+                       request_id=request.id, cost_gpu_hours=request.cost_gpu_hours, head_sha=request.head_sha,
+                       detail=f"over budget: {used:.2f} used + {request.cost_gpu_hours:.2f} > {limit:.2f}")
+        react(pull, comment_id, "confused")
+        reply(pull, key, texts.over_budget(actor, request.suite, request.cost_gpu_hours, used, limit), step="refused")
+        return "over_budget"
+    running = store.in_flight(pull.store_url, pull.repo, pull.number, request.suite)
+    claimed = running is None and store.transition(pull.store_url, request.id, RETRYABLE, store.DISPATCHING,
+                                                   dispatched_at=store.now(), decided_by=approved_by)
+    if not claimed:
+        current = store.get_request(pull.store_url, request.id)
+        if current.status in (store.DISPATCHING, store.DISPATCHED, store.COMPLETED):
+            follow_through(pull, current, approved_by=approved_by)  # another attempt of this very job
+            return "dispatched"
+        running = running or store.in_flight(pull.store_url, pull.repo, pull.number, request.suite)
+        if running is not None:
+            store.transition(pull.store_url, request.id, RETRYABLE, "refused", reason=f"run {running.id} in flight")
+            pull.audit("refusal", actor=actor, suite=request.suite, request_id=request.id, head_sha=request.head_sha,
+                       detail=f"already in flight: request {running.id}", run_id=running.workflow_run_id)
+            react(pull, comment_id, "confused")
+            reply(pull, key, texts.in_flight(actor, request.suite, running.run_url, running.requester), step="refused")
+            return "in_flight"
+        return "not_approved"
+    target = dispatch_cfg.repository or pull.repo
+    since = store.now()
+    try:
+        client = _client_for(pull, target)
+        answer = client.dispatch_workflow(target, dispatch_cfg.workflow, dispatch_cfg.ref,
+                                          _inputs(pull, request, dispatch_cfg))
+    except GitHubError as exc:
+        store.transition(pull.store_url, request.id, [store.DISPATCHING], "failed",
+                         reason=f"{exc.status} {exc.message}"[:500], dispatched_at=None)
+        pull.audit("dispatch_failed", actor=actor, suite=request.suite, files=requested_files(request),
+                   request_id=request.id, head_sha=request.head_sha, detail=f"{exc.status} {exc.message}")
+        react(pull, comment_id, "confused")
+        reply(pull, key, texts.dispatch_failed(request.suite, exc.status, exc.message), step=f"failed:{since.timestamp():.0f}")
+        return "failed"
+    except TransientError:
+        # GitHub did not answer: the dispatch may or may not have happened. Look before trying again.
+        run = _find_run(_client_for(pull, target), target, request, since)
+        if run is None:
+            store.transition(pull.store_url, request.id, [store.DISPATCHING], "failed",
+                             reason="GitHub did not confirm the dispatch", dispatched_at=None)
+            raise
+        answer = {"workflow_run_id": run["id"], "html_url": run.get("html_url")}
+    if answer is None:
+        run = _find_run(client, target, request, since)
+        answer = {"workflow_run_id": run["id"], "html_url": run.get("html_url")} if run else {}
+    store.transition(pull.store_url, request.id, [store.DISPATCHING], store.DISPATCHED,
+                     workflow_run_id=answer.get("workflow_run_id"), run_url=answer.get("html_url"))
+    current = store.get_request(pull.store_url, request.id)
+    pull.audit("dispatch", actor=actor, suite=request.suite, files=requested_files(request), request_id=request.id,
+               cost_gpu_hours=request.cost_gpu_hours, run_id=current.workflow_run_id, head_sha=request.head_sha,
+               detail=f"{target} {dispatch_cfg.workflow}@{dispatch_cfg.ref}"
+                      + (f", approved by {approved_by}" if approved_by else ""))
+    follow_through(pull, current, approved_by=approved_by)
+    return "dispatched"
+
+
+def follow_through(pull: Pull, request, *, approved_by: str | None) -> None:
+    """After a dispatch: the "MI350 · <suite>" check run, the rocket, one reply (each once)."""
+    key = f"request:{request.id}"
+    rows = selected_rows(request)
+
+    def start_check():
+        run = pull.client.create_check_run(pull.repo, {
+            "name": texts.RUN_CHECK.format(suite=request.suite), "head_sha": request.head_sha,
+            "status": "in_progress", "started_at": _iso_now(), "external_id": f"rocm-run:{request.id}",
+            **({"details_url": request.run_url} if request.run_url else {}),
+            "output": texts.run_started_output(request.suite, request.head_sha, request.run_url, rows,
+                                               request.cost_gpu_hours)})
+        store.update_request(pull.store_url, request.id, run_check_run_id=run["id"])
+
+    once(pull, key, "run-check", start_check)
+    if request.request_check_run_id is not None:
+        once(pull, key, "request-check-approved", lambda: close_request_check(
+            pull, request, f"Approved by @{approved_by or request.decided_by or request.requester}",
+            f"Dispatched: {request.run_url or 'see the MI350 check run'}.", conclusion="success"))
+    react(pull, request.comment_id, "rocket")
+    used = budget_used(pull.store_url, pull.repo)
+    reply(pull, key, texts.dispatched(request.suite, request.head_sha, pull.number, request.run_url, rows,
+                                      request.cost_gpu_hours, request.details.get("gpus", 1),
+                                      used, float(pull.config.budgets.daily_gpu_hours), approved_by),
+          step="dispatched")
+
+
+# -- approvals ------------------------------------------------------------------------------------
+def approve(pull: Pull, requests: list, approver: Authority, *, comment_id: int | None, key: str) -> dict:
+    """Approve and dispatch `requests` (all on the PR's current head); returns request id -> outcome."""
+    outcomes = {}
+    two_person = pull.config.approvers.two_person
+    own = [r for r in requests if two_person and r.requester.lower() == approver.login.lower()]
+    if own:
+        react(pull, comment_id, "confused")
+        reply(pull, key, texts.own_request(approver.login, [r.suite for r in own]), step="own-request")
+        for r in own:
+            pull.audit("refusal", actor=approver.login, suite=r.suite, request_id=r.id, head_sha=r.head_sha,
+                       detail="two-person approval: the requester cannot approve their own request")
+            outcomes[r.id] = "own_request"
+    for request in requests:
+        if request.id in outcomes:
+            continue
+        if request.status != store.APPROVED:
+            if not store.transition(pull.store_url, request.id, [store.PENDING, "failed"], store.APPROVED,
+                                    decided_by=approver.login):
+                current = store.get_request(pull.store_url, request.id)
+                if current.status != store.APPROVED:
+                    outcomes[request.id] = current.status
+                    continue
+            else:
+                pull.audit("approval", actor=approver.login, suite=request.suite, files=requested_files(request),
+                           request_id=request.id, cost_gpu_hours=request.cost_gpu_hours, head_sha=request.head_sha,
+                           detail=approver.via)
+        outcomes[request.id] = dispatch(pull, store.get_request(pull.store_url, request.id), actor=approver.login,
+                                        approved_by=approver.login, comment_id=comment_id)
+    return outcomes
+
+
+def make_stale(pull_repo: str, number: int, new_head: str, job, client) -> list:
+    """A push: open requests for any other commit are stale (their approval held for that commit only)."""
+    found = store.requests_for_pull(job.store_url, pull_repo, number, RETRYABLE)
+    gone = []
+    for request in found:
+        if request.head_sha == new_head:
+            continue
+        if store.transition(job.store_url, request.id, RETRYABLE, store.STALE,
+                            reason=f"the PR's head moved to {new_head}"):
+            store.audit(job.store_url, repository=pull_repo, action="stale", pull_number=number,
+                        head_sha=request.head_sha, suite=request.suite, files=requested_files(request),
+                        request_id=request.id, detail=f"head moved to {new_head}", delivery_id=job.delivery_id)
+            gone.append(request)
+    return gone

@@ -1,0 +1,180 @@
+"""What the PR sees from the on-demand flow: replies, check-run names and texts, next to each other.
+
+Everything interpolated here is either validated already (suite names and paths have passed the
+grammar, logins are GitHub's) or free text that goes through `code` (a /deny-rocm reason, GitHub's
+error messages), so nothing a commenter writes can become a mention, a link or markup.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bot.ondemand.grammar import GRAMMAR
+
+REQUEST_CHECK = "MI350 run request · {suite}"
+RUN_CHECK = "MI350 · {suite}"
+APPROVE_ACTION = {"label": "Approve run", "description": "Dispatch this MI350 run now", "identifier": "approve-run"}
+
+
+def code(text: str) -> str:
+    """`text` as an inline code span that nothing inside can close (CommonMark: a longer fence)."""
+    text = " ".join(str(text).split())  # one line: a code span cannot hold a paragraph break
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def hours(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def _suites(suites: list[str]) -> str:
+    return ", ".join(f"`{s}`" for s in suites) if suites else "none (no ROCm suite of this PR is in the dispatch table)"
+
+
+def grammar_reply(user: str, reason: str, suites: list[str] | None) -> str:
+    text = f"@{user} I could not run that command: {reason}.\n\n{GRAMMAR}"
+    if suites is not None:
+        text += f"\n\nROCm suites this PR can run on demand: {_suites(suites)}."
+    return text
+
+
+def not_selectable(user: str, reason: str, suites: list[str]) -> str:
+    return f"@{user} not dispatched: {reason}.\n\nROCm suites this PR can run on demand: {_suites(suites)}."
+
+
+def not_a_maintainer(user: str, what: str, role: str, note: str | None) -> str:
+    text = (f"@{user} only maintainers can {what}: your role on this repository is `{role}`. "
+            "A maintainer approves runs with `/approve-rocm` or the **Approve run** button.")
+    if note:
+        text += f"\n\nNote: {note}."
+    return text
+
+
+def _selected_table(files_with_est: list[tuple[str, float | None]]) -> str:
+    rows = "\n".join(f"| `{f}` | {'' if e is None else f'{e:g} s'} |" for f, e in files_with_est)
+    return "| test file | est_time |\n| --- | --- |\n" + rows
+
+
+def waiting(user: str, suite: str, head_sha: str, files_with_est, cost: float, gpus: int, note: str | None) -> str:
+    text = (f"@{user} your request to run `{suite}` on {head_sha[:7]} is waiting for a maintainer "
+            f"({len(files_with_est)} test file(s), about {hours(cost)} GPU-hours on {gpus} GPU(s)).\n\n"
+            f"A maintainer approves it with `/approve-rocm` or the **Approve run** button of the "
+            f"\u201c{REQUEST_CHECK.format(suite=suite)}\u201d check, or refuses it with `/deny-rocm [reason]`. "
+            f"An approval holds for this commit only: a new push makes the request stale.\n\n"
+            + _selected_table(files_with_est))
+    if note:
+        text += f"\n\nNote: {note}."
+    return text
+
+
+def dispatched(suite: str, head_sha: str, number: int, run_url: str | None, files_with_est, cost: float, gpus: int,
+               used: float, limit: float, approved_by: str | None) -> str:
+    link = f"[the workflow run]({run_url})" if run_url else "the workflow run (its link follows on the check run)"
+    who = f" (approved by @{approved_by})" if approved_by else ""
+    return (f"Dispatched `{suite}` on {head_sha} for #{number}{who}: {link}.\n\n"
+            + _selected_table(files_with_est)
+            + f"\n\nEstimated cost: {hours(cost)} GPU-hours ({gpus} GPU(s) \u00d7 the sum of est_time). "
+              f"Used in the last 24 hours, this one included: {hours(used)} of {hours(limit)} GPU-hours.")
+
+
+def in_flight(user: str, suite: str, run_url: str | None, requester: str) -> str:
+    link = f"[its run]({run_url})" if run_url else "its run"
+    return (f"@{user} `{suite}` is already running for this PR ({link}, requested by @{requester}); "
+            "it was not dispatched again. Ask again when it has finished.")
+
+
+def over_budget(user: str, suite: str, cost: float, used: float, limit: float) -> str:
+    return (f"@{user} not dispatched: `{suite}` needs about {hours(cost)} GPU-hours, and {hours(used)} of this "
+            f"repository's {hours(limit)} daily GPU-hours have been dispatched in the last 24 hours "
+            f"({hours(max(0.0, limit - used))} left).")
+
+
+def too_many_files(user: str, count: int, limit: int) -> str:
+    return f"@{user} not dispatched: {count} test files listed, at most {limit} per command."
+
+
+def dispatch_failed(suite: str, status: int | str, message: str) -> str:
+    return (f"Dispatch of `{suite}` failed: GitHub answered {status} {code(message)}. The request is kept: "
+            "once the cause is fixed, a maintainer retries it with `/approve-rocm`.")
+
+
+def config_invalid(user: str, problems: list[str]) -> str:
+    listed = "\n".join(f"- {code(p)}" for p in problems[:5])
+    return (f"@{user} on-demand runs are unavailable: the configuration on the default branch "
+            f"(.github/ci-registrar.yml) is invalid:\n{listed}")
+
+
+def nothing_pending(user: str, head_sha: str) -> str:
+    return f"@{user} there is no pending on-demand request on the current head ({head_sha[:7]})."
+
+
+def own_request(user: str, suites: list[str]) -> str:
+    return (f"@{user} you requested {', '.join(f'`{s}`' for s in suites)} yourself: with two-person approval "
+            "(`approvers.two_person`) another maintainer must approve it.")
+
+
+def denied(user: str, suites: list[str], reason: str | None) -> str:
+    why = f": {code(reason)}" if reason else "."
+    return f"@{user} refused the on-demand request(s) for {', '.join(f'`{s}`' for s in suites)}{why}"
+
+
+def stale(new_sha: str, entries: list[tuple[str, str, str]]) -> str:
+    listed = "\n".join(f"- `{suite}` requested by @{who} for {sha[:7]}" for suite, who, sha in entries)
+    return (f"The head of this PR moved to {new_sha[:7]}: these on-demand requests were for an older commit and "
+            f"will not run:\n{listed}\n\nAsk again with `/run-rocm` on the new head.")
+
+
+def expired(user: str, suites: list[str]) -> str:
+    return (f"@{user} the request(s) for {', '.join(f'`{s}`' for s in suites)} expired (older than 7 days) "
+            "and will not run. Ask again with `/run-rocm`.")
+
+
+def status(number: int, requests, used: float, limit: float) -> str:
+    if not requests:
+        table = "No on-demand request on this PR yet."
+    else:
+        rows = []
+        for r in requests[-15:]:
+            run = f"[run]({r.run_url})" if r.run_url else ""
+            rows.append(f"| `{r.suite}` | {r.head_sha[:7]} | @{r.requester} | {r.status} | "
+                        f"{hours(r.cost_gpu_hours)} | {run} |")
+        table = "| suite | commit | requested by | state | GPU-hours | run |\n| --- | --- | --- | --- | --- | --- |\n" \
+                + "\n".join(rows)
+    return (f"On-demand MI350 runs for #{number}:\n\n{table}\n\n"
+            f"Dispatched in this repository in the last 24 hours: {hours(used)} of {hours(limit)} GPU-hours.")
+
+
+# -- check runs ------------------------------------------------------------------------------------
+def request_check_output(requester: str, suite: str, head_sha: str, files_with_est, cost: float) -> dict:
+    return {"title": "Waiting for a maintainer's approval",
+            "summary": (f"@{requester} asked to run `{suite}` on {head_sha} (about {hours(cost)} GPU-hours). "
+                        "A maintainer approves it with the **Approve run** button or `/approve-rocm`, or refuses "
+                        "it with `/deny-rocm [reason]`. The approval holds for this commit only.\n\n"
+                        + _selected_table(files_with_est))}
+
+
+def request_closed_output(title: str, detail: str) -> dict:
+    return {"title": title, "summary": detail}
+
+
+def run_started_output(suite: str, head_sha: str, run_url: str | None, files_with_est, cost: float) -> dict:
+    link = f"[workflow run]({run_url})" if run_url else "the workflow run"
+    return {"title": f"Running on MI350 ({len(files_with_est)} test file(s))",
+            "summary": f"`{suite}` on {head_sha}: {link}. Estimated {hours(cost)} GPU-hours.\n\n"
+                       + _selected_table(files_with_est)}
+
+
+def run_finished_output(suite: str, conclusion: str, run_url: str | None, rows: list[dict]) -> dict:
+    """rows: {file, status, elapsed, est_time, verdict} per file the run reported."""
+    link = f"[workflow run]({run_url})" if run_url else "the workflow run"
+    if rows:
+        body = "| test file | status | elapsed | est_time | verdict |\n| --- | --- | --- | --- | --- |\n" + "\n".join(
+            f"| `{r['file']}` | {r['status']} | {r['elapsed']:g} s | "
+            f"{'' if r['est_time'] is None else format(r['est_time'], 'g') + ' s'} | {r['verdict']} |" for r in rows)
+    else:
+        body = "The run's logs held no per-file result lines."
+    passed = sum(1 for r in rows if r["status"] == "PASS")
+    return {"title": f"{conclusion}: {passed} of {len(rows)} test file(s) passed",
+            "summary": f"`{suite}`: {link} finished with `{conclusion}`.\n\n{body}"}

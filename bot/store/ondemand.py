@@ -1,0 +1,253 @@
+"""On-demand run records (migration 0004): requests and their states, the audit log, command steps.
+
+A request's life: pending (waiting for a maintainer) -> approved -> dispatching -> dispatched ->
+completed; or denied, stale (the PR's head moved), expired (7 days), or back to pending when a
+dispatch failed (so it can be approved again). Every change of state is a compare-and-set on the
+row, so two workers racing on one delivery change it once; the partial unique index of migration
+0004 lets at most one request per (PR, suite) be in flight at a time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Mapped, mapped_column
+
+from bot.store.db import Base, session_scope
+from bot.store.measurements import UTCDateTime
+
+_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+PENDING, APPROVED, DISPATCHING, DISPATCHED, COMPLETED = "pending", "approved", "dispatching", "dispatched", "completed"
+DENIED, STALE, EXPIRED = "denied", "stale", "expired"
+OPEN = (PENDING, APPROVED)  # not dispatched yet: a push makes these stale
+IN_FLIGHT = (DISPATCHING, DISPATCHED)
+SPENT = (DISPATCHING, DISPATCHED, COMPLETED)  # what counts against the daily GPU-hour budget
+REQUEST_TTL = dt.timedelta(days=7)
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+class RocmRequest(Base):
+    __tablename__ = "rocm_requests"
+
+    id: Mapped[int] = mapped_column(_ID, primary_key=True, autoincrement=True)
+    repository: Mapped[str] = mapped_column(sa.String(200))
+    pull_number: Mapped[int] = mapped_column(sa.Integer)
+    head_sha: Mapped[str] = mapped_column(sa.String(64))
+    suite: Mapped[str] = mapped_column(sa.String(200))
+    files_json: Mapped[str] = mapped_column("files", sa.Text)
+    requester: Mapped[str] = mapped_column(sa.String(100))
+    comment_id: Mapped[int | None] = mapped_column(sa.BigInteger, nullable=True)
+    status: Mapped[str] = mapped_column(sa.String(16))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    decided_by: Mapped[str | None] = mapped_column(sa.String(100), nullable=True)
+    reason: Mapped[str | None] = mapped_column(sa.String(500), nullable=True)
+    cost_gpu_hours: Mapped[float] = mapped_column(sa.Float, default=0.0)
+    dispatch_repository: Mapped[str] = mapped_column(sa.String(200))
+    workflow: Mapped[str] = mapped_column(sa.String(200))
+    request_check_run_id: Mapped[int | None] = mapped_column(sa.BigInteger, nullable=True)
+    run_check_run_id: Mapped[int | None] = mapped_column(sa.BigInteger, nullable=True)
+    workflow_run_id: Mapped[int | None] = mapped_column(sa.BigInteger, nullable=True)
+    run_url: Mapped[str | None] = mapped_column(sa.String(500), nullable=True)
+    dispatched_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    completed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+    @property
+    def details(self) -> dict:
+        """{"requested": the files the command listed (none: the whole suite), "selected": [[file,
+        est_time]...] at the request's head SHA, "gpus": n}."""
+        data = json.loads(self.files_json or "{}")
+        return data if isinstance(data, dict) else {"requested": list(data)}
+
+    def expired(self, at: dt.datetime | None = None) -> bool:
+        return self.status in OPEN and (at or now()) - self.created_at > REQUEST_TTL
+
+
+class AuditEntry(Base):
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(_ID, primary_key=True, autoincrement=True)
+    at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    repository: Mapped[str] = mapped_column(sa.String(200))
+    pull_number: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
+    head_sha: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
+    action: Mapped[str] = mapped_column(sa.String(32))
+    actor: Mapped[str | None] = mapped_column(sa.String(100), nullable=True)
+    suite: Mapped[str | None] = mapped_column(sa.String(200), nullable=True)
+    files_json: Mapped[str | None] = mapped_column("files", sa.Text, nullable=True)
+    cost_gpu_hours: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    run_id: Mapped[int | None] = mapped_column(sa.BigInteger, nullable=True)
+    request_id: Mapped[int | None] = mapped_column(sa.BigInteger, nullable=True)
+    detail: Mapped[str | None] = mapped_column(sa.String(500), nullable=True)
+    delivery_id: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
+
+    def as_json(self) -> dict:
+        return {"at": self.at.isoformat().replace("+00:00", "Z"), "repository": self.repository,
+                "pull_number": self.pull_number, "head_sha": self.head_sha, "action": self.action,
+                "actor": self.actor, "suite": self.suite, "files": json.loads(self.files_json or "[]"),
+                "cost_gpu_hours": self.cost_gpu_hours, "run_id": self.run_id, "request_id": self.request_id,
+                "detail": self.detail, "delivery_id": self.delivery_id}
+
+
+class Step(Base):
+    __tablename__ = "ondemand_steps"
+
+    key: Mapped[str] = mapped_column(sa.String(200), primary_key=True)
+    step: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+
+
+# -- steps: a side effect on GitHub taken at most once per command ------------------------------
+def claim_step(url: str, key: str, step: str) -> bool:
+    """True for the one caller that takes `step` of `key` (a comment, a click); False for the rest.
+
+    The primary key decides, across threads and processes. A caller whose side effect then fails
+    in a way worth retrying calls release_step, so the retried job can take the step again.
+    """
+    try:
+        with session_scope(url) as session:
+            session.add(Step(key=key[:200], step=step[:64], at=now()))
+        return True
+    except IntegrityError:
+        return False
+
+
+def release_step(url: str, key: str, step: str) -> None:
+    with session_scope(url) as session:
+        session.execute(sa.delete(Step).where(Step.key == key[:200], Step.step == step[:64]))
+
+
+# -- requests ------------------------------------------------------------------------------------
+def create_request(url: str, *, repository: str, pull_number: int, head_sha: str, suite: str, details: dict,
+                   requester: str, comment_id: int | None, status: str, cost_gpu_hours: float,
+                   dispatch_repository: str, workflow: str, decided_by: str | None = None) -> tuple[RocmRequest, bool]:
+    """The request for this comment: (row, True) when this call made it, (existing row, False) if not."""
+    at = now()
+    try:
+        with session_scope(url) as session:
+            row = RocmRequest(repository=repository, pull_number=pull_number, head_sha=head_sha, suite=suite,
+                              files_json=json.dumps(details), requester=requester, comment_id=comment_id,
+                              status=status, created_at=at, updated_at=at, cost_gpu_hours=cost_gpu_hours,
+                              dispatch_repository=dispatch_repository, workflow=workflow, decided_by=decided_by)
+            session.add(row)
+            session.flush()
+            return row, True
+    except IntegrityError:
+        existing = request_by_comment(url, repository, comment_id)
+        if existing is None:
+            raise
+        return existing, False
+
+
+def _one(url: str, *where) -> RocmRequest | None:
+    with session_scope(url) as session:
+        return session.scalars(sa.select(RocmRequest).where(*where).order_by(RocmRequest.id.desc())).first()
+
+
+def get_request(url: str, request_id: int) -> RocmRequest | None:
+    return _one(url, RocmRequest.id == request_id)
+
+
+def request_by_comment(url: str, repository: str, comment_id: int | None) -> RocmRequest | None:
+    if comment_id is None:
+        return None
+    return _one(url, RocmRequest.repository == repository, RocmRequest.comment_id == comment_id)
+
+
+def request_by_check_run(url: str, repository: str, check_run_id: int) -> RocmRequest | None:
+    return _one(url, RocmRequest.repository == repository, RocmRequest.request_check_run_id == check_run_id)
+
+
+def request_by_workflow_run(url: str, dispatch_repository: str, run_id: int) -> RocmRequest | None:
+    return _one(url, RocmRequest.dispatch_repository == dispatch_repository, RocmRequest.workflow_run_id == run_id)
+
+
+def requests_for_pull(url: str, repository: str, pull_number: int, statuses=None) -> list[RocmRequest]:
+    with session_scope(url) as session:
+        stmt = sa.select(RocmRequest).where(RocmRequest.repository == repository,
+                                            RocmRequest.pull_number == pull_number)
+        if statuses is not None:
+            stmt = stmt.where(RocmRequest.status.in_(list(statuses)))
+        return list(session.scalars(stmt.order_by(RocmRequest.id)))
+
+
+def in_flight(url: str, repository: str, pull_number: int, suite: str) -> RocmRequest | None:
+    return _one(url, RocmRequest.repository == repository, RocmRequest.pull_number == pull_number,
+                RocmRequest.suite == suite, RocmRequest.status.in_(IN_FLIGHT))
+
+
+def transition(url: str, request_id: int, from_statuses, to_status: str, **values) -> bool:
+    """Compare-and-set: move the request to `to_status` only if it is in one of `from_statuses`.
+
+    False when another worker moved it first, or when the move would put a second run of the
+    same (PR, suite) in flight (the partial unique index refuses it).
+    """
+    try:
+        with session_scope(url) as session:
+            done = session.execute(
+                sa.update(RocmRequest)
+                .where(RocmRequest.id == request_id, RocmRequest.status.in_(list(from_statuses)))
+                .values(status=to_status, updated_at=now(), **values)
+            )
+            return done.rowcount == 1
+    except IntegrityError:
+        return False
+
+
+def update_request(url: str, request_id: int, **values) -> None:
+    with session_scope(url) as session:
+        session.execute(sa.update(RocmRequest).where(RocmRequest.id == request_id).values(updated_at=now(), **values))
+
+
+def gpu_hours_since(url: str, repository: str, since: dt.datetime) -> float:
+    """GPU-hours dispatched for a repository since `since` (the daily budget's rolling window)."""
+    with session_scope(url) as session:
+        total = session.scalar(sa.select(sa.func.coalesce(sa.func.sum(RocmRequest.cost_gpu_hours), 0.0)).where(
+            RocmRequest.repository == repository, RocmRequest.status.in_(SPENT),
+            RocmRequest.dispatched_at >= since))
+        return float(total or 0.0)
+
+
+# -- the audit log -------------------------------------------------------------------------------
+def audit(url: str, *, repository: str, action: str, actor: str | None = None, pull_number: int | None = None,
+          head_sha: str | None = None, suite: str | None = None, files=None, cost_gpu_hours: float | None = None,
+          run_id: int | None = None, request_id: int | None = None, detail: str | None = None,
+          delivery_id: str | None = None) -> None:
+    with session_scope(url) as session:
+        session.add(AuditEntry(at=now(), repository=repository, pull_number=pull_number, head_sha=head_sha,
+                               action=action, actor=actor, suite=suite,
+                               files_json=json.dumps(list(files)) if files is not None else None,
+                               cost_gpu_hours=cost_gpu_hours, run_id=run_id, request_id=request_id,
+                               detail=(detail or "")[:500] or None, delivery_id=delivery_id))
+
+
+def audit_entries(url: str, *, repository: str | None = None, pull_number: int | None = None,
+                  limit: int | None = 200, repositories=None) -> list[AuditEntry]:
+    """Newest first. `repositories`: only these (a caller that may see some repositories only)."""
+    with session_scope(url) as session:
+        stmt = sa.select(AuditEntry)
+        if repository is not None:
+            stmt = stmt.where(AuditEntry.repository == repository)
+        if repositories is not None:
+            stmt = stmt.where(AuditEntry.repository.in_(list(repositories)))
+        if pull_number is not None:
+            stmt = stmt.where(AuditEntry.pull_number == pull_number)
+        stmt = stmt.order_by(AuditEntry.at.desc(), AuditEntry.id.desc())
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        return list(session.scalars(stmt))
+
+
+def requests_without_run(url: str, dispatch_repository: str) -> list[RocmRequest]:
+    """Dispatched requests whose run GitHub did not name (matched later by the run's name)."""
+    with session_scope(url) as session:
+        return list(session.scalars(sa.select(RocmRequest).where(
+            RocmRequest.dispatch_repository == dispatch_repository, RocmRequest.status == DISPATCHED,
+            RocmRequest.workflow_run_id.is_(None)).order_by(RocmRequest.id)))

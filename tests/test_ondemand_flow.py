@@ -1,0 +1,134 @@
+"""/run-rocm end to end on the simulator: dispatch, approval by comment and by button, staleness, completion."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.store import ondemand as store
+from tests.ondemand_support import EXTRA_TEST, SUITE, build_ondemand
+from tests.simulator.fixtures import github_sim  # noqa: F401
+
+
+@pytest.fixture()
+def od(github_sim, tmp_path, monkeypatch):
+    monkeypatch.setenv("CI_REGISTRAR_HTTP_BACKOFF_S", "0.01")
+    monkeypatch.setenv("CI_REGISTRAR_JOB_BACKOFF_S", "0.01")
+    return build_ondemand(github_sim, tmp_path)
+
+
+def test_a_maintainers_command_dispatches_the_exact_head_at_once(od):
+    c, _ = od.comment(f"/run-rocm {SUITE}", author="maint")
+    [d] = od.dispatches()
+    assert d["workflow"] == "rocm-on-demand.yml" and d["ref"] == "main"
+    assert d["inputs"] == {"suite": SUITE, "head_sha": od.pr.head_sha, "pull_number": str(od.pr.number),
+                           "test_files": ""}
+    assert od.sim.reactions(od.repo, c["id"]) == ["eyes", "rocket"]
+    [reply] = od.replies()
+    assert "Dispatched" in reply and od.pr.head_sha in reply and "/actions/runs/" in reply
+    # three enabled registrations of the suite at the head: 90 + 2400 + 300 s on 4 GPUs
+    assert "tests/e2e/test_new.py" in reply and EXTRA_TEST in reply and "test_disabled_rocm" not in reply
+    assert "3.10 GPU-hours" in reply
+    [run] = od.check_runs("MI350 · ")
+    assert run["name"] == f"MI350 · {SUITE}" and run["status"] == "in_progress" and run["head_sha"] == od.pr.head_sha
+    actions = [e.action for e in store.audit_entries(od.world.settings.database_url)]
+    assert actions[::-1] == ["command", "request", "dispatch"]
+
+
+def test_listed_files_are_passed_and_costed(od):
+    od.comment(f"/run-rocm {SUITE} tests/e2e/test_new.py", author="admin1")
+    [d] = od.dispatches()
+    assert d["inputs"]["test_files"] == "tests/e2e/test_new.py"
+    [reply] = od.replies()
+    assert "0.10 GPU-hours" in reply and EXTRA_TEST not in reply
+
+
+def test_completion_lands_on_the_pr_and_in_the_store(od):
+    od.comment(f"/run-rocm {SUITE}", author="maint")
+    [d] = od.dispatches()
+    log = ("2026-12-01T04:05:06.1234567Z [1/3] tests/e2e/test_new.py  PASS  elapsed=80s\n"
+           f"2026-12-01T04:25:06.1234567Z [2/3] {EXTRA_TEST}  PASS  elapsed=420s\n"
+           "2026-12-01T05:05:06.1234567Z [3/3] tests/e2e/fsdp/test_qwen3_0.6B_fsdp_distributed.py  TIMEOUT  elapsed=3000s\n")
+    od.sim.complete_run(d["run_id"], conclusion="failure",
+                        jobs=[{"name": "mi350", "labels": ["self-hosted", "amd", "mi350"], "conclusion": "failure",
+                               "log": log}])
+    od.world.deliver(od.sim.webhook("workflow_run", "completed", app=od.world.app, repo=od.repo, run=d["run_id"]))
+    od.world.drain()
+    [run] = od.check_runs("MI350 · ")
+    assert run["status"] == "completed" and run["conclusion"] == "failure"
+    summary = run["output"]["summary"]
+    assert "within est_time" in summary and "over est_time" in summary and "timed out" in summary
+    assert run["output"]["title"].startswith("failure: 2 of 3")
+    from bot.durations import export_records
+
+    rows = export_records(od.world.settings.database_url, repository="radixark/miles")
+    assert {r["file"] for r in rows} == {"tests/e2e/test_new.py", EXTRA_TEST,
+                                         "tests/e2e/fsdp/test_qwen3_0.6B_fsdp_distributed.py"}
+    assert {r["head_sha"] for r in rows} == {od.pr.head_sha} and {r["hardware"] for r in rows} == {"MI355X"}
+    [request] = store.requests_for_pull(od.world.settings.database_url, "radixark/miles", od.pr.number)
+    assert request.status == "completed"
+    # a redelivered completion changes nothing
+    od.world.deliver(od.sim.webhook("workflow_run", "completed", app=od.world.app, repo=od.repo, run=d["run_id"]))
+    od.world.drain()
+    assert len(export_records(od.world.settings.database_url, repository="radixark/miles")) == 3
+    assert [e.action for e in store.audit_entries(od.world.settings.database_url)].count("completion") == 1
+
+
+def test_a_contributors_request_waits_and_is_approved_by_comment(od):
+    c, _ = od.comment(f"/run-rocm {SUITE}", author="bob")
+    assert od.dispatches() == []
+    [waiting] = od.replies()
+    assert "waiting for a maintainer" in waiting
+    [check] = od.check_runs("MI350 run request")
+    assert check["name"] == f"MI350 run request · {SUITE}" and check["conclusion"] == "action_required"
+    assert check["actions"][0]["identifier"] == "approve-run"
+    assert od.sim.reactions(od.repo, c["id"]) == ["eyes"]
+    a, _ = od.comment("/approve-rocm", author="maint")
+    [d] = od.dispatches()
+    assert d["inputs"]["head_sha"] == od.pr.head_sha
+    assert od.sim.reactions(od.repo, c["id"]) == ["eyes", "rocket"]
+    assert "rocket" in od.sim.reactions(od.repo, a["id"])
+    [check] = od.check_runs("MI350 run request")
+    assert check["conclusion"] == "success" and "maint" in check["output"]["title"]
+    assert "approved by @maint" in od.replies()[-1]
+
+
+def test_a_contributors_request_is_approved_by_the_button(od):
+    od.comment(f"/run-rocm {SUITE}", author="bob")
+    [check] = od.check_runs("MI350 run request")
+    od.click(check["id"], sender="reader")
+    assert od.dispatches() == []
+    assert "only maintainers can approve this run" in od.replies()[-1]
+    od.click(check["id"], sender="maint")
+    [d] = od.dispatches()
+    assert d["inputs"]["suite"] == SUITE
+
+
+def test_a_push_makes_a_pending_request_stale(od):
+    od.comment(f"/run-rocm {SUITE}", author="bob")
+    [check] = od.check_runs("MI350 run request")
+    od.push({"tests/e2e/test_new.py": "x = 1\n"})
+    [check] = od.check_runs("MI350 run request")
+    assert check["conclusion"] == "cancelled" and check["output"]["title"] == "Stale"
+    assert "will not run" in od.replies()[-1]
+    od.comment("/approve-rocm", author="maint")
+    od.click(check["id"], sender="maint")
+    assert od.dispatches() == []
+    [request] = store.requests_for_pull(od.world.settings.database_url, "radixark/miles", od.pr.number)
+    assert request.status == "stale"
+
+
+def test_deny_closes_pending_requests_with_the_reason(od):
+    od.comment(f"/run-rocm {SUITE}", author="bob")
+    od.comment("/deny-rocm `@radixark/everyone` too costly", author="maint")
+    [check] = od.check_runs("MI350 run request")
+    assert check["conclusion"] == "cancelled" and "Refused by @maint" == check["output"]["title"]
+    reply = od.replies()[-1]
+    assert "too costly" in reply and "``@radixark/everyone``" not in reply.replace("`` `", "``")
+    od.comment("/approve-rocm", author="maint")
+    assert od.dispatches() == []
+
+
+def test_status_lists_the_requests(od):
+    od.comment(f"/run-rocm {SUITE}", author="bob")
+    od.comment("/rocm-status", author="reader")
+    assert f"`{SUITE}`" in od.replies()[-1] and "pending" in od.replies()[-1]
