@@ -80,7 +80,9 @@ class OnDemand:
         return self.sim.dispatches(self.repo)
 
     def replies(self) -> list[str]:
-        return [c["body"] for c in self.sim.comments(self.repo, self.pr.number) if c["user"]["type"] == "Bot"]
+        mine = self.world.app.bot_login
+        return [c["body"] for c in self.sim.comments(self.repo, self.pr.number)
+                if c["user"]["login"] == mine and c["body"] and not c["body"].startswith("/")]
 
     def check_runs(self, prefix: str) -> list[dict]:
         return [r for r in self.sim.check_runs(self.repo) if r["name"].startswith(prefix)]

@@ -45,10 +45,10 @@ async def comment_created(event, ctx):
     login = comment["user"]["login"]
     client = ctx.client
     key = f"comment:{repo}:{comment['id']}"
-    client.react(repo, comment["id"], "eyes")
     pull_data = client.pull(repo, number)
     if pull_data.get("state") != "open" or pull_data.get("merged"):
         return  # closed while the delivery waited
+    client.react(repo, comment["id"], "eyes")
     config, problems = flow.trusted_config(client, repo, data["repository"].get("default_branch") or "main")
     if config is None:
         client.react(repo, comment["id"], "confused")
@@ -122,17 +122,19 @@ def run_rocm(pull: Pull, command: grammar.Command, comment: dict, key: str) -> N
                 cost_gpu_hours=selection.cost_gpu_hours)
         return
     dispatch_cfg = selection.dispatch
+    # Two-person rule: even a maintainer's own command waits for another maintainer.
+    at_once = who.maintainer and not pull.config.approvers.two_person
     request, created = store.create_request(
         pull.store_url, repository=pull.repo, pull_number=pull.number, head_sha=pull.head_sha, suite=command.suite,
         details=flow.details(list(command.files), selection), requester=login, comment_id=comment["id"],
-        status=store.APPROVED if who.maintainer else store.PENDING, cost_gpu_hours=selection.cost_gpu_hours,
+        status=store.APPROVED if at_once else store.PENDING, cost_gpu_hours=selection.cost_gpu_hours,
         dispatch_repository=dispatch_cfg.repository or pull.repo, workflow=dispatch_cfg.workflow,
-        decided_by=login if who.maintainer else None)
+        decided_by=login if at_once else None)
     if created:
         pull.audit("request", actor=login, suite=request.suite, files=list(command.files), request_id=request.id,
                    cost_gpu_hours=request.cost_gpu_hours,
-                   detail=f"by a maintainer ({who.via}): dispatched at once" if who.maintainer
-                   else f"role {who.role}: waits for a maintainer")
+                   detail=f"by a maintainer ({who.via}): dispatched at once" if at_once
+                   else f"role {who.role}: waits for {'another' if who.maintainer else 'a'} maintainer")
     resume(pull, request, comment, note=who.note)
 
 
