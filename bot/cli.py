@@ -18,6 +18,7 @@ SUBCOMMANDS = {
     "manifest": "bot.commands.service:manifest",
     "db": "bot.commands.db:db",
     "durations": "bot.commands.durations:durations",
+    "audit": "bot.commands.audit:audit",
 }
 
 

@@ -72,4 +72,29 @@ def status_page(settings):
         parts.append("</table>")
     else:
         parts.append("<p>None processed yet.</p>")
+    parts.extend(_audit_section(settings, esc))
     return PAGE.format(title="CI Registrar", body="\n".join(parts))
+
+
+def _audit_section(settings, esc) -> list[str]:
+    """The latest on-demand entries: who asked, approved or was refused, and what was dispatched."""
+    from bot.store import ondemand
+
+    try:
+        entries = ondemand.audit_entries(settings.database_url, limit=20)
+    except Exception as exc:
+        return [f"<h2>On-demand runs</h2><p>Audit log unreachable: {esc(type(exc).__name__)}</p>"]
+    parts = ["<h2>On-demand runs (latest)</h2>"]
+    if not entries:
+        parts.append("<p>No /run-rocm command yet.</p>")
+        return parts
+    parts.append("<table><tr><th>when</th><th>pull request</th><th>action</th><th>who</th><th>suite</th>"
+                 "<th>commit</th><th>GPU-hours</th><th>run</th><th>detail</th></tr>")
+    for e in entries:
+        where = f"{e.repository}#{e.pull_number}" if e.pull_number is not None else e.repository
+        cost = f"{e.cost_gpu_hours:.2f}" if e.cost_gpu_hours is not None else ""
+        parts.append(f"<tr><td>{esc(e.at.strftime('%Y-%m-%d %H:%M'))}</td><td>{esc(where)}</td><td>{esc(e.action)}</td>"
+                     f"<td>{esc(e.actor or '')}</td><td>{esc(e.suite or '')}</td><td><code>{esc((e.head_sha or '')[:10])}"
+                     f"</code></td><td>{cost}</td><td>{e.run_id or ''}</td><td>{esc(e.detail or '')}</td></tr>")
+    parts.append("</table>")
+    return parts

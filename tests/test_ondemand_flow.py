@@ -132,3 +132,81 @@ def test_status_lists_the_requests(od):
     od.comment(f"/run-rocm {SUITE}", author="bob")
     od.comment("/rocm-status", author="reader")
     assert f"`{SUITE}`" in od.replies()[-1] and "pending" in od.replies()[-1]
+
+
+def test_the_audit_log_is_printed_and_shown_on_the_status_page(od):
+    import json
+    import os
+    import subprocess
+
+    from tests.conftest import CLI
+
+    od.comment(f"/run-rocm {SUITE}", author="bob")
+    od.comment("/approve-rocm", author="maint")
+    env = {**os.environ, "DATABASE_URL": od.world.settings.database_url,
+           "CI_REGISTRAR_DATA_DIR": str(od.world.settings.data_dir)}
+    out = subprocess.run([CLI, "audit", "--repo", "radixark/miles", "--pr", str(od.pr.number), "--format", "json"],
+                         env=env, capture_output=True, text=True, check=True).stdout
+    entries = json.loads(out)
+    assert [e["action"] for e in entries][::-1] == ["command", "request", "command", "approval", "dispatch"]
+    dispatch = entries[0]
+    assert dispatch["actor"] == "maint" and dispatch["suite"] == SUITE and dispatch["head_sha"] == od.pr.head_sha
+    assert dispatch["run_id"] == od.dispatches()[0]["run_id"] and dispatch["cost_gpu_hours"] == 3.1
+    text = subprocess.run([CLI, "audit"], env=env, capture_output=True, text=True, check=True).stdout
+    assert "approval  @maint" in text
+    page = od.world.client.get("/").data.decode()
+    assert "On-demand runs" in page and "dispatch" in page and SUITE in page
+
+
+def test_requests_on_postgresql_keep_one_run_in_flight(pg_url):
+    """The partial unique index and compare-and-set hold on PostgreSQL too, under racing threads."""
+    import threading
+
+    from bot.store.measurements import ensure_store
+
+    ensure_store(pg_url)
+    made = []
+    for comment_id in (1, 2, 3, 4):
+        request, created = store.create_request(
+            pg_url, repository="acme/race", pull_number=7, head_sha="a" * 40, suite=SUITE,
+            details={"requested": []}, requester="bob", comment_id=comment_id, status="approved",
+            cost_gpu_hours=1.0, dispatch_repository="acme/race", workflow="w.yml")
+        assert created
+        made.append(request)
+    assert store.create_request(pg_url, repository="acme/race", pull_number=7, head_sha="a" * 40, suite=SUITE,
+                                details={}, requester="bob", comment_id=1, status="approved", cost_gpu_hours=1.0,
+                                dispatch_repository="acme/race", workflow="w.yml")[1] is False
+    wins = []
+
+    def claim(request):
+        if store.transition(pg_url, request.id, ["approved"], "dispatching", dispatched_at=store.now()):
+            wins.append(request.id)
+
+    threads = [threading.Thread(target=claim, args=(r,)) for r in made]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(wins) == 1
+    assert store.in_flight(pg_url, "acme/race", 7, SUITE).id == wins[0]
+    assert store.gpu_hours_since(pg_url, "acme/race", store.now() - store.REQUEST_TTL) == 1.0
+    assert store.claim_step(pg_url, "k", "reply") and not store.claim_step(pg_url, "k", "reply")
+
+
+def test_a_warm_maintainer_command_costs_eight_github_calls(od):
+    """Pinned: the PR's check has read the head; the command then needs its head, the trusted
+    configuration, the permission, the dispatch, and the four writes the PR sees."""
+    od.world.deliver(od.sim.webhook("pull_request", "opened", app=od.world.app, repo=od.repo, pull=od.pr, sender="bob"))
+    od.world.drain()
+    before = len(od.sim.requests_log)
+    od.comment(f"/run-rocm {SUITE}", author="maint")
+    calls = [r["operation"] for r in od.sim.requests_log[before:]]
+    assert calls == ["pulls/get", "reactions/create-for-issue-comment", "repos/get-content",
+                     "repos/get-collaborator-permission-level", "actions/create-workflow-dispatch", "checks/create",
+                     "reactions/create-for-issue-comment", "issues/create-comment"]
+
+
+def test_a_comment_that_is_not_a_command_costs_no_call(od):
+    before = len(od.sim.requests_log)
+    od.comment("LGTM, but can someone /run-rocm this later?", author="maint")
+    assert od.sim.requests_log[before:] == []
