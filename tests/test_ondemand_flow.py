@@ -210,3 +210,27 @@ def test_a_comment_that_is_not_a_command_costs_no_call(od):
     before = len(od.sim.requests_log)
     od.comment("LGTM, but can someone /run-rocm this later?", author="maint")
     assert od.sim.requests_log[before:] == []
+
+
+def test_without_run_details_the_run_is_found_by_its_name(github_sim, tmp_path, monkeypatch):
+    """GitHub Enterprise Server 3.17-3.19 answer a dispatch with 204: the App lists the runs and finds
+    its own by the run-name the shipped workflow sets (suite and head SHA), then completes it."""
+    monkeypatch.setenv("CI_REGISTRAR_HTTP_BACKOFF_S", "0.01")
+    od = build_ondemand(github_sim, tmp_path)
+    od.sim.dispatch_run_details = False
+    od.repo.workflows.clear()
+    od.repo.add_workflow("rocm-on-demand.yml", run_name="MI350 · ${{ inputs.suite }} · PR #${{ inputs.pull_number }}"
+                                                        " · ${{ inputs.head_sha }}")
+    other = od.sim.add_workflow_run(od.repo, "rocm-on-demand.yml", event="workflow_dispatch", status="queued",
+                                    conclusion=None)  # someone else's run, dispatched by hand
+    od.comment(f"/run-rocm {SUITE}", author="maint")
+    [d] = od.dispatches()
+    [request] = store.requests_for_pull(od.world.settings.database_url, "radixark/miles", od.pr.number)
+    assert request.workflow_run_id == d["run_id"] != other["id"]
+    assert f"/actions/runs/{d['run_id']}" in od.replies()[-1]
+    od.sim.complete_run(d["run_id"], conclusion="success", jobs=[{"name": "mi350", "labels": ["mi350"], "log":
+                        "2026-12-01T04:05:06.1234567Z [1/1] tests/e2e/test_new.py  PASS  elapsed=80s\n"}])
+    od.world.deliver(od.sim.webhook("workflow_run", "completed", app=od.world.app, repo=od.repo, run=d["run_id"]))
+    od.world.drain()
+    [run] = od.check_runs("MI350 · ")
+    assert run["conclusion"] == "success"

@@ -191,10 +191,13 @@ def _client_for(pull: Pull, repo: str):
 def _find_run(client, repo: str, request, since: dt.datetime) -> dict | None:
     """The run a dispatch started, when GitHub's answer did not name it: the shipped workflow's
     run-name carries the head SHA and the suite."""
-    created = ">=" + (since - dt.timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    for run in client.workflow_runs(repo, event="workflow_dispatch", created=created):
+    # GitHub's `created` filter takes search syntax its own description calls a date-time: the
+    # newest page of dispatched runs is filtered here instead.
+    earliest = since - dt.timedelta(minutes=1)
+    for run in client.workflow_runs(repo, event="workflow_dispatch"):
         title = str(run.get("display_title") or run.get("name") or "")
-        if request.head_sha in title and request.suite in title:
+        created = dt.datetime.fromisoformat(str(run.get("created_at", "1970-01-01T00:00:00Z")).replace("Z", "+00:00"))
+        if request.head_sha in title and request.suite in title and created >= earliest:
             return run
     return None
 

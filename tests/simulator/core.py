@@ -32,6 +32,7 @@ class GitHubSimulator(JsonViews, RestOperations):
         self.token_ttl = token_ttl
         self.rate_limit = rate_limit
         self.tree_entry_limit = 100_000   # recursive trees beyond this answer truncated: true
+        self.dispatch_run_details = True  # False: dispatches answer 204 without run ids (GHES 3.17-3.19)
         self.lock = threading.RLock()
         self.rest = RestDescription()
         self.hooks = WebhookDescription()

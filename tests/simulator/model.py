@@ -180,11 +180,13 @@ class Repo:
     def files(self, sha: str) -> dict[str, bytes]:
         return dict(self.store.commits[sha].files)
 
-    def add_workflow(self, path: str, name: str | None = None, dispatchable: bool = True) -> dict:
+    def add_workflow(self, path: str, name: str | None = None, dispatchable: bool = True,
+                     run_name: str | None = None) -> dict:
+        """run_name: the workflow's `run-name:`; `${{ inputs.X }}` in it is filled from a dispatch's inputs."""
         with self.sim.lock:
             path = path if path.startswith(".github/") else f".github/workflows/{path}"
             wf = {"id": self.sim._next_id(), "path": path, "name": name or path.rsplit("/", 1)[-1],
-                  "file": path.rsplit("/", 1)[-1], "dispatchable": dispatchable}
+                  "file": path.rsplit("/", 1)[-1], "dispatchable": dispatchable, "run_name": run_name}
             self.workflows[wf["id"]] = wf
             return dict(wf)
 

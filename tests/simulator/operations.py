@@ -568,11 +568,16 @@ class RestOperations:
         run = self.add_workflow_run(repo, wf, head_sha=sha, event="workflow_dispatch",
                                     status="queued", conclusion=None, head_branch=branch,
                                     actor=self._auth_app.bot_login)
+        if wf.get("run_name"):
+            self._runs[run["id"]]["display_title"] = re.sub(
+                r"\$\{\{\s*(?:github\.event\.)?inputs\.([A-Za-z0-9_-]+)\s*\}\}",
+                lambda m: str(inputs.get(m.group(1), "")), wf["run_name"])
         self._dispatches.append({"repo": repo.full_name, "workflow": wf["file"],
                                  "workflow_id": wf["id"], "ref": ref, "inputs": dict(inputs),
                                  "run_id": run["id"], "at": time.time()})
         version = req.headers.get("x-github-api-version", "2022-11-28")
-        if body.get("return_run_details") or version >= "2026-03-10":
+        # GHES 3.17-3.19 never return run details (dispatch_run_details = False models them).
+        if self.dispatch_run_details and (body.get("return_run_details") or version >= "2026-03-10"):
             api = f"{self.url}/repos/{repo.full_name}"
             return 200, {"workflow_run_id": run["id"], "run_url": f"{api}/actions/runs/{run['id']}",
                          "html_url": f"{self.web_url}/{repo.full_name}/actions/runs/{run['id']}"}, {}

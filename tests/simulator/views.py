@@ -230,7 +230,7 @@ class JsonViews:
                             "committer": {"name": c.author, "email": c.email}} if c else None,
             "repository": self._repo_json(repo, "minimal-repository"),
             "head_repository": self._repo_json(repo, "minimal-repository"),
-            "display_title": c.message if c else wf["name"],
+            "display_title": run.get("display_title") or (c.message if c else wf["name"]),
         })
         return out
 
