@@ -234,3 +234,33 @@ def test_without_run_details_the_run_is_found_by_its_name(github_sim, tmp_path, 
     od.world.drain()
     [run] = od.check_runs("MI350 · ")
     assert run["conclusion"] == "success"
+
+
+def test_a_run_whose_completion_never_arrived_is_settled_by_the_next_command(od):
+    od.comment(f"/run-rocm {SUITE}", author="maint")
+    [first] = od.dispatches()
+    od.sim.complete_run(first["run_id"], conclusion="success", jobs=[{"name": "mi350", "labels": ["mi350"], "log":
+                        "2026-12-01T04:05:06.1234567Z [1/1] tests/e2e/test_new.py  PASS  elapsed=80s\n"}])
+    # no workflow_run webhook: it was lost
+    od.comment(f"/run-rocm {SUITE}", author="maint")
+    assert len(od.dispatches()) == 2
+    checks = sorted(od.check_runs("MI350 · "), key=lambda r: r["id"])
+    assert checks[0]["conclusion"] == "success" and checks[1]["status"] == "in_progress"
+
+
+def test_a_dispatch_whose_worker_died_does_not_block_the_suite_for_ever(od):
+    import datetime as dt
+
+    url = od.world.settings.database_url
+    request, _ = store.create_request(url, repository="radixark/miles", pull_number=od.pr.number,
+                                      head_sha=od.pr.head_sha, suite=SUITE, details={"requested": []},
+                                      requester="maint", comment_id=None, status="approved", cost_gpu_hours=1.0,
+                                      dispatch_repository="radixark/miles", workflow="rocm-on-demand.yml")
+    assert store.transition(url, request.id, ["approved"], "dispatching",
+                            dispatched_at=store.now() - dt.timedelta(minutes=5))
+    od.comment(f"/run-rocm {SUITE}", author="maint")
+    assert od.dispatches() == [] and "already running" in od.replies()[-1]  # maybe still dispatching
+    store.update_request(url, request.id, dispatched_at=store.now() - dt.timedelta(minutes=11))
+    od.comment(f"/run-rocm {SUITE}", author="maint")
+    assert len(od.dispatches()) == 1
+    assert store.get_request(url, request.id).status == "failed"

@@ -490,6 +490,9 @@ class InstallationClient:
                               {"ref": ref, "inputs": inputs, "return_run_details": True})
         return data if isinstance(data, dict) and data.get("workflow_run_id") else None
 
+    def workflow_run(self, repo: str, run_id: int) -> dict:
+        return self.get_json(f"/repos/{repo}/actions/runs/{int(run_id)}", "/repos/{owner}/{repo}/actions/runs/{run_id}")
+
     def workflow_runs(self, repo: str, **filters) -> list[dict]:
         """The first page (newest first) of a repository's workflow runs, filtered as GitHub filters."""
         data = self.get_json(f"/repos/{repo}/actions/runs", "/repos/{owner}/{repo}/actions/runs",

@@ -109,7 +109,7 @@ def run_rocm(pull: Pull, command: grammar.Command, comment: dict, key: str) -> N
                 suite=command.suite, files=list(command.files))
         return
     who = authority(pull.client, pull.repo, login, pull.config.approvers)
-    running = store.in_flight(pull.store_url, pull.repo, pull.number, command.suite)
+    running = flow.running_for(pull, command.suite)
     if running is not None:
         _refuse(pull, comment, key, texts.in_flight(login, command.suite, running.run_url, running.requester),
                 f"already in flight: request {running.id}", suite=command.suite, run_id=running.workflow_run_id)

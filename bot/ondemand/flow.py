@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from bot.durations import ingest_job_log
 from bot.github.retry import GitHubError, TransientError
 from bot.ondemand import texts
 from bot.ondemand.permissions import Authority, authority
@@ -24,9 +25,13 @@ from bot.ondemand.selection import NotSelectable, Selection, head_contract, runn
 from bot.sources import GitHubTree
 from bot.store import ondemand as store
 from checks.config import CONFIG_PATH, Config, load_config
+from checks.durations import parse_job_log, runner_timeout
 
 BUDGET_WINDOW = dt.timedelta(hours=24)
 RETRYABLE = (store.PENDING, store.APPROVED, "failed")
+# A dispatch claimed this long ago and never confirmed died with its worker.
+STUCK_AFTER = dt.timedelta(minutes=10)
+CONCLUSIONS = {"success", "failure", "cancelled", "timed_out", "neutral", "skipped", "action_required"}
 
 
 def _iso_now() -> str:
@@ -179,13 +184,17 @@ def _inputs(pull: Pull, request, dispatch) -> dict:
     return {name: values[source] for name, source in dispatch.inputs.items()}
 
 
-def _client_for(pull: Pull, repo: str):
-    """A client for the repository the workflow lives in (the App must be installed there too)."""
-    if repo == pull.repo:
-        return pull.client
-    github = pull.job.github
+def client_for(job, repo: str, known=None):
+    """A client for `repo` (the App must be installed there); `known`: (its repository, its client)."""
+    if known is not None and known[0] == repo:
+        return known[1]
+    github = job.github
     installation = github.app_request("GET", f"/repos/{repo}/installation", "/repos/{owner}/{repo}/installation")
     return github.for_installation(int(installation["id"]))
+
+
+def _client_for(pull: Pull, repo: str):
+    return client_for(pull.job, repo, (pull.repo, pull.client))
 
 
 def _find_run(client, repo: str, request, since: dt.datetime) -> dict | None:
@@ -200,6 +209,39 @@ def _find_run(client, repo: str, request, since: dt.datetime) -> dict | None:
         if request.head_sha in title and request.suite in title and created >= earliest:
             return run
     return None
+
+
+def settle(pull: Pull, running) -> bool:
+    """True when `running` no longer holds its (PR, suite): a dispatch whose worker died before
+    GitHub confirmed it, or a run whose completion event never arrived. Costs a call only here."""
+    target = running.dispatch_repository
+    if running.status == store.DISPATCHING:
+        if running.dispatched_at and store.now() - running.dispatched_at < STUCK_AFTER:
+            return False
+        client = _client_for(pull, target)
+        found = _find_run(client, target, running, running.dispatched_at or running.created_at)
+        if found is None:
+            store.transition(pull.store_url, running.id, [store.DISPATCHING], "failed", dispatched_at=None,
+                             reason="the dispatch was never confirmed")
+            return True
+        store.transition(pull.store_url, running.id, [store.DISPATCHING], store.DISPATCHED,
+                         workflow_run_id=found["id"], run_url=found.get("html_url"))
+        running = store.get_request(pull.store_url, running.id)
+    if running.status == store.DISPATCHED and running.workflow_run_id:
+        client = _client_for(pull, target)
+        run = client.workflow_run(target, running.workflow_run_id)
+        if run.get("status") == "completed":
+            finish(pull.job, running, run, client)
+            return True
+    return False
+
+
+def running_for(pull: Pull, suite: str):
+    """The request of this PR and suite in flight now, if any (after settling a dead one)."""
+    running = store.in_flight(pull.store_url, pull.repo, pull.number, suite)
+    if running is not None and settle(pull, running):
+        running = store.in_flight(pull.store_url, pull.repo, pull.number, suite)
+    return running
 
 
 def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, comment_id: int | None) -> str:
@@ -224,13 +266,15 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
         react(pull, comment_id, "confused")
         reply(pull, key, texts.over_budget(actor, request.suite, request.cost_gpu_hours, used, limit), step="refused")
         return "over_budget"
-    running = store.in_flight(pull.store_url, pull.repo, pull.number, request.suite)
+    running = running_for(pull, request.suite)
     claimed = running is None and store.transition(pull.store_url, request.id, RETRYABLE, store.DISPATCHING,
                                                    dispatched_at=store.now(), decided_by=approved_by)
     if not claimed:
         current = store.get_request(pull.store_url, request.id)
-        if current.status in (store.DISPATCHING, store.DISPATCHED, store.COMPLETED):
-            follow_through(pull, current, approved_by=approved_by)  # another attempt of this very job
+        if current.status == store.DISPATCHING:
+            return "dispatched"  # another worker is dispatching it now, and follows it through
+        if current.status in (store.DISPATCHED, store.COMPLETED):
+            follow_through(pull, current, approved_by=approved_by)  # an earlier attempt of this very job
             return "dispatched"
         running = running or store.in_flight(pull.store_url, pull.repo, pull.number, request.suite)
         if running is not None:
@@ -350,3 +394,57 @@ def make_stale(pull_repo: str, number: int, new_head: str, job, client) -> list:
                         request_id=request.id, detail=f"head moved to {new_head}", delivery_id=job.delivery_id)
             gone.append(request)
     return gone
+
+
+# -- completion -----------------------------------------------------------------------------------
+def verdict(status: str, elapsed: float, est: float | None, timeout_per_file_s: int) -> str:
+    if status == "TIMEOUT":
+        return "timed out"
+    if est is None or est <= 0:
+        return "no est_time"
+    if elapsed <= est:
+        return "within est_time"
+    if elapsed <= runner_timeout(est, timeout_per_file_s):
+        return f"over est_time (\u00d7{elapsed / est:.2f})"
+    return "over the runner's timeout"
+
+
+def finish(job, request, run: dict, run_client) -> None:
+    """A dispatched run completed: per-file results onto "MI350 · <suite>", durations into the store.
+
+    Durations belong to the PR's repository and head SHA: the run executes on the trusted branch
+    of the workflow's repository, so its own head_sha says nothing about the code that was tested.
+    `run_client`: a client for the repository the run lives in.
+    """
+    run_repo = request.dispatch_repository
+    pr_client = client_for(job, request.repository, (run_repo, run_client))
+    config, _problems = trusted_config(pr_client, request.repository, None)  # None: its default branch
+    timeout_per_file = config.calibration.timeout_per_file_s if config else 1800
+    est_of = dict(selected_rows(request))
+    latest: dict[str, dict] = {}
+    for ran in run_client.run_jobs(run_repo, int(run["id"])):
+        if ran.get("status") != "completed" or ran.get("conclusion") == "skipped":
+            continue
+        text = run_client.job_log(run_repo, ran["id"])
+        for record in parse_job_log(text).records:
+            est = est_of.get(record.file, record.est_time)
+            latest[record.file] = {"file": record.file, "status": record.status, "elapsed": record.elapsed,
+                                   "est_time": est,
+                                   "verdict": verdict(record.status, record.elapsed, est, timeout_per_file)}
+        ingest_job_log(job.store_url, text, repository=request.repository, run_id=int(run["id"]), job_id=ran["id"],
+                       runner_labels=ran.get("labels") or (), head_sha=request.head_sha, workflow=run.get("path"),
+                       source=f"on-demand:{request.id}", backend="rocm", suite=request.suite,
+                       hardware_mapping=config.hardware if config else None)
+    conclusion = run.get("conclusion") if run.get("conclusion") in CONCLUSIONS else "neutral"
+    rows = [latest[f] for f in sorted(latest)]
+    if request.run_check_run_id is not None:
+        pr_client.update_check_run(request.repository, request.run_check_run_id, {
+            "status": "completed", "conclusion": conclusion, "completed_at": _iso_now(),
+            "output": texts.run_finished_output(request.suite, conclusion, request.run_url or run.get("html_url"),
+                                                rows)})
+    if store.transition(job.store_url, request.id, [store.DISPATCHED], store.COMPLETED, completed_at=store.now()):
+        store.audit(job.store_url, repository=request.repository, action="completion", pull_number=request.pull_number,
+                    head_sha=request.head_sha, suite=request.suite, files=requested_files(request),
+                    cost_gpu_hours=request.cost_gpu_hours, run_id=int(run["id"]), request_id=request.id,
+                    detail=f"{conclusion}: {sum(1 for r in rows if r['status'] == 'PASS')} of {len(rows)} passed",
+                    delivery_id=job.delivery_id)
