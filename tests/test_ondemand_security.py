@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import pytest
@@ -64,7 +64,7 @@ def _(od):
 
 @case("permission-removed-since-an-earlier-command", dispatches=1, reactions=["eyes"], reply="waiting", replies=2)
 def _(od):
-    od.comment(f"/run-rocm nightly-stage-c-8-gpu-mi350", author="writer")
+    od.comment("/run-rocm nightly-stage-c-8-gpu-mi350", author="writer")
     od.sim.set_permission(od.repo, "writer", "read")  # asked again, never remembered
     return od.comment(RUN, author="writer")[0]
 
@@ -335,7 +335,7 @@ def _(od):
       config=CONFIG.replace("daily_gpu_hours: 64", "daily_gpu_hours: 4"))
 def _(od):
     od.comment(RUN, author="bob")
-    od.comment(f"/run-rocm nightly-stage-c-8-gpu-mi350", author="maint")  # 800 s x 8 GPUs: 1.78 h
+    od.comment("/run-rocm nightly-stage-c-8-gpu-mi350", author="maint")  # 800 s x 8 GPUs: 1.78 h
     od.comment(RUN, author="triager")
     return od.comment("/approve-rocm", author="maint")[0]
 

@@ -49,10 +49,7 @@ async def approve_button(event, ctx):
             detail=f"button click by role {who.role}: not a maintainer"))
         reply(pull, key, texts.not_a_maintainer(login, "approve this run", who.role, who.note))
         return
-    flow.expire_old(pull)
-    stale = flow.make_stale(repo, request.pull_number, pull.head_sha, ctx, ctx.client)
-    for gone in stale:
-        flow.close_request_check(pull, gone, "Stale", f"The PR's head moved to {pull.head_sha}.")
+    flow.tidy(pull)
     request = store.get_request(ctx.store_url, request.id)
     if request.status not in flow.RETRYABLE:
         reply(pull, key, ALREADY_DECIDED.format(user=login, status=request.status))
@@ -66,7 +63,7 @@ async def head_moved(event, ctx):
     pr = event.data["pull_request"]
     repo = event.data["repository"]["full_name"]
     new_head = pr["head"]["sha"]
-    gone = flow.make_stale(repo, int(pr["number"]), new_head, ctx, None)
+    gone = flow.make_stale(repo, int(pr["number"]), new_head, ctx)
     if not gone:
         return
     pull = Pull(ctx, repo, int(pr["number"]), pr, config=None)

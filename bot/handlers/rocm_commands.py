@@ -152,17 +152,23 @@ def resume(pull: Pull, request, comment: dict, note: str | None = None) -> None:
 
 
 # -- /approve-rocm, /deny-rocm, /rocm-status ------------------------------------------------------
-def approve_rocm(pull: Pull, command, comment: dict, key: str) -> None:
+def _maintainer(pull: Pull, comment: dict, key: str, what: str):
+    """The commenter's authority if they are a maintainer; otherwise refused, answered, and None."""
     login = comment["user"]["login"]
     who = authority(pull.client, pull.repo, login, pull.config.approvers)
-    if not who.maintainer:
-        _refuse(pull, comment, key, texts.not_a_maintainer(login, "approve on-demand runs", who.role, who.note),
-                f"approval by role {who.role}: not a maintainer")
+    if who.maintainer:
+        return who
+    _refuse(pull, comment, key, texts.not_a_maintainer(login, what, who.role, who.note),
+            f"{what} by role {who.role}: not a maintainer")
+    return None
+
+
+def approve_rocm(pull: Pull, command, comment: dict, key: str) -> None:
+    login = comment["user"]["login"]
+    who = _maintainer(pull, comment, key, "approve on-demand runs")
+    if who is None:
         return
-    expired = flow.expire_old(pull)
-    stale = flow.make_stale(pull.repo, pull.number, pull.head_sha, pull.job, pull.client)
-    for request in stale:
-        flow.close_request_check(pull, request, "Stale", f"The PR's head moved to {pull.head_sha}.")
+    expired, _stale = flow.tidy(pull)
     waiting = [r for r in store.requests_for_pull(pull.store_url, pull.repo, pull.number, flow.RETRYABLE)
                if r.head_sha == pull.head_sha]
     if not waiting:
@@ -177,10 +183,7 @@ def approve_rocm(pull: Pull, command, comment: dict, key: str) -> None:
 
 def deny_rocm(pull: Pull, command, comment: dict, key: str) -> None:
     login = comment["user"]["login"]
-    who = authority(pull.client, pull.repo, login, pull.config.approvers)
-    if not who.maintainer:
-        _refuse(pull, comment, key, texts.not_a_maintainer(login, "refuse on-demand runs", who.role, who.note),
-                f"denial by role {who.role}: not a maintainer")
+    if _maintainer(pull, comment, key, "refuse on-demand runs") is None:
         return
     denied = []
     for request in store.requests_for_pull(pull.store_url, pull.repo, pull.number, flow.RETRYABLE):

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from bot.durations import ingest_job_log
 from bot.github.retry import GitHubError, TransientError
 from bot.ondemand import texts
-from bot.ondemand.permissions import Authority, authority
-from bot.ondemand.selection import NotSelectable, Selection, head_contract, runnable_suites, select
+from bot.ondemand.permissions import Authority
+from bot.ondemand.selection import Selection, head_contract, runnable_suites
 from bot.sources import GitHubTree
 from bot.store import ondemand as store
 from checks.config import CONFIG_PATH, Config, load_config
@@ -151,6 +151,16 @@ def expire_old(pull: Pull) -> list:
             close_request_check(pull, request, "Expired", "This request is older than 7 days and will not run.")
             gone.append(request)
     return gone
+
+
+def tidy(pull: Pull) -> tuple[list, list]:
+    """Before any approval: expire old requests and make those for another commit stale
+    (a push whose synchronize event was missed must not leave an approvable request behind)."""
+    expired = expire_old(pull)
+    stale = make_stale(pull.repo, pull.number, pull.head_sha, pull.job)
+    for request in stale:
+        close_request_check(pull, request, "Stale", f"The PR's head moved to {pull.head_sha}.")
+    return expired, stale
 
 
 def close_request_check(pull: Pull, request, title: str, detail: str, conclusion: str = "cancelled") -> None:
@@ -380,7 +390,7 @@ def approve(pull: Pull, requests: list, approver: Authority, *, comment_id: int 
     return outcomes
 
 
-def make_stale(pull_repo: str, number: int, new_head: str, job, client) -> list:
+def make_stale(pull_repo: str, number: int, new_head: str, job) -> list:
     """A push: open requests for any other commit are stale (their approval held for that commit only)."""
     found = store.requests_for_pull(job.store_url, pull_repo, number, RETRYABLE)
     gone = []
