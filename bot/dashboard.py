@@ -12,6 +12,7 @@ from urllib.parse import quote, urlencode
 from flask import Blueprint, abort, current_app, request
 from markupsafe import Markup, escape
 
+from bot.signin import signed_in
 from checks.durations import CalibrationParams, calibrate, runner_timeout
 
 blueprint = Blueprint("durations_dashboard", __name__)
@@ -61,14 +62,16 @@ def _test_url(repository: str, file: str, backend: str, hardware: str) -> str:
 
 
 @blueprint.route("/durations")
-def index():
+@signed_in
+def index(viewer):
     from bot.durations import latest_est_times, query_stats, repositories
 
     url = _store_url()
     params = _params()
     wanted_repo = request.args.get("repo") or None
     wanted_hw = request.args.get("hardware") or None
-    repos = [wanted_repo] if wanted_repo else repositories(url)
+    # Only the repositories the signed-in person can see on GitHub.
+    repos = [r for r in ([wanted_repo] if wanted_repo else repositories(url)) if viewer.sees(r)]
     parts = [
         "<h1>Stored durations</h1>",
         f"<p class=muted>Last {params.window_runs} passing runs within {params.window_days} days per test file, "
@@ -119,10 +122,13 @@ def _verdict_cell(row, params) -> str:
 
 
 @blueprint.route("/durations/<owner>/<name>/<path:file>")
-def test_page(owner: str, name: str, file: str):
+@signed_in
+def test_page(owner: str, name: str, file: str, viewer):
     from bot.durations import history
 
     repository = f"{owner}/{name}"
+    if not viewer.sees(repository):
+        abort(404)
     backend = request.args.get("backend") or None
     hardware = request.args.get("hardware") or None
     records = history(_store_url(), repository, file, backend=backend, hardware=hardware)

@@ -1,45 +1,62 @@
-"""GET /: the first-run GitHub App manifest flow while no App is configured, the status page after."""
+"""First run: register the GitHub App from its manifest, without losing it and without letting anyone else.
+
+Until an App is configured, only the person holding the one-time setup token may start the flow
+(as Jupyter's token does): `ci-registrar serve` prints a link with it, and it lies in
+`<data dir>/setup-token` (0600). The link sets a cookie and the token leaves the address bar.
+
+Each start of the flow is its own pending state, bound to the browser that started it (a random
+browser cookie whose hash the state keeps), so a refresh, a second tab or an uptime probe never
+invalidates another, and a callback from another browser is refused. A callback succeeds once and
+is safe to repeat (the same page again, no second conversion). The credentials GitHub returns are
+checked with a JWT call to GitHub before they are saved: a malformed answer saves nothing.
+
+URLs are never taken from the request's Host header: the public URL comes from
+CI_REGISTRAR_PUBLIC_URL, or is typed by the token holder on the setup page.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import html
+import fcntl
+import hashlib
+import hmac
+import ipaddress
 import json
 import os
 import re
 import secrets
+import time
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import requests
-from flask import Blueprint, abort, current_app, redirect, request
+from flask import Blueprint, current_app, make_response, redirect, request
 
+from bot.pages import render
 from bot.web import get_settings
 
 blueprint = Blueprint("onboarding", __name__)
 
 MANIFEST_PATH = Path(__file__).resolve().parent.parent / "deploy" / "app-manifest.json"
-STATE_FILE = "onboarding-state"
+TOKEN_FILE = "setup-token"
+PENDING_FILE = "onboarding-pending.json"
+LOCK_FILE = "onboarding.lock"
 CALLBACK_PATH = "/onboarding/callback"
+START_PATH = "/onboarding/start"
+SETUP_COOKIE = "cireg_setup"
+BROWSER_COOKIE = "cireg_browser"
+STATE_TTL_S = 3600  # GitHub's manifest codes live an hour too
+MAX_PENDING = 50
 _CODE = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
+_ORG = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?$")
 
-PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>{title}</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem}}
-table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.25rem .5rem;text-align:left}}</style>
-</head><body>{body}</body></html>"""
-
-ONBOARDING = """<h1>Set up CI Registrar</h1>
-<p>No GitHub App is configured yet. The button registers one on {web_url} from this App's manifest
-(permissions and events below); GitHub then sends you back here and the App's id, private key and
-webhook secret are saved in <code>{credentials}</code>, readable only by this service's user.</p>
-<form action="{action}" method="post">
-<input type="hidden" name="manifest" value="{manifest}">
-<button type="submit">Create the GitHub App</button></form>
-<p>For an organisation, open <code>/?org=NAME</code>.</p>
-<pre>{pretty}</pre>"""
-
-DONE = """<h1>CI Registrar is registered</h1><p>GitHub App <b>{name}</b> (id {id}) is saved.
-<a href="{install}">Install it on repositories</a>, then come back to <a href="/">the status page</a>.</p>"""
+NEEDS_TOKEN = ("This CI Registrar has no GitHub App yet, and only the person who started it may register one. "
+               "Open the setup link that `ci-registrar serve` printed in its log (it holds a one-time token), "
+               "or read the token from the file `{path}` on the server and open /?token=THE_TOKEN.")
+LOOPBACK_HINT = ("This page was opened on a loopback address: GitHub cannot send webhooks to it. Give a public "
+                 "URL (a tunnel such as a reverse proxy or `ssh -R`), or set CI_REGISTRAR_WEBHOOK_PROXY_URL to a "
+                 "webhook proxy channel and use that channel's URL here.")
 
 
 def load_manifest() -> dict:
@@ -64,27 +81,122 @@ def web_url(api_url: str) -> str:
 def manifest_for(public_url: str) -> dict:
     manifest = load_manifest()
     base = public_url.rstrip("/")
+    manifest["url"] = manifest.get("url") or base
     manifest["hook_attributes"] = {**manifest.get("hook_attributes", {}), "url": base + "/webhook"}
     manifest["redirect_url"] = base + CALLBACK_PATH
+    manifest["callback_urls"] = [base + "/login/callback"]  # "Sign in with GitHub" for the pages
     return manifest
 
 
-def write_credentials(path: Path, data: dict) -> None:
+def write_private(path: Path, data: dict | str) -> None:
     """Atomically, and readable by the owner only (0600) from the first byte on."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         os.fchmod(fd, 0o600)
-        os.write(fd, json.dumps(data, indent=2).encode())
+        os.write(fd, (data if isinstance(data, str) else json.dumps(data, indent=2)).encode())
         os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
 
 
-def _public_url() -> str:
-    return os.environ.get("CI_REGISTRAR_PUBLIC_URL") or request.url_root
+write_credentials = write_private  # the name the rest of the App knows
+
+
+# -- the setup token --------------------------------------------------------------------------------
+def setup_token(settings) -> str:
+    """The one-time token that lets one person start onboarding (created on first use, 0600)."""
+    path = settings.data_dir / TOKEN_FILE
+    with _locked(settings):
+        try:
+            token = path.read_text().strip()
+        except OSError:
+            token = ""
+        if len(token) < 32:
+            token = secrets.token_urlsafe(32)
+            write_private(path, token)
+    return token
+
+
+def setup_link(settings, base_url: str) -> str:
+    return f"{base_url.rstrip('/')}/?{urlencode({'token': setup_token(settings)})}"
+
+
+def _cookie_value(token: str) -> str:
+    return hmac.new(token.encode(), b"ci-registrar setup cookie", hashlib.sha256).hexdigest()
+
+
+def _csrf(token: str, browser: str) -> str:
+    return hmac.new(token.encode(), b"start:" + browser.encode(), hashlib.sha256).hexdigest()
+
+
+def _holds_token(settings) -> bool:
+    cookie = request.cookies.get(SETUP_COOKIE, "")
+    return bool(cookie) and hmac.compare_digest(cookie, _cookie_value(setup_token(settings)))
+
+
+# -- pending states ---------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _locked(settings):
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(settings.data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _read_pending(settings) -> dict:
+    try:
+        data = json.loads((settings.data_dir / PENDING_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _hash(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def _add_pending(settings, state: str, record: dict) -> None:
+    with _locked(settings):
+        pending = _read_pending(settings)
+        now = time.time()
+        pending = {k: v for k, v in pending.items() if v.get("done") or now - v.get("created", 0) < STATE_TTL_S}
+        live = sorted((k for k, v in pending.items() if not v.get("done")), key=lambda k: pending[k]["created"])
+        for old in live[: max(0, len(live) - MAX_PENDING + 1)]:
+            pending.pop(old)
+        pending[state] = record
+        write_private(settings.data_dir / PENDING_FILE, pending)
+
+
+def _is_loopback(host: str) -> bool:
+    name = host.rsplit(":", 1)[0].strip("[]") if host.count(":") <= 1 or host.startswith("[") else host
+    if name in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _valid_public_url(url: str) -> str | None:
+    """Why `url` cannot be the App's public URL, or None."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http") or not parts.netloc or any(c.isspace() for c in url):
+        return "the public URL must be an absolute http(s) URL, such as https://ci-registrar.example.com"
+    if parts.query or parts.fragment or "@" in parts.netloc:
+        return "the public URL may not hold a query, a fragment or credentials"
+    return None
+
+
+# -- pages ------------------------------------------------------------------------------------------
+def _manifest_rows(manifest: dict) -> list[tuple[str, str]]:
+    return sorted((manifest.get("default_permissions") or {}).items())
 
 
 @blueprint.get("/")
@@ -94,50 +206,170 @@ def home():
         from bot.status import status_page
 
         return status_page(settings)
+    expected = setup_token(settings)  # made on first need, so the file the refusal names exists
+    token = request.args.get("token")
+    if token is not None:
+        if not hmac.compare_digest(token, expected):
+            return render("message.html", status=403, title="Wrong setup token", error=True,
+                          message=NEEDS_TOKEN.format(path=settings.data_dir / TOKEN_FILE))
+        # The token leaves the address bar (and the browser history) at once: a cookie carries it on.
+        response = make_response(redirect("/"))
+        response.set_cookie(SETUP_COOKIE, _cookie_value(token), httponly=True, samesite="Lax",
+                            secure=request.is_secure, max_age=24 * 3600)
+        return response
+    if not _holds_token(settings):
+        return render("message.html", status=403, title="Set-up needs the setup token", error=True,
+                      message=NEEDS_TOKEN.format(path=settings.data_dir / TOKEN_FILE))
+    browser = request.cookies.get(BROWSER_COOKIE) or secrets.token_urlsafe(24)
+    fixed = os.environ.get("CI_REGISTRAR_PUBLIC_URL", "")
+    manifest = manifest_for(fixed or "https://ci-registrar.example.com")
+    response = make_response(render(
+        "onboarding.html", title="Set up CI Registrar", web_url=web_url(settings.github_api_url),
+        credentials=str(settings.credentials_path), public_url=fixed, public_url_fixed=bool(fixed),
+        loopback=not fixed and _is_loopback(request.host), loopback_hint=LOOPBACK_HINT,
+        csrf=_csrf(setup_token(settings), browser), permissions=_manifest_rows(manifest),
+        events=manifest.get("default_events") or [], org=request.args.get("org", "")))
+    response.set_cookie(BROWSER_COOKIE, browser, httponly=True, samesite="Lax", secure=request.is_secure,
+                        max_age=STATE_TTL_S * 2)
+    return response
+
+
+@blueprint.post(START_PATH)
+def start():
+    """The token holder chose the public URL and the owner: a new pending state, then off to GitHub."""
+    settings = get_settings()
+    if settings.app_configured:
+        return redirect("/")
+    browser = request.cookies.get(BROWSER_COOKIE, "")
+    if not _holds_token(settings) or not browser or \
+            not hmac.compare_digest(request.form.get("csrf", ""), _csrf(setup_token(settings), browser)):
+        return render("message.html", status=403, title="Set-up needs the setup token", error=True,
+                      message=NEEDS_TOKEN.format(path=settings.data_dir / TOKEN_FILE))
+    public_url = os.environ.get("CI_REGISTRAR_PUBLIC_URL") or request.form.get("public_url", "").strip()
+    problem = _valid_public_url(public_url)
+    org = request.form.get("org", "").strip() if request.form.get("owner") == "organization" else ""
+    if not problem and request.form.get("owner") == "organization" and not _ORG.fullmatch(org):
+        problem = f"`{org[:60]}` is not an organisation login (letters, digits and single hyphens, up to 39)"
+    if problem:
+        return render("message.html", status=400, title="Cannot start the registration", error=True,
+                      message=problem, link="/", link_text="Back to the set-up page")
     state = secrets.token_urlsafe(24)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    write_credentials(settings.data_dir / STATE_FILE, {"state": state})
-    org = request.args.get("org", "")
+    _add_pending(settings, state, {"browser": _hash(browser), "created": time.time(), "org": org,
+                                   "public_url": public_url})
     base = web_url(settings.github_api_url)
-    if org and re.fullmatch(r"[A-Za-z0-9-]{1,39}", org):
-        action = f"{base}/organizations/{org}/settings/apps/new?state={state}"
-    else:
-        action = f"{base}/settings/apps/new?state={state}"
-    manifest = manifest_for(_public_url())
-    body = ONBOARDING.format(web_url=html.escape(base), credentials=html.escape(str(settings.credentials_path)),
-                             action=html.escape(action), manifest=html.escape(json.dumps(manifest)),
-                             pretty=html.escape(json.dumps(manifest, indent=2)))
-    return PAGE.format(title="Set up CI Registrar", body=body)
+    path = f"/organizations/{org}/settings/apps/new" if org else "/settings/apps/new"
+    return render("onboarding_redirect.html", title="Registering on GitHub",
+                  action=f"{base}{path}?{urlencode({'state': state})}",
+                  manifest=json.dumps(manifest_for(public_url)), owner=org or "your personal account")
+
+
+def _app_jwt(app_id: int, pem: str) -> str:
+    import jwt
+
+    now = int(time.time())
+    return jwt.encode({"iat": now - 60, "exp": now + 540, "iss": str(app_id)}, pem, algorithm="RS256")
+
+
+def _verified_app(api_url: str, answer) -> dict | str:
+    """The conversion's answer, checked by asking GitHub who the key belongs to; or why not."""
+    if not isinstance(answer, dict):
+        return "GitHub's answer was not a JSON object"
+    app_id, pem, secret = answer.get("id"), answer.get("pem"), answer.get("webhook_secret")
+    if isinstance(app_id, bool) or not isinstance(app_id, int) or app_id <= 0:
+        return "GitHub's answer has no valid App id"
+    if not isinstance(pem, str) or "PRIVATE KEY" not in pem or not isinstance(secret, str) or not secret:
+        return "GitHub's answer has no private key or webhook secret"
+    try:
+        token = _app_jwt(app_id, pem)
+    except Exception:
+        return "the private key in GitHub's answer cannot sign a token"
+    try:
+        who = requests.get(f"{api_url}/app", timeout=30, headers={
+            "Accept": "application/vnd.github+json", "Authorization": f"Bearer {token}"})
+    except requests.RequestException:
+        return "unreachable"
+    if who.status_code != 200 or (who.json() if who.content else {}).get("id") != app_id:
+        return f"GitHub did not accept the new App's key ({who.status_code})"
+    return answer
 
 
 @blueprint.get(CALLBACK_PATH)
 def callback():
     settings = get_settings()
+    code, state = request.args.get("code", ""), request.args.get("state", "")
+    browser = request.cookies.get(BROWSER_COOKIE, "")
+    pending = _read_pending(settings)
+    record = pending.get(state) if state else None
+    if record is None or not browser or not hmac.compare_digest(record.get("browser", ""), _hash(browser)):
+        return render("message.html", status=400, title="Unknown registration", error=True,
+                      message="This registration was not started in this browser, or has expired. "
+                              "Start again from the set-up page (it needs the setup token).",
+                      link="/", link_text="Set-up page")
+    if record.get("done"):
+        return _done_page(settings, record["done"])  # a repeated callback: the same answer
     if settings.app_configured:
         return redirect("/")
-    code, state = request.args.get("code", ""), request.args.get("state", "")
-    try:
-        expected = json.loads((settings.data_dir / STATE_FILE).read_text()).get("state")
-    except (OSError, ValueError):
-        expected = None
-    if not expected or not secrets.compare_digest(state, expected):
-        abort(400, "unknown or expired onboarding state: start again from /")
+    if time.time() - record.get("created", 0) > STATE_TTL_S:
+        return render("message.html", status=400, title="Registration expired", error=True,
+                      message="More than an hour passed since it started. Start again.", link="/",
+                      link_text="Set-up page")
     if not _CODE.match(code):
-        abort(400, "missing or malformed code")
-    resp = requests.post(f"{settings.github_api_url}/app-manifests/{code}/conversions",
-                         headers={"Accept": "application/vnd.github+json"}, timeout=30)
-    if resp.status_code != 201:
-        abort(502, f"GitHub refused the manifest code ({resp.status_code}): start again from /")
-    app = resp.json()
-    write_credentials(settings.credentials_path, {
-        "api_url": settings.github_api_url, "id": app["id"], "slug": app.get("slug"), "name": app.get("name"),
-        "client_id": app.get("client_id"), "client_secret": app.get("client_secret"),
-        "webhook_secret": app["webhook_secret"], "pem": app["pem"],
-        "html_url": app.get("html_url"),
-    })
-    (settings.data_dir / STATE_FILE).unlink(missing_ok=True)
+        return render("message.html", status=400, title="Missing code", error=True,
+                      message="GitHub's redirect carried no valid code.", link="/", link_text="Set-up page")
+    retry = f"{CALLBACK_PATH}?{urlencode({'code': code, 'state': state})}"
+    with _locked(settings):
+        record = _read_pending(settings).get(state) or record
+        if record.get("done"):
+            return _done_page(settings, record["done"])
+        try:
+            resp = requests.post(f"{settings.github_api_url}/app-manifests/{code}/conversions",
+                                 headers={"Accept": "application/vnd.github+json"}, timeout=30)
+        except requests.RequestException:
+            return _unreachable(retry)
+        if resp.status_code >= 500:
+            return _unreachable(retry)
+        if resp.status_code != 201:
+            return render("message.html", status=502, title="GitHub refused the registration code", error=True,
+                          message=f"GitHub answered {resp.status_code}: the code was used already or has expired "
+                                  "(codes live one hour and work once). Start again.", link="/",
+                          link_text="Set-up page")
+        try:
+            answer = resp.json()
+        except ValueError:
+            answer = None
+        checked = _verified_app(settings.github_api_url, answer)
+        if checked == "unreachable":
+            return _unreachable(retry)
+        if isinstance(checked, str):
+            return render("message.html", status=502, title="The registration could not be saved", error=True,
+                          message=f"Nothing was saved: {checked}.", link="/", link_text="Set-up page")
+        app = checked
+        write_credentials(settings.credentials_path, {
+            "api_url": settings.github_api_url, "id": app["id"], "slug": app.get("slug"), "name": app.get("name"),
+            "client_id": app.get("client_id"), "client_secret": app.get("client_secret"),
+            "webhook_secret": app["webhook_secret"], "pem": app["pem"], "html_url": app.get("html_url"),
+            "public_url": record.get("public_url"),
+        })
+        done = {"id": app["id"], "name": app.get("name") or app.get("slug"), "slug": app.get("slug"),
+                "html_url": app.get("html_url")}
+        pending = _read_pending(settings)
+        pending[state] = {**record, "done": done}
+        write_private(settings.data_dir / PENDING_FILE, {k: v for k, v in pending.items() if v.get("done")})
+        (settings.data_dir / TOKEN_FILE).unlink(missing_ok=True)  # onboarding is over: the token is spent
     current_app.config["SETTINGS"] = dataclasses.replace(
         settings, app_id=str(app["id"]), private_key=app["pem"], webhook_secret=app["webhook_secret"])
-    install = (app.get("html_url") or f"{web_url(settings.github_api_url)}/apps/{app.get('slug')}") + "/installations/new"
-    return PAGE.format(title="CI Registrar registered", body=DONE.format(
-        name=html.escape(str(app.get("name") or app.get("slug"))), id=int(app["id"]), install=html.escape(install)))
+    return _done_page(settings, done)
+
+
+def _unreachable(retry: str):
+    return render("message.html", status=502, title="GitHub could not be reached", error=True,
+                  message="The App may be registered on GitHub already, but its credentials have not arrived yet. "
+                          "Nothing is lost: the code stays valid for an hour.", link=retry, link_text="Try again",
+                  primary=True)
+
+
+def _done_page(settings, done: dict):
+    install = (done.get("html_url") or f"{web_url(settings.github_api_url)}/apps/{done.get('slug')}") \
+        + "/installations/new"
+    return render("onboarding_done.html", title="CI Registrar is registered", name=done.get("name"),
+                  app_id=done.get("id"), install=install)

@@ -1,100 +1,96 @@
-"""The status page once the App is configured: App name, installations, queue depth, last deliveries."""
+"""The status page once the App is configured, and the on-demand audit page: what the signed-in
+person may see of installations, deliveries and on-demand runs."""
 
 from __future__ import annotations
 
-import html
 import time
 
-from flask import current_app
+from flask import Blueprint, current_app, request
+
+from bot.pages import render
+from bot.signin import signed_in
+from bot.web import get_settings
+
+blueprint = Blueprint("status", __name__)
 
 _APP_NAME_TTL_S = 300
 
 
-def _app_name(settings) -> str:
-    """The App's name from GET /app (cached five minutes); the credentials file's, if GitHub does not answer."""
+def app_identity(settings) -> tuple[str, str | None]:
+    """(name, install URL) from GET /app (cached five minutes); the credentials file's if GitHub does not answer."""
     cached = current_app.config.get("APP_NAME")
-    if cached and time.monotonic() - cached[1] < _APP_NAME_TTL_S:
-        return cached[0]
+    if cached and time.monotonic() - cached[2] < _APP_NAME_TTL_S:
+        return cached[0], cached[1]
     from bot.settings import _read_credentials
 
-    name = _read_credentials(settings.credentials_path).get("name") or f"App {settings.app_id}"
+    creds = _read_credentials(settings.credentials_path)
+    name = creds.get("name") or "CI Registrar"
+    html_url = creds.get("html_url")
     try:
         from bot.github.client import GitHub
         from bot.github.retry import RetryPolicy
 
         gh = GitHub(settings.github_api_url, settings.app_id, settings.private_key,
                     policy=RetryPolicy(attempts=1, read_timeout_s=5))
-        name = gh.app_request("GET", "/app", "/app").get("name") or name
+        app = gh.app_request("GET", "/app", "/app")
+        name, html_url = app.get("name") or name, app.get("html_url") or html_url
     except Exception:
         pass
-    current_app.config["APP_NAME"] = (name, time.monotonic())
-    return name
+    install = f"{html_url}/installations/new" if html_url else None
+    current_app.config["APP_NAME"] = (name, install, time.monotonic())
+    return name, install
 
 
 def status_page(settings):
-    from bot.onboarding import PAGE
+    return _status(settings)
+
+
+@signed_in
+def _status(settings, viewer):
+    from bot.store import ondemand
     from bot.store import service as store
     from bot.web import get_queue
 
-    esc = html.escape
-    parts = [f"<h1>{esc(_app_name(settings))}</h1>", f"<p>GitHub: <code>{esc(settings.github_api_url)}</code></p>"]
+    name, install = app_identity(settings)
+    queue, queue_error = None, None
     try:
-        queue = get_queue()
-        parts.append(f"<p>Queue: {queue.depth()} waiting, {queue.inflight()} running "
-                     f"({'Redis' if settings.redis_url else 'SQLite'})</p>")
+        q = get_queue()
+        queue = {"waiting": q.depth(), "running": q.inflight()}
     except Exception as exc:
-        parts.append(f"<p>Queue unreachable: {esc(type(exc).__name__)}</p>")
+        queue_error = f"unreachable ({type(exc).__name__})"
+    installations, deliveries, entries, store_error = [], [], [], None
     try:
-        found = store.installations(settings.database_url)
-        recent = store.recent_deliveries(settings.database_url)
+        for inst, repos in store.installations(settings.database_url):
+            if inst.id not in viewer.installations:
+                continue
+            installations.append({"id": inst.id, "account": inst.account, "selection": inst.repository_selection or "",
+                                  "repositories": [r for r in repos if viewer.sees(r)],
+                                  "state": "suspended" if inst.suspended else "active"})
+        for d in store.recent_deliveries(settings.database_url, limit=200):
+            if viewer.sees(d.repository) and len(deliveries) < 20:
+                deliveries.append({"delivery_id": d.delivery_id, "event": d.event + (f".{d.action}" if d.action else ""),
+                                   "repository": d.repository, "status": d.status, "attempts": d.attempts,
+                                   "outcome": d.outcome or "", "started": str(d.started_at or "")[:19]})
+        entries = ondemand.audit_entries(settings.database_url, limit=10, repositories=viewer.repositories)
     except Exception as exc:
-        parts.append(f"<p>Store unreachable: {esc(type(exc).__name__)}</p>")
-        found, recent = [], []
-    parts.append("<h2>Installations</h2>")
-    if found:
-        parts.append("<table><tr><th>id</th><th>account</th><th>repositories</th><th>state</th></tr>")
-        for inst, repos in found:
-            state = "suspended" if inst.suspended else "active"
-            shown = ", ".join(repos) if repos else (inst.repository_selection or "")
-            parts.append(f"<tr><td>{inst.id}</td><td>{esc(inst.account)}</td><td>{esc(shown)}</td><td>{state}</td></tr>")
-        parts.append("</table>")
-    else:
-        parts.append("<p>None recorded yet.</p>")
-    parts.append("<h2>Last deliveries</h2>")
-    if recent:
-        parts.append("<table><tr><th>delivery</th><th>event</th><th>repository</th><th>status</th>"
-                     "<th>attempts</th><th>outcome</th><th>started</th></tr>")
-        for d in recent:
-            event = d.event + (f".{d.action}" if d.action else "")
-            parts.append(f"<tr><td><code>{esc(d.delivery_id)}</code></td><td>{esc(event)}</td>"
-                         f"<td>{esc(d.repository or '')}</td><td>{esc(d.status)}</td><td>{d.attempts}</td>"
-                         f"<td>{esc(d.outcome or '')}</td><td>{esc(str(d.started_at or ''))}</td></tr>")
-        parts.append("</table>")
-    else:
-        parts.append("<p>None processed yet.</p>")
-    parts.extend(_audit_section(settings, esc))
-    return PAGE.format(title="CI Registrar", body="\n".join(parts))
+        store_error = type(exc).__name__
+    return render("status.html", title=name, app_name=name, install_url=install, api_url=settings.github_api_url,
+                  queue=queue, queue_error=queue_error, backend="Redis" if settings.redis_url else "SQLite",
+                  installations=installations, deliveries=deliveries, entries=entries, store_error=store_error,
+                  nav=True, here="status", viewer=viewer.login)
 
 
-def _audit_section(settings, esc) -> list[str]:
-    """The latest on-demand entries: who asked, approved or was refused, and what was dispatched."""
+@blueprint.get("/audit")
+@signed_in
+def audit_page(viewer):
     from bot.store import ondemand
 
-    try:
-        entries = ondemand.audit_entries(settings.database_url, limit=20)
-    except Exception as exc:
-        return [f"<h2>On-demand runs</h2><p>Audit log unreachable: {esc(type(exc).__name__)}</p>"]
-    parts = ["<h2>On-demand runs (latest)</h2>"]
-    if not entries:
-        parts.append("<p>No /run-rocm command yet.</p>")
-        return parts
-    parts.append("<table><tr><th>when</th><th>pull request</th><th>action</th><th>who</th><th>suite</th>"
-                 "<th>commit</th><th>GPU-hours</th><th>run</th><th>detail</th></tr>")
-    for e in entries:
-        where = f"{e.repository}#{e.pull_number}" if e.pull_number is not None else e.repository
-        cost = f"{e.cost_gpu_hours:.2f}" if e.cost_gpu_hours is not None else ""
-        parts.append(f"<tr><td>{esc(e.at.strftime('%Y-%m-%d %H:%M'))}</td><td>{esc(where)}</td><td>{esc(e.action)}</td>"
-                     f"<td>{esc(e.actor or '')}</td><td>{esc(e.suite or '')}</td><td><code>{esc((e.head_sha or '')[:10])}"
-                     f"</code></td><td>{cost}</td><td>{e.run_id or ''}</td><td>{esc(e.detail or '')}</td></tr>")
-    parts.append("</table>")
-    return parts
+    settings = get_settings()
+    repo = request.args.get("repo") or None
+    if repo is not None and not viewer.sees(repo):
+        repo = None  # never a hint that a repository exists when the viewer cannot see it
+    entries = ondemand.audit_entries(settings.database_url, repository=repo, limit=500,
+                                     repositories=viewer.repositories)
+    name, _install = app_identity(settings)
+    return render("audit.html", title="On-demand runs", app_name=name, entries=entries, repo=repo,
+                  repositories=sorted(viewer.repositories), nav=True, here="audit", viewer=viewer.login)

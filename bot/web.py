@@ -83,8 +83,29 @@ def readyz():
     return jsonify(status="ready")
 
 
+def _metrics_allowed() -> bool:
+    """With CI_REGISTRAR_METRICS_TOKEN set, the scraper sends it as a Bearer token; without it, only
+    this machine (loopback) may read /metrics: queue depth and per-repository counts are not public."""
+    import hmac
+    import ipaddress
+    import os
+
+    from flask import request
+
+    token = os.environ.get("CI_REGISTRAR_METRICS_TOKEN")
+    if token:
+        given = request.headers.get("Authorization", "")
+        return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+    try:
+        return ipaddress.ip_address(request.remote_addr or "").is_loopback
+    except ValueError:
+        return False
+
+
 @blueprint.get("/metrics")
 def metrics_endpoint():
+    if not _metrics_allowed():
+        return jsonify(error="metrics need CI_REGISTRAR_METRICS_TOKEN as a Bearer token (or a loopback client)"), 403
     try:
         queue = get_queue()
     except Exception:

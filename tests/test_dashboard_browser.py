@@ -16,6 +16,7 @@ from bot import durations as svc
 from bot.settings import load_settings
 from bot.store.measurements import ensure_store
 from checks.durations import duration_stats
+from tests.signin_support import SESSION_COOKIE, session_cookie, sign_in
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -63,11 +64,16 @@ def server(tmp_path, monkeypatch):
     settings = load_settings()
     ensure_store(settings.database_url)
     points = _seed(settings.database_url)
+    from bot.store.db import upgrade
+
+    upgrade(settings.database_url)
     app = create_app(settings)
     httpd = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{httpd.server_port}", points
+    # Signed in as someone who sees radixark/miles (the sign-in flow itself: tests/test_signin.py).
+    cookie = session_cookie(app, "maint", [REPO])
+    yield f"http://127.0.0.1:{httpd.server_port}", points, cookie
     httpd.shutdown()
     thread.join(10)
 
@@ -94,9 +100,11 @@ def browser():
 def test_dashboard_table_and_plot_in_chromium(server, browser):
     from selenium.webdriver.common.by import By
 
-    base, points = server
+    base, points, cookie = server
     ARTIFACTS.mkdir(exist_ok=True)
 
+    browser.get(base + "/healthz")
+    browser.add_cookie({"name": SESSION_COOKIE, "value": cookie, "path": "/"})
     browser.get(base + "/durations")
     assert browser.title == "Stored durations"
     suites = [t.get_attribute("data-suite") for t in browser.find_elements(By.CSS_SELECTOR, "table.suite")]
@@ -134,10 +142,12 @@ def test_unknown_test_is_404(server):
     import urllib.error
     import urllib.request
 
-    base, _ = server
-    with pytest.raises(urllib.error.HTTPError) as info:
-        urllib.request.urlopen(base + "/durations/a/b/tests/none.py")
-    assert info.value.code == 404
+    base, _, cookie = server
+    for path in ("/durations/a/b/tests/none.py", f"/durations/{REPO}/tests/none.py"):  # unseen, then unknown
+        request = urllib.request.Request(base + path, headers={"Cookie": f"{SESSION_COOKIE}={cookie}"})
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(request)
+        assert info.value.code == 404
 
 
 def test_names_from_logs_are_escaped_and_no_external_assets(tmp_path):
@@ -150,8 +160,12 @@ def test_names_from_logs_are_escaped_and_no_external_assets(tmp_path):
            "2026-11-21T10:00:00.0000000Z [1/1] " + evil + "  FAIL  elapsed=7s retry_of=attempt=1\n")
     svc.ingest_job_log(url, log, repository="o/r", suite="s<b>", runner_labels=["mi350"])
     settings = load_settings({"CI_REGISTRAR_DATA_DIR": str(tmp_path), "DATABASE_URL": url})
+    from bot.store.db import upgrade
+
+    upgrade(url)
     app = create_app(settings)
     client = app.test_client()
+    sign_in(client, app, "maint", ["o/r"])
     index = client.get("/durations?window=ignored").get_data(as_text=True)
     assert "<script>" not in index and "&lt;script&gt;" in index and "s&lt;b&gt;" in index
     assert "http://" not in index and "https://" not in index and "<script" not in index

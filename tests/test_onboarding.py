@@ -1,4 +1,6 @@
-"""First run: the GitHub App manifest flow registers the App and keeps its credentials, owner-only."""
+"""First run: the GitHub App manifest flow registers the App and keeps its credentials, owner-only;
+nobody without the setup token can start it, and nothing a refresh, a second tab or a stranger does
+loses the App or hands the service to someone else."""
 
 from __future__ import annotations
 
@@ -43,9 +45,32 @@ def fresh(github_sim, tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_API_URL", github_sim.url)
     monkeypatch.setenv("GITHUB_WEB_URL", github_sim.web_url)
     for name in ("GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "GITHUB_PRIVATE_KEY_PATH", "GITHUB_WEBHOOK_SECRET",
-                 "REDIS_URL", "DATABASE_URL"):
+                 "REDIS_URL", "DATABASE_URL", "CI_REGISTRAR_PUBLIC_URL", "GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET"):
         monkeypatch.delenv(name, raising=False)
     return github_sim, create_app(), tmp_path
+
+
+PUBLIC = "https://registrar.example.org"
+
+
+def _token(data_dir) -> str:
+    return (data_dir / "setup-token").read_text().strip()
+
+
+def _setup_client(app, data_dir, base_url="http://localhost"):
+    """A browser that opened the setup link (the token) and sits on the set-up page."""
+    client = app.test_client()
+    assert client.get("/", base_url=base_url).status_code == 403  # makes the token, refuses without it
+    assert client.get(f"/?token={_token(data_dir)}", base_url=base_url).status_code == 302
+    page = client.get("/", base_url=base_url)
+    assert page.status_code == 200, page.data
+    return client, page.data.decode()
+
+
+def _start(client, page: str, public_url: str = PUBLIC, org: str | None = None, base_url="http://localhost"):
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    form = {"csrf": csrf, "public_url": public_url, "owner": "organization" if org else "personal", "org": org or ""}
+    return client.post("/onboarding/start", data=form, base_url=base_url)
 
 
 def _form(page: str) -> tuple[str, dict]:
@@ -54,50 +79,156 @@ def _form(page: str) -> tuple[str, dict]:
     return action, manifest
 
 
-def test_first_run_registers_the_app_and_saves_its_credentials_owner_only(fresh):
-    sim, app, data_dir = fresh
-    client = app.test_client()
-    page = client.get("/", base_url="http://bot.example:3000").data.decode()
+def _to_github(page: str) -> str:
+    """The browser posts the manifest to GitHub, which answers with the callback URL (path?query)."""
     action, manifest = _form(page)
-    assert action.startswith(sim.web_url + "/settings/apps/new?state=")
-    assert manifest["hook_attributes"]["url"] == "http://bot.example:3000/webhook"
-    assert manifest["redirect_url"] == "http://bot.example:3000/onboarding/callback"
-
-    # The browser posts the form to GitHub, which sends it back with a one-time code.
     answer = requests.post(action, data={"manifest": json.dumps(manifest)}, allow_redirects=False, timeout=10)
     assert answer.status_code == 302
     back = urlsplit(answer.headers["Location"])
-    assert back.path == "/onboarding/callback"
-    done = client.get(f"{back.path}?{back.query}")
+    return f"{back.path}?{back.query}"
+
+
+def test_first_run_registers_the_app_and_saves_its_credentials_owner_only(fresh):
+    sim, app, data_dir = fresh
+    client, page = _setup_client(app, data_dir)
+    assert "loopback" in page  # opened on 127.0.0.1: GitHub could not reach that
+    started = _start(client, page)
+    assert started.status_code == 200
+    action, manifest = _form(started.data.decode())
+    assert action.startswith(sim.web_url + "/settings/apps/new?state=")
+    assert manifest["hook_attributes"]["url"] == PUBLIC + "/webhook"
+    assert manifest["redirect_url"] == PUBLIC + "/onboarding/callback"
+    assert manifest["default_permissions"]["members"] == "read"
+
+    callback = _to_github(started.data.decode())
+    assert callback.startswith("/onboarding/callback?")
+    done = client.get(callback)
     assert done.status_code == 200, done.data
+    assert "is registered" in done.data.decode()
 
     creds_path = data_dir / "credentials.json"
     assert stat.S_IMODE(creds_path.stat().st_mode) == 0o600
     creds = json.loads(creds_path.read_text())
     [registered] = sim.apps.values()
     assert creds["id"] == registered.id and creds["webhook_secret"] == registered.webhook_secret
+    assert creds["client_id"] == registered.client_id and creds["public_url"] == PUBLIC
     assert "PRIVATE KEY" in creds["pem"]
+    assert not (data_dir / "setup-token").exists()  # spent
 
     settings = load_settings()
     assert settings.app_configured and settings.app_id == str(registered.id)
-    # From now on deliveries signed with the new secret are accepted, and / is the status page.
     body = json.dumps({"zen": "hi", "hook_id": 1}).encode()
     ping = client.post("/webhook", data=body, headers={"X-GitHub-Event": "ping", "X-GitHub-Delivery": "p1",
                                                         "Content-Type": "application/json",
                                                         "X-Hub-Signature-256": sign(body, registered.webhook_secret)})
     assert ping.status_code == 200
-    assert "Installations" in client.get("/").data.decode()
+    # The same callback again (a reload): the same answer, no second conversion, no error.
+    again = client.get(callback)
+    assert again.status_code == 200 and str(registered.id) in again.data.decode()
+    assert len(sim.apps) == 1
+    # From now on the pages need sign-in.
+    assert client.get("/").status_code == 302
 
 
-def test_a_callback_with_a_foreign_state_is_refused(fresh):
+def test_without_the_setup_token_nobody_starts_or_finishes_onboarding(fresh):
     sim, app, data_dir = fresh
-    client = app.test_client()
-    action, manifest = _form(client.get("/").data.decode())
-    code = parse_qs(urlsplit(requests.post(action, data={"manifest": json.dumps(manifest)}, allow_redirects=False,
-                                           timeout=10).headers["Location"]).query)["code"][0]
-    resp = client.get(f"/onboarding/callback?code={code}&state=forged")
-    assert resp.status_code == 400
+    stranger = app.test_client()
+    refused = stranger.get("/")
+    assert refused.status_code == 403 and "setup token" in refused.data.decode()
+    assert stranger.get("/?token=guess").status_code == 403
+    assert stranger.post("/onboarding/start", data={"public_url": "https://evil.example", "csrf": "x"}).status_code == 403
+    # The owner starts; the stranger replays the owner's callback from another browser.
+    owner, page = _setup_client(app, data_dir)
+    callback = _to_github(_start(owner, page).data.decode())
+    stolen = stranger.get(callback)
+    assert stolen.status_code == 400
     assert not (data_dir / "credentials.json").exists()
+    assert owner.get(callback).status_code == 200  # the owner still finishes
+
+
+def test_a_refresh_or_a_second_tab_never_invalidates_a_registration(fresh):
+    sim, app, data_dir = fresh
+    client, page = _setup_client(app, data_dir)
+    first = _start(client, page).data.decode()
+    for _ in range(3):  # refreshes, a second tab, an uptime probe
+        client.get("/")
+        app.test_client().get("/")
+    second = _start(client, client.get("/").data.decode()).data.decode()
+    assert _form(first)[0] != _form(second)[0]
+    done = client.get(_to_github(first))
+    assert done.status_code == 200
+    assert json.loads((data_dir / "credentials.json").read_text())["id"] in sim.apps
+
+
+def test_the_public_url_comes_from_configuration_never_from_the_host_header(fresh, monkeypatch):
+    sim, app, data_dir = fresh
+    monkeypatch.setenv("CI_REGISTRAR_PUBLIC_URL", "https://bot.radixark.example")
+    client, page = _setup_client(app, data_dir, base_url="http://evil.example")
+    assert "readonly" in page and "loopback" not in page
+    started = _start(client, page, public_url="https://evil.example", base_url="http://evil.example")
+    _, manifest = _form(started.data.decode())
+    assert manifest["hook_attributes"]["url"] == "https://bot.radixark.example/webhook"
+    assert manifest["redirect_url"] == "https://bot.radixark.example/onboarding/callback"
+
+
+@pytest.mark.parametrize("public_url", ["", "javascript:alert(1)", "https://a b.example", "https://u:p@x.example",
+                                        "ftp://x.example"])
+def test_a_bad_public_url_is_refused(fresh, public_url):
+    sim, app, data_dir = fresh
+    client, page = _setup_client(app, data_dir)
+    assert _start(client, page, public_url=public_url).status_code == 400
+
+
+def test_an_organisation_is_chosen_and_an_invalid_one_is_refused(fresh):
+    sim, app, data_dir = fresh
+    client, page = _setup_client(app, data_dir)
+    bad = _start(client, page, org="no_such org!")
+    assert bad.status_code == 400 and "organisation" in bad.data.decode()
+    ok = _start(client, client.get("/").data.decode(), org="radixark")
+    assert _form(ok.data.decode())[0].startswith(sim.web_url + "/organizations/radixark/settings/apps/new?state=")
+
+
+def test_github_unreachable_at_the_callback_gives_a_retry_page_and_loses_nothing(fresh, monkeypatch):
+    import bot.onboarding as onboarding
+
+    sim, app, data_dir = fresh
+    client, page = _setup_client(app, data_dir)
+    callback = _to_github(_start(client, page).data.decode())
+    real_post = onboarding.requests.post
+
+    def down(*args, **kwargs):
+        raise requests.ConnectionError("GitHub is down")
+
+    monkeypatch.setattr(onboarding.requests, "post", down)
+    retry = client.get(callback)
+    assert retry.status_code == 502 and "Try again" in retry.data.decode()
+    assert not (data_dir / "credentials.json").exists()
+    monkeypatch.setattr(onboarding.requests, "post", real_post)
+    assert client.get(callback).status_code == 200
+    assert (data_dir / "credentials.json").exists()
+
+
+@pytest.mark.parametrize("answer", [{"id": "abc"}, {"id": 5, "pem": "nope", "webhook_secret": "s"}, ["x"]])
+def test_a_malformed_conversion_saves_nothing_and_leaves_onboarding_open(fresh, monkeypatch, answer):
+    import bot.onboarding as onboarding
+
+    sim, app, data_dir = fresh
+    client, page = _setup_client(app, data_dir)
+    callback = _to_github(_start(client, page).data.decode())
+
+    class Answer:
+        status_code = 201
+        content = b"x"
+
+        def json(self):
+            return answer
+
+    monkeypatch.setattr(onboarding.requests, "post", lambda *a, **k: Answer())
+    resp = client.get(callback)
+    assert resp.status_code == 502 and "Nothing was saved" in resp.data.decode()
+    assert not (data_dir / "credentials.json").exists()
+    assert client.get("/readyz").status_code == 503
+    assert client.get("/").status_code == 200  # the token holder can start again
 
 
 def test_readyz_names_the_missing_credentials(fresh):
@@ -105,4 +236,12 @@ def test_readyz_names_the_missing_credentials(fresh):
     resp = app.test_client().get("/readyz")
     assert resp.status_code == 503
     assert "credentials" in resp.json["missing"]
-    assert "GITHUB_APP_ID" in resp.json["missing"]["credentials"]
+
+
+def test_error_pages_are_friendly_html_and_probes_stay_json(fresh):
+    sim, app, data_dir = fresh
+    client = app.test_client()
+    missing = client.get("/no/such/page")
+    assert missing.status_code == 404 and "There is no such page" in missing.data.decode()
+    assert "<!doctype html>" in missing.data.decode()
+    assert client.get("/healthz").json == {"status": "alive"}

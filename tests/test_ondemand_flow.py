@@ -154,7 +154,12 @@ def test_the_audit_log_is_printed_and_shown_on_the_status_page(od):
     assert dispatch["run_id"] == od.dispatches()[0]["run_id"] and dispatch["cost_gpu_hours"] == 3.1
     text = subprocess.run([CLI, "audit"], env=env, capture_output=True, text=True, check=True).stdout
     assert "approval  @maint" in text
-    page = od.world.client.get("/").data.decode()
+    from tests.signin_support import sign_in
+
+    client = od.world.client
+    sign_in(client, od.world.flask, "maint", ["radixark/miles"], [od.world.installation.id])
+    page = client.get("/").data.decode()
+    assert SUITE in client.get("/audit").data.decode()
     assert "On-demand runs" in page and "dispatch" in page and SUITE in page
 
 

@@ -140,7 +140,12 @@ def test_the_status_page_shows_deliveries_and_installations(world):
     world.deliver(world.sim.webhook("installation", "created", app=world.app, installation=world.installation))
     world.deliver(opened(world))
     world.drain()
-    page = world.client.get("/").data.decode()
+    from tests.signin_support import sign_in
+
+    client = world.client
+    assert client.get("/").status_code == 302  # the status page needs a signed-in viewer
+    sign_in(client, world.flask, "maint", ["radixark/miles"], [world.installation.id])
+    page = client.get("/").data.decode()
     assert "CI Registrar" in page and "radixark" in page
     assert "pull_request.opened" in page and "done" in page
     ready = world.client.get("/readyz")

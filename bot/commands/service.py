@@ -27,7 +27,8 @@ def _consumer(queue, threads: int):
 
 
 @click.command()
-@click.option("--host", default=lambda: os.environ.get("HOST", "0.0.0.0"), show_default="0.0.0.0 ($HOST)")
+@click.option("--host", default=lambda: os.environ.get("HOST", "127.0.0.1"),
+              show_default="127.0.0.1 ($HOST; the Docker image sets 0.0.0.0)")
 @click.option("--port", type=int, default=None, help="Default: $PORT, else 3000.")
 @click.option("--threads", type=int, default=DEFAULT_THREADS, show_default=True, help="Worker threads for jobs.")
 @click.option("--no-worker", is_flag=True, help="Serve HTTP only (jobs run in `ci-registrar worker` processes).")
@@ -62,6 +63,13 @@ def serve(host, port, threads, no_worker):
     signal.signal(signal.SIGINT, stop)
     log.info("serving", host=host, port=server.port, threads=0 if no_worker else threads,
              queue="redis" if settings.redis_url else "sqlite", configured=settings.app_configured)
+    if not settings.app_configured:
+        from bot.onboarding import setup_link
+
+        # The one place the setup token is shown: whoever reads this log may register the App.
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        print(f"\nNo GitHub App is configured yet. Set it up at:\n  {setup_link(settings, f'http://{shown}:{server.port}')}\n",
+              flush=True)
     try:
         server.serve_forever()
     finally:

@@ -60,6 +60,9 @@ class GitHubSimulator(JsonViews, RestOperations):
         self._permissions: dict[tuple[str, str], str] = {}
         self._teams: dict[tuple[str, str, str], dict] = {}
         self._manifest_codes: dict[str, dict] = {}
+        self._oauth_codes: dict[str, dict] = {}   # code -> {app, user, redirect_uri, expires}
+        self._user_tokens: dict[str, dict] = {}   # "ghu_..." -> {app, user, expires_at}
+        self.web_user: str | None = None          # who is signed in on the simulated github.com
         self._log_links: dict[str, tuple[int, float]] = {}
         self._id = 1000
         self._tls = threading.local()
@@ -556,6 +559,7 @@ class GitHubSimulator(JsonViews, RestOperations):
         scheme = scheme.lower()
         self._auth_app = None
         self._auth_inst = None
+        self._auth_user = None
         if op.operation_id == "apps/create-from-manifest":
             return None
         if op.operation_id == "rate-limit/get":
@@ -573,6 +577,20 @@ class GitHubSimulator(JsonViews, RestOperations):
             return bucket
         if scheme not in ("token", "bearer") or not credential:
             raise ApiError(401, "Requires authentication")
+        if credential.startswith("ghu_"):
+            # A user access token of a GitHub App (the "Sign in with GitHub" web flow): the
+            # /user endpoints only are modelled for it.
+            user_token = self._user_tokens.get(credential)
+            if user_token is None or user_token["expires_at"] <= time.time():
+                raise ApiError(401, "Bad credentials")
+            if not op.template.startswith("/user"):
+                raise ApiError(403, "Resource not accessible by integration")
+            self._auth_user, self._auth_app = user_token["user"], user_token["app"]
+            bucket = self._bucket(f"user {user_token['user']} via app {user_token['app'].id}")
+            self._last_bucket = bucket
+            return bucket
+        if op.template.startswith("/user"):
+            raise ApiError(403, "Resource not accessible by integration")
         token = self._tokens.get(credential)
         if token is None or token["expires_at"] <= time.time():
             raise ApiError(401, "Bad credentials")
@@ -640,6 +658,10 @@ class GitHubSimulator(JsonViews, RestOperations):
                                     {"Content-Type": "application/xml"})
                 log = self._jobs[link[0]]["log"]
             return Response(200, log.encode(), {"Content-Type": "text/plain; charset=utf-8"})
+        if path == "/login/oauth/authorize" and req.method == "GET":
+            return self._oauth_authorize(req)
+        if path == "/login/oauth/access_token" and req.method == "POST":
+            return self._oauth_access_token(req)
         m = re.fullmatch(r"(?:/organizations/([^/]+))?/settings/apps/new", path)
         if m and req.method == "POST":
             from urllib.parse import parse_qs
@@ -666,6 +688,55 @@ class GitHubSimulator(JsonViews, RestOperations):
                                  b"</form></body></html>", {"Content-Type": "text/html"})
         return Response(200, f"<html><body>simulated github.com page {path}</body></html>".encode(),
                         {"Content-Type": "text/html"})
+
+    # -- "Sign in with GitHub": a GitHub App's web flow -------------------------------------
+
+    def user_can_access(self, user: str, full_name: str) -> bool:
+        """Explicit access (read or more) to a repository, as the /user/installations endpoints count it."""
+        repo = self.repos.get(full_name)
+        if repo is None:
+            return False
+        role = self._permissions.get((full_name, user))
+        return user == repo.owner or role in ("admin", "maintain", "write", "triage", "read")
+
+    def _oauth_authorize(self, req: Request) -> Response:
+        q = {k: v[-1] for k, v in req.query.items()}
+        app = next((a for a in self.apps.values() if a.client_id == q.get("client_id")), None)
+        if app is None:
+            return Response(404, b"unknown client_id", {"Content-Type": "text/plain"})
+        if self.web_user is None:
+            return Response(200, b"<html><body>simulated github.com sign-in page</body></html>",
+                            {"Content-Type": "text/html"})
+        redirect_uri = q.get("redirect_uri") or (app.callback_urls[0] if app.callback_urls else "")
+        if app.callback_urls and not any(redirect_uri.startswith(u) for u in app.callback_urls):
+            return Response(400, b"redirect_uri is not one of the App's callback URLs", {"Content-Type": "text/plain"})
+        code = secrets.token_hex(10)
+        with self.lock:
+            self._oauth_codes[code] = {"app": app, "user": self.web_user, "redirect_uri": redirect_uri,
+                                       "expires": time.time() + 600}
+        query = {"code": code, **({"state": q["state"]} if "state" in q else {})}
+        sep = "&" if "?" in redirect_uri else "?"
+        return Response(302, b"", {"Location": redirect_uri + sep + urlencode(query)})
+
+    def _oauth_access_token(self, req: Request) -> Response:
+        from urllib.parse import parse_qs
+        ctype = req.headers.get("content-type", "")
+        if "json" in ctype:
+            form = json.loads(req.body or b"{}")
+        else:
+            form = {k: v[-1] for k, v in parse_qs(req.body.decode(), keep_blank_values=True).items()}
+        with self.lock:
+            record = self._oauth_codes.pop(str(form.get("code", "")), None)
+            app = record["app"] if record else None
+            if record is None or record["expires"] < time.time() or app.client_id != form.get("client_id") \
+                    or app.client_secret != form.get("client_secret"):
+                answer = {"error": "bad_verification_code",
+                          "error_description": "The code passed is incorrect or expired."}
+            else:
+                token = "ghu_" + secrets.token_hex(18)
+                self._user_tokens[token] = {"app": app, "user": record["user"], "expires_at": time.time() + 8 * 3600}
+                answer = {"access_token": token, "token_type": "bearer", "scope": ""}
+        return Response(200, json.dumps(answer).encode(), {"Content-Type": "application/json"})
 
     # -- webhooks ---------------------------------------------------------------------------
 

@@ -47,6 +47,9 @@ OPERATION_PERMISSIONS = {
     # an organization permission: the App must request "members: read"
     "teams/get-membership-for-user-in-org": [("members", "read")],
 }
+# Operations a user access token ("ghu_", the App's sign-in web flow) may call.
+USER_OPERATIONS = {"users/get-authenticated", "apps/list-installations-for-authenticated-user",
+                   "apps/list-installation-repos-for-authenticated-user"}
 LEVELS = {"read": 1, "write": 2, "admin": 3}
 # Statuses GitHub may answer on any operation although the description does not list them all.
 GENERIC_STATUSES = {304, 401, 403, 404, 422, 429, 500, 502, 503}
@@ -85,6 +88,7 @@ class App:
     permissions: dict = field(default_factory=dict)
     events: list = field(default_factory=list)
     hook_id: int = 0
+    callback_urls: list = field(default_factory=list)  # the manifest's callback_urls (user sign-in)
 
     @property
     def bot_login(self) -> str:

@@ -105,6 +105,7 @@ class RestOperations:
                               owner=record["owner"] or "octocat",
                               permissions=manifest.get("default_permissions") or None,
                               events=manifest.get("default_events") or None)
+        app.callback_urls = list(manifest.get("callback_urls") or [])
         out = self._app_json(app)
         out.update({"client_id": app.client_id, "client_secret": app.client_secret,
                     "webhook_secret": app.webhook_secret, "pem": app.private_key_pem})
@@ -627,6 +628,29 @@ class RestOperations:
                     f"?urlExpires={quote(iso(expires))}&urlSigningMethod=HMACV1"
                     f"&urlSignature={signature}")
         return 302, None, {"Location": location}
+
+    def op_users_get_authenticated(self, req, params, body):
+        out = self.rest.skeleton("private-user")
+        out.update(self.user_json(self._auth_user))
+        return 200, out, {}
+
+    def _user_installations(self) -> list:
+        return [i for i in self.installations.values() if i.app is self._auth_app
+                and any(self.user_can_access(self._auth_user, r) for r in i.repos)]
+
+    def op_apps_list_installations_for_authenticated_user(self, req, params, body):
+        items = [self._installation_json(i) for i in self._user_installations()]
+        chunk, headers = self._page(req, items, req.raw_path)
+        return 200, {"total_count": len(items), "installations": chunk}, headers
+
+    def op_apps_list_installation_repos_for_authenticated_user(self, req, params, body):
+        inst = next((i for i in self._user_installations() if i.id == int(params["installation_id"])), None)
+        if inst is None:
+            raise ApiError(404, "Not Found")
+        items = [self._repo_json(self.repos[r], "repository") for r in inst.repos
+                 if self.user_can_access(self._auth_user, r)]
+        chunk, headers = self._page(req, items, req.raw_path)
+        return 200, {"total_count": len(items), "repository_selection": "selected", "repositories": chunk}, headers
 
     def op_rate_limit_get(self, req, params, body):
         bucket = self._last_bucket or self._bucket_for_request(req)

@@ -74,6 +74,9 @@ OPERATIONS = [
     ("get", "/repos/{owner}/{repo}/actions/jobs/{job_id}/logs"),
     ("get", "/rate_limit"),
     ("get", "/orgs/{org}/teams/{team_slug}/memberships/{username}"),
+    ("get", "/user"),
+    ("get", "/user/installations"),
+    ("get", "/user/installations/{installation_id}/repositories"),
 ]
 
 # Webhook event -> actions kept (None: every action the description has).
