@@ -78,11 +78,18 @@ def web_url(api_url: str) -> str:
     return api_url.rstrip("/")
 
 
+def proxy_channel() -> str | None:
+    """The webhook proxy channel for local development (bot/proxy.py), when one is configured."""
+    return os.environ.get("CI_REGISTRAR_WEBHOOK_PROXY_URL") or None
+
+
 def manifest_for(public_url: str) -> dict:
+    """The manifest for a service at `public_url`; webhooks go to the proxy channel when one is set."""
     manifest = load_manifest()
     base = public_url.rstrip("/")
     manifest["url"] = manifest.get("url") or base
-    manifest["hook_attributes"] = {**manifest.get("hook_attributes", {}), "url": base + "/webhook"}
+    hook = proxy_channel() or base + "/webhook"
+    manifest["hook_attributes"] = {**manifest.get("hook_attributes", {}), "url": hook}
     manifest["redirect_url"] = base + CALLBACK_PATH
     manifest["callback_urls"] = [base + "/login/callback"]  # "Sign in with GitHub" for the pages
     return manifest
@@ -222,11 +229,15 @@ def home():
                       message=NEEDS_TOKEN.format(path=settings.data_dir / TOKEN_FILE))
     browser = request.cookies.get(BROWSER_COOKIE) or secrets.token_urlsafe(24)
     fixed = os.environ.get("CI_REGISTRAR_PUBLIC_URL", "")
-    manifest = manifest_for(fixed or "https://ci-registrar.example.com")
+    channel = proxy_channel()
+    # With a proxy channel GitHub never needs to reach this machine: the browser does, at the port
+    # this service was told to use (not at whatever Host the request names).
+    suggested = fixed or (f"http://127.0.0.1:{settings.port}" if channel else "")
+    manifest = manifest_for(suggested or "https://ci-registrar.example.com")
     response = make_response(render(
         "onboarding.html", title="Set up CI Registrar", web_url=web_url(settings.github_api_url),
-        credentials=str(settings.credentials_path), public_url=fixed, public_url_fixed=bool(fixed),
-        loopback=not fixed and _is_loopback(request.host), loopback_hint=LOOPBACK_HINT,
+        credentials=str(settings.credentials_path), public_url=suggested, public_url_fixed=bool(fixed),
+        channel=channel, loopback=not fixed and not channel and _is_loopback(request.host), loopback_hint=LOOPBACK_HINT,
         csrf=_csrf(setup_token(settings), browser), permissions=_manifest_rows(manifest),
         events=manifest.get("default_events") or [], org=request.args.get("org", "")))
     response.set_cookie(BROWSER_COOKIE, browser, httponly=True, samesite="Lax", secure=request.is_secure,

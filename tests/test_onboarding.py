@@ -245,3 +245,19 @@ def test_error_pages_are_friendly_html_and_probes_stay_json(fresh):
     assert missing.status_code == 404 and "There is no such page" in missing.data.decode()
     assert "<!doctype html>" in missing.data.decode()
     assert client.get("/healthz").json == {"status": "alive"}
+
+
+def test_with_a_proxy_channel_one_click_registers_an_app_that_receives_webhooks_locally(fresh, monkeypatch):
+    """`make run` with CI_REGISTRAR_WEBHOOK_PROXY_URL: the set-up page is already filled in; GitHub
+    is told to deliver to the channel, and the browser comes back to this machine."""
+    sim, app, data_dir = fresh
+    monkeypatch.setenv("CI_REGISTRAR_WEBHOOK_PROXY_URL", "https://smee.io/ci-registrar-dev")
+    client, page = _setup_client(app, data_dir)
+    assert "smee.io/ci-registrar-dev" in page and "loopback" not in page
+    prefilled = re.search(r'name="public_url" value="([^"]*)"', page).group(1)
+    assert prefilled == "http://127.0.0.1:3000"
+    started = _start(client, page, public_url=prefilled)  # the one click: nothing typed
+    _, manifest = _form(started.data.decode())
+    assert manifest["hook_attributes"]["url"] == "https://smee.io/ci-registrar-dev"
+    assert manifest["redirect_url"] == "http://127.0.0.1:3000/onboarding/callback"
+    assert client.get(_to_github(started.data.decode())).status_code == 200

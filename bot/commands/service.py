@@ -59,6 +59,15 @@ def serve(host, port, threads, no_worker):
         log.info("stopping", signal=signal.Signals(signum).name)
         threading.Thread(target=server.shutdown, daemon=True).start()
 
+    proxy = None
+    if os.environ.get("CI_REGISTRAR_WEBHOOK_PROXY_URL"):
+        from bot.proxy import WebhookProxy
+
+        # Local development: GitHub delivers to a public channel; this thread brings them here.
+        local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        proxy = WebhookProxy(os.environ["CI_REGISTRAR_WEBHOOK_PROXY_URL"], f"http://{local}:{server.port}/webhook", log)
+        proxy.start()
+
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     log.info("serving", host=host, port=server.port, threads=0 if no_worker else threads,
@@ -73,6 +82,8 @@ def serve(host, port, threads, no_worker):
     try:
         server.serve_forever()
     finally:
+        if proxy is not None:
+            proxy.stop()
         if consumer is not None:
             consumer.stop(graceful=True)
         log.info("stopped")
