@@ -12,7 +12,7 @@ def create_app(settings=None, queue=None) -> Flask:
     from bot.settings import load_settings
 
     here = Path(__file__).resolve().parent / "bot"
-    app = Flask(__name__, template_folder=str(here / "templates"), static_folder=str(here / "static"))
+    app = Flask(__name__, template_folder=str(here / "templates"), static_folder=None)
     app.config["SETTINGS"] = settings or load_settings()
     app.config["SETTINGS_FROM_ENV"] = settings is None
     app.config["MAX_CONTENT_LENGTH"] = webhooks.MAX_BODY

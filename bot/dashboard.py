@@ -12,20 +12,11 @@ from urllib.parse import quote, urlencode
 from flask import Blueprint, abort, current_app, request
 from markupsafe import Markup, escape
 
+from bot.pages import render
 from bot.signin import signed_in
 from checks.durations import CalibrationParams, calibrate, runner_timeout
 
 blueprint = Blueprint("durations_dashboard", __name__)
-
-STYLE = """
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#1f2328;background:#fff}
-h1{font-size:1.5em}h2{font-size:1.25em;margin-top:1.5em}h3{font-size:1.05em;margin:1em 0 .4em}
-table{border-collapse:collapse;margin:.3em 0 1em}th,td{border:1px solid #d0d7de;padding:3px 8px}
-th{background:#f6f8fa;text-align:left}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.v-ok{color:#1a7f37}.v-warning{color:#9a6700}.v-failure{color:#cf222e;font-weight:600}.v-notice{color:#57606a}
-a{color:#0969da}svg{background:#fff;border:1px solid #d0d7de}.muted{color:#57606a}
-.legend span{margin-right:1.2em}
-"""
 
 OUTCOME_COLOURS = {"PASS": "#1a7f37", "FAIL": "#cf222e", "TIMEOUT": "#bc4c00"}
 
@@ -41,14 +32,6 @@ def _store_url() -> str:
 
 def _params() -> CalibrationParams:
     return current_app.config.get("CALIBRATION") or CalibrationParams()
-
-
-def _page(title: str, body: str) -> str:
-    return (
-        "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        f"<title>{escape(title)}</title><link rel=icon href=\"data:,\"><style>{STYLE}</style></head><body>"
-        f"<p class=muted><a href=\"/durations\">Durations</a></p>{body}</body></html>"
-    )
 
 
 def _s(value) -> str:
@@ -72,53 +55,38 @@ def index(viewer):
     wanted_hw = request.args.get("hardware") or None
     # Only the repositories the signed-in person can see on GitHub.
     repos = [r for r in ([wanted_repo] if wanted_repo else repositories(url)) if viewer.sees(r)]
-    parts = [
-        "<h1>Stored durations</h1>",
-        f"<p class=muted>Last {params.window_runs} passing runs within {params.window_days} days per test file, "
-        f"backend and hardware. Verdicts as REG020/REG021 judge est_time on {escape(params.hardware)}.</p>",
-    ]
-    if not repos:
-        parts.append("<p>No measurements stored yet. Import some with <code>ci-registrar durations import</code>.</p>")
+    sections = []
     for repo in repos:
         rows = query_stats(url, repository=repo, hardware=wanted_hw, params=params)
-        parts.append(f"<h2 id=\"{escape(repo)}\">{escape(repo)}</h2>")
-        if not rows:
-            parts.append("<p class=muted>No passing runs in the window.</p>")
-            continue
         # The latest est_time the runner logged for the file, even from a run outside the window.
-        est_times = latest_est_times(url, repo)
+        est_times = latest_est_times(url, repo) if rows else {}
         by_suite: dict[str, list] = defaultdict(list)
         for row in rows:
             row.est_time = est_times.get((row.file, row.backend), row.est_time)
             by_suite[row.suite or "(no suite)"].append(row)
+        suites = []
         for suite in sorted(by_suite):
-            parts.append(f"<h3>{escape(suite)}</h3><table class=suite data-suite=\"{escape(suite)}\"><thead><tr>"
-                         "<th>test</th><th>backend</th><th>hardware</th><th>est_time</th><th>n</th><th>median</th>"
-                         "<th>p90</th><th>max</th><th>verdict</th></tr></thead><tbody>")
-            for row in sorted(by_suite[suite], key=lambda r: (r.file, r.backend, r.hardware)):
-                verdict = _verdict_cell(row, params)
-                parts.append(
-                    f"<tr><td><a href=\"{escape(_test_url(repo, row.file, row.backend, row.hardware))}\">"
-                    f"{escape(row.file)}</a></td><td>{escape(row.backend)}</td><td>{escape(row.hardware)}</td>"
-                    f"<td class=num>{_s(row.est_time)}</td><td class=num>{row.n}</td>"
-                    f"<td class=num>{_s(row.median)}</td><td class=num>{_s(row.p90)}</td>"
-                    f"<td class=num>{_s(row.max)}</td>{verdict}</tr>"
-                )
-            parts.append("</tbody></table>")
-    return _page("Stored durations", "".join(parts))
+            suites.append({"name": suite, "rows": [
+                {"file": row.file, "url": _test_url(repo, row.file, row.backend, row.hardware), "backend": row.backend,
+                 "hardware": row.hardware, "est_time": _s(row.est_time), "n": row.n, "median": _s(row.median),
+                 "p90": _s(row.p90), "max": _s(row.max), "verdict": _verdict(row, params)}
+                for row in sorted(by_suite[suite], key=lambda r: (r.file, r.backend, r.hardware))]})
+        sections.append({"repository": repo, "suites": suites})
+    return render("durations.html", title="Stored durations", params=params, sections=sections, nav=True,
+                  here="durations", viewer=viewer.login)
 
 
-def _verdict_cell(row, params) -> str:
+def _verdict(row, params) -> dict:
+    """{level, label, why} of a row's est_time against its durations (REG020/REG021's judgement)."""
     if row.est_time is None:
-        return "<td class=v-notice title=\"no est_time logged with these measurements\">est_time unknown</td>"
+        return {"level": "notice", "label": "est_time unknown", "why": "no est_time logged with these measurements"}
     if row.hardware != params.hardware:
-        return f"<td class=v-notice>not {escape(params.hardware)}: not judged</td>"
+        return {"level": "notice", "label": f"not {params.hardware}: not judged", "why": ""}
     result = calibrate(row.est_time, row.stats, params, since=row.since, hardware=row.hardware)
-    level = result.severity or "ok"
     label = {"ok": "ok"}.get(result.kind, result.kind)
     if result.suggested is not None and result.kind != "ok":
         label += f" (suggest {result.suggested})"
-    return f"<td class=\"verdict v-{level}\" title=\"{escape(result.message)}\">{escape(label)}</td>"
+    return {"level": result.severity or "ok", "label": label, "why": result.message}
 
 
 @blueprint.route("/durations/<owner>/<name>/<path:file>")
@@ -136,27 +104,12 @@ def test_page(owner: str, name: str, file: str, viewer):
         abort(404)
     params = _params()
     est_times = [r["est_time"] for r in records if r["est_time"] is not None]
-    title = f"{file} · {repository}"
-    parts = [
-        f"<h1>{escape(file)}</h1>",
-        f"<p>{escape(repository)} · backend {escape(backend or 'all')} · hardware {escape(hardware or 'all')} · "
-        f"{len(records)} measured attempts · latest est_time {_s(est_times[-1]) if est_times else 'unknown'} s</p>",
-        render_plot(records, timeout_per_file_s=params.timeout_per_file_s),
-        "<p class=legend><span style=\"color:#1a7f37\">● PASS</span><span style=\"color:#cf222e\">● FAIL</span>"
-        "<span style=\"color:#bc4c00\">● TIMEOUT</span><span style=\"color:#0969da\">— est_time</span>"
-        "<span style=\"color:#cf222e\">- - runner timeout</span></p>",
-        "<table class=history><thead><tr><th>measured at (UTC)</th><th>outcome</th><th>elapsed</th><th>attempt</th>"
-        "<th>est_time</th><th>suite</th><th>hardware</th><th>run</th><th>head</th></tr></thead><tbody>",
-    ]
-    for r in reversed(records):
-        parts.append(
-            f"<tr><td>{escape(r['measured_at'])}</td><td>{escape(r['outcome'])}</td>"
-            f"<td class=num>{_s(r['elapsed_s'])}</td><td class=num>{r['attempt']}</td>"
-            f"<td class=num>{_s(r['est_time'])}</td><td>{escape(r['suite'] or '')}</td>"
-            f"<td>{escape(r['hardware'])}</td><td>{r['run_id'] or ''}</td><td>{escape((r['head_sha'] or '')[:10])}</td></tr>"
-        )
-    parts.append("</tbody></table>")
-    return _page(title, "".join(parts))
+    return render("durations_test.html", title=f"{file} · {repository}", file=file, repository=repository,
+                  backend=backend, hardware=hardware, attempts=len(records),
+                  latest_est=_s(est_times[-1]) if est_times else "unknown",
+                  plot=render_plot(records, timeout_per_file_s=params.timeout_per_file_s),
+                  history=[dict(r, elapsed=_s(r["elapsed_s"]), est=_s(r["est_time"])) for r in reversed(records)],
+                  nav=True, here="durations", viewer=viewer.login)
 
 
 def _parse(ts: str) -> datetime:
@@ -185,7 +138,7 @@ def render_plot(records: list[dict], *, timeout_per_file_s: int = 1800, width: i
     def y(v: float) -> float:
         return top + ph * (1 - v / y_max)
 
-    out = [f"<svg xmlns=\"http://www.w3.org/2000/svg\" id=durations-plot width={width} height={height} "
+    out = [f"<svg xmlns=\"http://www.w3.org/2000/svg\" id=durations-plot class=plot width={width} height={height} "
            f"viewBox=\"0 0 {width} {height}\" role=img aria-label=\"measured durations over time\">"]
     for i in range(6):  # y grid
         v = y_max * i / 5

@@ -54,9 +54,10 @@ _ORG = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?$")
 NEEDS_TOKEN = ("This CI Registrar has no GitHub App yet, and only the person who started it may register one. "
                "Open the setup link that `ci-registrar serve` printed in its log (it holds a one-time token), "
                "or read the token from the file `{path}` on the server and open /?token=THE_TOKEN.")
-LOOPBACK_HINT = ("This page was opened on a loopback address: GitHub cannot send webhooks to it. Give a public "
-                 "URL (a tunnel such as a reverse proxy or `ssh -R`), or set CI_REGISTRAR_WEBHOOK_PROXY_URL to a "
-                 "webhook proxy channel and use that channel's URL here.")
+LOOPBACK_HINT = ("This page was opened on a loopback address, which GitHub cannot send webhooks to. Give a public "
+                 "URL (a reverse proxy or a tunnel), or, for local development, set CI_REGISTRAR_WEBHOOK_PROXY_URL "
+                 "to a webhook proxy channel (for example a new smee.io channel) and restart: webhooks then come "
+                 "through the channel, and this service's local address is enough here.")
 
 
 def load_manifest() -> dict:
