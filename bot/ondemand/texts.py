@@ -1,5 +1,8 @@
 """What the PR sees from the on-demand flow: replies, check-run names and texts, next to each other.
 
+Mentions are deliberate: the commenter a reply answers, requesters whose request went stale or was
+refused; a status table or an "already running" note names people without notifying them.
+
 Everything interpolated here is either validated already (suite names and paths have passed the
 grammar, logins are GitHub's) or free text that goes through `code` (a /deny-rocm reason, GitHub's
 error messages), so nothing a commenter writes can become a mention, a link or markup.
@@ -81,7 +84,7 @@ def dispatched(suite: str, head_sha: str, number: int, run_url: str | None, file
 
 def in_flight(user: str, suite: str, run_url: str | None, requester: str) -> str:
     link = f"[its run]({run_url})" if run_url else "its run"
-    return (f"@{user} `{suite}` is already running for this PR ({link}, requested by @{requester}); "
+    return (f"@{user} `{suite}` is already running for this PR ({link}, requested by {requester}); "
             "it was not dispatched again. Ask again when it has finished.")
 
 
@@ -138,7 +141,7 @@ def status(number: int, requests, used: float, limit: float) -> str:
         rows = []
         for r in requests[-15:]:
             run = f"[run]({r.run_url})" if r.run_url else ""
-            rows.append(f"| `{r.suite}` | {r.head_sha[:7]} | @{r.requester} | {r.status} | "
+            rows.append(f"| `{r.suite}` | {r.head_sha[:7]} | {r.requester} | {r.status} | "
                         f"{hours(r.cost_gpu_hours)} | {run} |")
         table = "| suite | commit | requested by | state | GPU-hours | run |\n| --- | --- | --- | --- | --- | --- |\n" \
                 + "\n".join(rows)
