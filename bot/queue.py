@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 
 from huey.api import Huey
+from huey.consumer import Consumer, Worker
 from huey.signals import SIGNAL_INTERRUPTED
 from huey.storage import RedisStorage, SqliteStorage
 
@@ -335,11 +336,31 @@ class LeasedRedisStorage(_LeaseMixin, RedisStorage):
         self.conn.delete(self.inflight_key)
 
 
+class _WakingWorker(Worker):
+    """A huey worker that an enqueue in its own process wakes at once, instead of at its next poll."""
+
+    def sleep(self):
+        if self.delay > self.max_delay:
+            self.delay = self.max_delay
+        if self.huey.arrived.wait(self.delay):
+            self.huey.arrived.clear()
+            self.delay = self.default_delay
+            return
+        self.delay *= self.backoff
+
+
+class _WakingConsumer(Consumer):
+    worker_class = _WakingWorker
+
+
 class JobQueue(Huey):
     """A huey instance whose consumer acknowledges a message only after its task has finished."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        # Set by every enqueue of this process: `serve` answers a webhook and its own worker
+        # threads start on it at once (other processes still find it at their next poll).
+        self.arrived = threading.Event()
         self._held: dict[object, float] = {}  # claim id -> when claimed, for the heartbeat
         self._held_lock = threading.Lock()
         self._heartbeat: threading.Thread | None = None
@@ -347,6 +368,14 @@ class JobQueue(Huey):
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
 
     # -- consumer side ---------------------------------------------------------------------------
+    def create_consumer(self, **options):
+        return _WakingConsumer(self, **options)
+
+    def enqueue(self, task):
+        result = super().enqueue(task)
+        self.arrived.set()
+        return result
+
     def dequeue(self):
         now = time.time()
         if now >= self._next_reap:
@@ -416,7 +445,10 @@ class JobQueue(Huey):
         """Queue one webhook delivery; False when this delivery id was accepted before."""
         # The raw body, uncompressed: zlib (even level 1) cost more CPU than the smaller write saved.
         task = self.process_delivery.s(delivery_id, event, body)
-        return self.storage.enqueue_unique(delivery_id, self.serialize_task(task))
+        fresh = self.storage.enqueue_unique(delivery_id, self.serialize_task(task))
+        if fresh:
+            self.arrived.set()
+        return fresh
 
     def forget_delivery(self, delivery_id: str) -> None:
         """Let a redelivery of this id run again (after its job failed for good)."""

@@ -153,3 +153,26 @@ def test_a_delayed_retry_moves_into_the_queue_when_due_in_one_step(make_queue):
     assert queue.depth() == 1 and queue.scheduled_count() == 0
     queue.execute(queue.dequeue())
     assert len(calls) == 2 and queue.inflight() == 0
+
+
+def test_a_worker_of_the_same_process_starts_at_once_on_an_enqueue(make_queue):
+    """The worker has backed off to a 2 s poll; an enqueue in its process wakes it well before that."""
+    queue = make_queue()
+    started = []
+
+    @queue.task(name="mark")
+    def mark(at):
+        started.append(time.time() - at)
+
+    consumer = queue.create_consumer(workers=1, worker_type="thread", periodic=False, initial_delay=2.0,
+                                     backoff=1.0, max_delay=2.0, check_worker_health=False)
+    consumer.start()
+    try:
+        time.sleep(0.5)  # the worker found nothing and sleeps its 2 s
+        mark(time.time())
+        deadline = time.time() + 5
+        while not started and time.time() < deadline:
+            time.sleep(0.01)
+        assert started and started[0] < 0.5, started
+    finally:
+        consumer.stop(graceful=True)
