@@ -5,7 +5,10 @@ A job gets a JobContext: the delivery, an authenticated client for its installat
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
+import os
 import pkgutil
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -27,6 +30,18 @@ def build_router() -> Router:
         if isinstance(getattr(module, "router", None), Router):
             routers.append(module.router)
     return Router(*routers)
+
+
+# The job this thread (or its asyncio.run) is running: lets a check's completion disarm the
+# failure reports of that job without threading the context through every call.
+CURRENT_JOB: contextvars.ContextVar["JobContext | None"] = contextvars.ContextVar("ci_registrar_job", default=None)
+
+
+def check_run_completed(run_id: int) -> None:
+    """A check run was completed on GitHub: no failure report of this job may overwrite it now."""
+    ctx = CURRENT_JOB.get()
+    if ctx is not None:
+        ctx.disarm(run_id)
 
 
 @dataclass
@@ -58,4 +73,27 @@ class JobContext:
 
         Named, not a closure: when GitHub itself is what failed, the report is queued to run later.
         """
-        self.failure_reporters.append({"call": target, "kwargs": kwargs})
+        entry = {"call": target, "kwargs": kwargs}
+        if entry not in self.failure_reporters:
+            self.failure_reporters.append(entry)
+
+    def disarm(self, run_id: int) -> None:
+        """Drop the failure reports aimed at this check run (it was completed: the verdict stands)."""
+        self.failure_reporters[:] = [r for r in self.failure_reporters if r["kwargs"].get("run_id") != run_id]
+
+    @contextlib.contextmanager
+    def exclusive(self, repository: str, head_sha: str, name: str):
+        """One job at a time on this check of this head, across threads and processes.
+
+        Waits up to CI_REGISTRAR_CLAIM_WAIT_S (30 s) for another job holding it; then raises
+        bot.store.locks.Busy and the job comes back a moment later, its attempt not counted.
+        """
+        from bot.checkruns import head_key
+        from bot.store.locks import claim
+
+        try:
+            wait = float(os.environ.get("CI_REGISTRAR_CLAIM_WAIT_S") or 30)
+        except ValueError:
+            wait = 30.0
+        with claim(self.store_url, head_key(repository, head_sha, name), wait_s=wait):
+            yield

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import io
 
-import msgspec
 from flask import Blueprint, jsonify, request
 from gidgethub import ValidationFailure
 from gidgethub.sansio import validate_event
 from werkzeug.http import parse_options_header
 
-from bot import metrics
+from bot import metrics, payloads
 from bot.logging import get_logger
 from bot.web import get_queue, get_settings
 
@@ -26,12 +25,8 @@ NO_EVENT = "missing X-GitHub-Event"
 NO_DELIVERY = "missing X-GitHub-Delivery"
 BAD_DELIVERY = "malformed X-GitHub-Delivery"
 NOT_JSON = "Content-Type must be application/json"
-BAD_BODY = "body is not a JSON object"
+BAD_BODY = "body is not a JSON object this App can read"
 QUEUE_DOWN = "queue unavailable, delivery not accepted"
-
-
-class _Envelope(msgspec.Struct):
-    action: object = None
 
 
 def _refuse(status: int, reason: str, event: str = "", outcome: str = "rejected"):
@@ -104,16 +99,15 @@ def _verified(env, body: bytes, secret: str) -> tuple[str, str, str]:
     if bad_type:
         raise _Refused(400, bad_type, event_name, outcome="invalid")
     try:
-        # The whole body is checked to be one JSON object, but only `action` is built into Python
-        # objects here: the worker parses the rest (msgspec skips the other fields' objects).
-        envelope = _decode_envelope(body)
-    except msgspec.DecodeError:
-        raise _Refused(400, BAD_BODY, event_name, outcome="invalid") from None
-    action = envelope.action if isinstance(envelope.action, str) and len(envelope.action) <= 64 else ""
+        # The worker's own decoder (bot.payloads.decode): a body accepted here is one the worker
+        # can read; one it could not (invalid UTF-8, a huge integer, deep nesting) is refused now,
+        # with a 400 GitHub shows in the delivery's log, instead of vanishing later.
+        data = payloads.decode(body)
+    except payloads.PayloadError as exc:
+        raise _Refused(400, f"{BAD_BODY}: {str(exc)[:120]}", event_name, outcome="invalid") from None
+    action = data.get("action")
+    action = action if isinstance(action, str) and len(action) <= 64 and action.isprintable() else ""
     return event_name, delivery_id, action
-
-
-_decode_envelope = msgspec.json.Decoder(_Envelope).decode
 
 
 @blueprint.post("/webhook")

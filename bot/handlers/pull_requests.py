@@ -6,6 +6,8 @@ import datetime as dt
 
 from gidgethub.routing import Router
 
+from bot.checkruns import STALE_TITLE
+from bot.routing import CURRENT_JOB, check_run_completed
 from bot.sources import GitHubTree, changed_paths
 from bot.store import service as store
 from bot.suggestions import post_suggestions
@@ -16,6 +18,9 @@ from checks.render import ANNOTATIONS_PER_REQUEST, SUMMARY_LIMIT, CHECK_RUN_NAME
 router = Router()
 
 FAILED_TITLE = "Could not finish the check"
+# Titles of runs that report a job which did not finish (this handler's, a dead letter's, the
+# reconciler's): such a run is never reused, the next attempt or re-run gets a fresh one.
+FAILED_TITLES = (FAILED_TITLE, STALE_TITLE, "Check stopped: its job kept crashing")
 FAILED_SUMMARY = (
     "CI Registrar could not finish this check: {reason}.\n\n"
     "It tried within its retry budget and gave up; use **Re-run** to try again."
@@ -35,9 +40,10 @@ async def pull_request_changed(event, ctx):
     pr = event.data["pull_request"]
     if pr.get("state") == "closed":
         return
-    run_check(ctx, repo=event.data["repository"]["full_name"], head_sha=pr["head"]["sha"],
-              base_sha=pr["base"]["sha"], number=pr["number"], rerun=False,
-              default_branch=_default_branch(event))
+    repo = event.data["repository"]["full_name"]
+    with ctx.exclusive(repo, pr["head"]["sha"], CHECK_NAME):  # opened + ready_for_review together: one run
+        run_check(ctx, repo=repo, head_sha=pr["head"]["sha"], base_sha=pr["base"]["sha"], number=pr["number"],
+                  rerun=False, default_branch=_default_branch(event))
 
 
 def _default_branch(event) -> str:
@@ -56,8 +62,9 @@ async def check_run_rerequested(event, ctx):
         return
     repo = event.data["repository"]["full_name"]
     pr = _first_pr(run.get("pull_requests"))
-    run_check(ctx, repo=repo, head_sha=run["head_sha"], base_sha=(pr or {}).get("base", {}).get("sha"),
-              number=(pr or {}).get("number"), rerun=True, default_branch=_default_branch(event))
+    with ctx.exclusive(repo, run["head_sha"], CHECK_NAME):
+        run_check(ctx, repo=repo, head_sha=run["head_sha"], base_sha=((pr or {}).get("base") or {}).get("sha"),
+                  number=(pr or {}).get("number"), rerun=True, default_branch=_default_branch(event))
 
 
 @router.register("check_suite", action="rerequested")
@@ -65,31 +72,54 @@ async def check_suite_rerequested(event, ctx):
     suite = event.data["check_suite"]
     repo = event.data["repository"]["full_name"]
     pr = _first_pr(suite.get("pull_requests"))
-    run_check(ctx, repo=repo, head_sha=suite["head_sha"], base_sha=(pr or {}).get("base", {}).get("sha"),
-              number=(pr or {}).get("number"), rerun=True, default_branch=_default_branch(event))
+    with ctx.exclusive(repo, suite["head_sha"], CHECK_NAME):
+        run_check(ctx, repo=repo, head_sha=suite["head_sha"], base_sha=((pr or {}).get("base") or {}).get("sha"),
+                  number=(pr or {}).get("number"), rerun=True, default_branch=_default_branch(event))
 
 
 # -- the check ------------------------------------------------------------------------------------
 def find_or_create_run(client, ctx, repo: str, head_sha: str, rerun: bool) -> tuple[dict, bool]:
     """The check run this job writes to, and whether its work is already done.
 
-    A pull_request event reuses the run of that name on that SHA (a job that runs twice posts
-    nothing twice); a re-run request gets a new run, tied to its delivery by external_id.
+    One run per (head, check): a pull_request event reuses the run of that name on that SHA (a job
+    that runs twice posts nothing twice). A re-run request re-runs that same run in place (however
+    many times it is replayed, under whatever delivery ids); only when the last run reports a job
+    that did not finish does a new run start. A job's retry of its own re-run finds it done.
     """
     runs = client.check_runs_for_ref(repo, head_sha, CHECK_NAME)
     app_id = str(ctx.settings.app_id or "")
     ours = [r for r in runs if r.get("name") == CHECK_NAME and r.get("head_sha") == head_sha
             and (not app_id or str((r.get("app") or {}).get("id", app_id)) == app_id)]
     ours.sort(key=lambda r: r["id"], reverse=True)
-    if rerun:
-        ours = [r for r in ours if r.get("external_id") == ctx.delivery_id]
-    if ours and (ours[0].get("output") or {}).get("title") != FAILED_TITLE:
+    if ours and (ours[0].get("output") or {}).get("title") not in FAILED_TITLES:
         run = ours[0]
-        return run, run.get("status") == "completed"
+        completed = run.get("status") == "completed"
+        if completed:
+            _record(ctx, repo, head_sha, run, run.get("conclusion"))
+        if rerun and not (completed and run.get("external_id") == ctx.delivery_id):
+            # In place: GitHub appends annotations on every update, so the ones it has stay.
+            ctx.rerun_in_place = {**getattr(ctx, "rerun_in_place", {}),
+                                  run["id"]: (run.get("output") or {}).get("annotations_count") or 0}
+            client.update_check_run(repo, run["id"], {"status": "in_progress", "external_id": ctx.delivery_id})
+            _record(ctx, repo, head_sha, run, None, reopen=True)
+            return run, False
+        return run, completed
     # None yet, or the last one reports a job that failed for good: this attempt gets a fresh run.
     run = client.create_check_run(repo, {"name": CHECK_NAME, "head_sha": head_sha, "status": "in_progress",
                                          "external_id": ctx.delivery_id, "started_at": _now()})
+    # Armed and recorded at once: if this job dies from here on, the run is completed with the
+    # reason (by this job's failure report, a dead letter's, or the reconciler, which finds it here).
+    ctx.on_failure("bot.handlers.pull_requests:report_failure", repo=repo, run_id=run["id"])
+    _record(ctx, repo, head_sha, run, None)
     return run, False
+
+
+def _record(ctx, repo: str, head_sha: str, run: dict, conclusion: str | None, reopen: bool = False) -> None:
+    if reopen:
+        store.reopen_check_run(ctx.store_url, check_run_id=run["id"], delivery_id=ctx.delivery_id)
+        return
+    store.record_check_run(ctx.store_url, repository=repo, head_sha=head_sha, name=CHECK_NAME,
+                           check_run_id=run["id"], delivery_id=ctx.delivery_id, conclusion=conclusion)
 
 
 def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: int | None, rerun: bool,
@@ -118,11 +148,15 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
 def complete_run(client, repo: str, run_id: int, conclusion: str, output: dict, annotations: list[dict]) -> None:
     """Annotations in batches of 50: all but the last batch while in progress, the last one completes it."""
     batches = [annotations[i:i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)] or [[]]
+    ctx = CURRENT_JOB.get()
+    if (getattr(ctx, "rerun_in_place", None) or {}).get(run_id):
+        batches = [[]]  # a re-run in place: the run has its annotations already (GitHub appends)
     for batch in batches[:-1]:
         client.update_check_run(repo, run_id, {"output": {**output, "annotations": batch}})
     final = {**output, "annotations": batches[-1]} if batches[-1] else output
     client.update_check_run(repo, run_id, {"status": "completed", "conclusion": conclusion,
                                            "completed_at": _now(), "output": final})
+    check_run_completed(run_id)  # from here on, no failure of this job overwrites the verdict
 
 
 def report_failure(client, reason: str, *, repo: str, run_id: int) -> None:
