@@ -47,9 +47,10 @@ def status_page(settings):
     try:
         found = store.installations(settings.database_url)
         recent = store.recent_deliveries(settings.database_url)
+        dead = store.dead_letters(settings.database_url)
     except Exception as exc:
         parts.append(f"<p>Store unreachable: {esc(type(exc).__name__)}</p>")
-        found, recent = [], []
+        found, recent, dead = [], [], []
     parts.append("<h2>Installations</h2>")
     if found:
         parts.append("<table><tr><th>id</th><th>account</th><th>repositories</th><th>state</th></tr>")
@@ -60,6 +61,16 @@ def status_page(settings):
         parts.append("</table>")
     else:
         parts.append("<p>None recorded yet.</p>")
+    if dead:
+        parts.append(f"<h2>Dead letters ({len(dead)})</h2>")
+        parts.append("<p>Jobs that crashed their process too often; their check runs were completed with "
+                     "the reason. Redeliver one from the App's settings on GitHub to try it again.</p>")
+        parts.append("<table><tr><th>delivery</th><th>event</th><th>repository</th><th>attempts</th><th>outcome</th></tr>")
+        for d in dead:
+            event = d.event + (f".{d.action}" if d.action else "")
+            parts.append(f"<tr><td><code>{esc(d.delivery_id)}</code></td><td>{esc(event)}</td>"
+                         f"<td>{esc(d.repository or '')}</td><td>{d.attempts}</td><td>{esc(d.outcome or '')}</td></tr>")
+        parts.append("</table>")
     parts.append("<h2>Last deliveries</h2>")
     if recent:
         parts.append("<table><tr><th>delivery</th><th>event</th><th>repository</th><th>status</th>"

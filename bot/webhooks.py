@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
+import socket
+import threading
+import time
 
 from flask import Blueprint, jsonify, request
 from gidgethub import ValidationFailure
@@ -27,6 +31,69 @@ BAD_DELIVERY = "malformed X-GitHub-Delivery"
 NOT_JSON = "Content-Type must be application/json"
 BAD_BODY = "body is not a JSON object this App can read"
 QUEUE_DOWN = "queue unavailable, delivery not accepted"
+TOO_SLOW = "body not received in time"
+
+
+def _body_timeout_s() -> float:
+    try:
+        return float(os.environ.get("CI_REGISTRAR_BODY_TIMEOUT_S") or 8)
+    except ValueError:
+        return 8.0
+
+
+class _ReadDeadlines:
+    """A whole-body deadline for every request body read (GitHub sends a delivery in one go).
+
+    A per-read socket timeout does not stop a client that trickles a byte every few seconds; here
+    one watchdog thread (per process) shuts the reading side of a socket whose body is still
+    incomplete at its deadline: the blocked read returns at once and the request is answered 408.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._open: dict[int, tuple[float, socket.socket, dict]] = {}
+        self._thread: threading.Thread | None = None
+        self._seq = 0
+
+    def read(self, env, length: int) -> bytes:
+        sock = env.get("gunicorn.socket") or env.get("werkzeug.socket")
+        stream = env["wsgi.input"]
+        if not isinstance(sock, socket.socket):
+            return stream.read(length)
+        state: dict = {}
+        with self._lock:
+            self._seq += 1
+            key = self._seq
+            self._open[key] = (time.monotonic() + _body_timeout_s(), sock, state)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._watch, name="body-deadlines", daemon=True)
+                self._thread.start()
+        try:
+            body = stream.read(length)
+        finally:
+            with self._lock:
+                self._open.pop(key, None)
+        if state.get("expired") or len(body) < length:
+            env["ci_registrar.body_timeout"] = True
+        return body
+
+    def _watch(self):
+        while True:
+            time.sleep(0.25)
+            now = time.monotonic()
+            with self._lock:
+                due = [(k, v) for k, v in self._open.items() if v[0] <= now]
+                for k, _ in due:
+                    self._open.pop(k, None)
+            for _k, (_deadline, sock, state) in due:
+                state["expired"] = True
+                try:
+                    sock.shutdown(socket.SHUT_RD)
+                except OSError:
+                    pass
+
+
+_deadlines = _ReadDeadlines()
 
 
 def _refuse(status: int, reason: str, event: str = "", outcome: str = "rejected"):
@@ -46,8 +113,8 @@ def _body(req, env) -> bytes:
     """The raw body: read straight from the WSGI stream when its length is declared (and checked)."""
     length = env.get("CONTENT_LENGTH")
     if length and length.isascii() and length.isdigit() and "HTTP_TRANSFER_ENCODING" not in env:
-        # At most MAX_BODY (checked above); a short body simply fails the signature check.
-        return env["wsgi.input"].read(int(length))
+        # At most MAX_BODY (checked above), within the body deadline; a short body is answered 408.
+        return _deadlines.read(env, int(length))
     return req.get_data(cache=False)  # chunked or odd: werkzeug's stream, 413 past MAX_CONTENT_LENGTH
 
 
@@ -121,6 +188,8 @@ def webhook():
     if not secret:
         return _refuse(503, NO_SECRET)
     body = _body(req, env)
+    if env.get("ci_registrar.body_timeout"):
+        return _refuse(408, TOO_SLOW, outcome="invalid")
     try:
         event_name, delivery_id, action = _verified(env, body, secret)
     except _Refused as refused:
@@ -167,7 +236,11 @@ class IngressFastPath:
         secret = get_settings(self.app).webhook_secret
         if not secret:
             return self.wsgi_app(env, start_response)
-        body = env["wsgi.input"].read(int(length))
+        body = _deadlines.read(env, int(length))
+        if env.get("ci_registrar.body_timeout"):
+            env["wsgi.input"] = io.BytesIO(body)  # the view answers 408 (flag set in env)
+            env["CONTENT_LENGTH"] = str(len(body))
+            return self.wsgi_app(env, start_response)
         try:
             event_name, delivery_id, action = _verified(env, body, secret)
             if event_name == "ping":

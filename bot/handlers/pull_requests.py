@@ -95,7 +95,11 @@ def find_or_create_run(client, ctx, repo: str, head_sha: str, rerun: bool) -> tu
         run = ours[0]
         completed = run.get("status") == "completed"
         if completed:
-            _record(ctx, repo, head_sha, run, run.get("conclusion"))
+            try:  # bookkeeping only: the verdict is on GitHub (the reconciler also catches this up)
+                _record(ctx, repo, head_sha, run, run.get("conclusion"))
+            except Exception as exc:
+                ctx.log.warning("could not record a completed check run", check_run_id=run["id"],
+                                error=type(exc).__name__)
         if rerun and not (completed and run.get("external_id") == ctx.delivery_id):
             # In place: GitHub appends annotations on every update, so the ones it has stay.
             ctx.rerun_in_place = {**getattr(ctx, "rerun_in_place", {}),
