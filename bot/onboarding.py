@@ -71,7 +71,7 @@ def manifest_for(public_url: str) -> dict:
 
 def write_credentials(path: Path, data: dict) -> None:
     """Atomically, and readable by the owner only (0600) from the first byte on."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
@@ -95,7 +95,7 @@ def home():
 
         return status_page(settings)
     state = secrets.token_urlsafe(24)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     write_credentials(settings.data_dir / STATE_FILE, {"state": state})
     org = request.args.get("org", "")
     base = web_url(settings.github_api_url)

@@ -178,6 +178,7 @@ def run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: byte
         except Busy:
             # Another job holds this head: come back once it is done (and then find it done).
             outcome = "deferred"
+            log.info("another job holds this head, job deferred", attempt=attempt)
             store.release_attempt(settings.database_url, delivery_id, "waiting for another job on the same head")
             raise RetryTask(delay=1 + policy.rng.random()) from None
         except Exception as exc:

@@ -30,6 +30,16 @@ def world(github_sim, tmp_path, monkeypatch):
     return build_world(github_sim, tmp_path)
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_world(request, github_sim, tmp_path, monkeypatch):
+    """The same, on the embedded SQLite store and on PostgreSQL (its data errors, its advisory locks)."""
+    monkeypatch.setenv("CI_REGISTRAR_HTTP_BACKOFF_S", "0.01")
+    monkeypatch.setenv("CI_REGISTRAR_JOB_BACKOFF_S", "0.01")
+    monkeypatch.setenv("CI_REGISTRAR_HTTP_TIMEOUT_S", "2")
+    url = request.getfixturevalue("pg_url") if request.param == "postgresql" else None
+    return build_world(github_sim, tmp_path, database_url=url)
+
+
 def opened(world, pr=None):
     return world.sim.webhook("pull_request", "opened", app=world.app, repo=world.repo, pull=pr or world.pr, sender="bob")
 
@@ -85,7 +95,8 @@ POISON = ["installation_id_over_2^63", "full_name_list", "action_too_long", "ful
 
 
 @pytest.mark.parametrize("kind", POISON)
-def test_a_poison_payload_is_recorded_invalid_and_never_retried(world, kind):
+def test_a_poison_payload_is_recorded_invalid_and_never_retried(any_world, kind):
+    world = any_world
     body = _poison(opened(world).payload, kind)
     headers = signed(world, body)
     resp = world.client.post("/webhook", data=body, headers=headers)
@@ -314,7 +325,8 @@ def _consumer_run(world, threads=4, until=None, timeout=60):
         consumer.scheduler.join(5)
 
 
-def test_opened_reopened_and_ready_for_review_together_give_one_run_and_one_suggestion_per_line(world):
+def test_opened_reopened_and_ready_for_review_together_give_one_run_and_one_suggestion_per_line(any_world):
+    world = any_world
     from tests.test_service_support import TEST_FILE
 
     sim = world.sim
@@ -378,8 +390,12 @@ def test_a_re_run_after_a_failed_job_gets_one_new_run_however_often_it_is_replay
     assert old["id"] == failed["id"] and new["status"] == "completed" and new["output"]["title"] != FAILED_TITLE
 
 
-def test_concurrent_jobs_on_one_head_in_two_threads_make_one_run(world):
-    """Two threads start the same head's job at the same moment (no consumer in between)."""
+@pytest.mark.parametrize("wait", ["30", "0"])
+def test_concurrent_jobs_on_one_head_in_two_threads_make_one_run(any_world, monkeypatch, wait):
+    """Two threads start the same head's job at the same moment (no consumer in between). With no
+    wait for the claim, the second steps back (its attempt not counted) and finds the check done."""
+    world = any_world
+    monkeypatch.setenv("CI_REGISTRAR_CLAIM_WAIT_S", wait)
     ds = [opened(world), world.sim.webhook("pull_request", "reopened", app=world.app, repo=world.repo, pull=world.pr,
                                            sender="bob")]
     for d in ds:
@@ -399,4 +415,4 @@ def test_concurrent_jobs_on_one_head_in_two_threads_make_one_run(world):
     world.drain()
     assert len(runs(world)) == 1
     rows = deliveries(world)
-    assert all(rows[d.delivery_id].status == "done" for d in ds)
+    assert all(rows[d.delivery_id].status == "done" and rows[d.delivery_id].attempts == 1 for d in ds)
