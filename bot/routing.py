@@ -56,6 +56,7 @@ class JobContext:
     store_url: str
     attempt: int = 1
     failure_reporters: list = field(default_factory=list)
+    disarmed: set = field(default_factory=set)
 
     @cached_property
     def client(self):
@@ -74,11 +75,13 @@ class JobContext:
         Named, not a closure: when GitHub itself is what failed, the report is queued to run later.
         """
         entry = {"call": target, "kwargs": kwargs}
-        if entry not in self.failure_reporters:
-            self.failure_reporters.append(entry)
+        if kwargs.get("run_id") in self.disarmed or entry in self.failure_reporters:
+            return
+        self.failure_reporters.append(entry)
 
     def disarm(self, run_id: int) -> None:
-        """Drop the failure reports aimed at this check run (it was completed: the verdict stands)."""
+        """No failure report of this job may touch this check run (its verdict stands)."""
+        self.disarmed.add(run_id)
         self.failure_reporters[:] = [r for r in self.failure_reporters if r["kwargs"].get("run_id") != run_id]
 
     @contextlib.contextmanager

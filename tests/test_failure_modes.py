@@ -369,10 +369,31 @@ def test_replays_of_a_rerequested_body_with_fresh_delivery_ids_create_no_runs(wo
         ids.append(headers["X-GitHub-Delivery"])
     world.drain(max_jobs=100)
     [run] = runs(world)
-    assert run["id"] == first["id"] and run["status"] == "completed"
-    assert len(run["annotations"]) == len(first["annotations"])
+    assert run["id"] == first["id"] and run["status"] == "completed" and run["patches"] == first["patches"]
     rows = deliveries(world)
     assert all(rows[i].status == "done" for i in ids)
+
+
+def test_a_re_run_whose_verdict_changed_gets_one_new_run_however_often_it_is_replayed(world):
+    from tests.test_service_support import TEST_FILE
+
+    sim = world.sim
+    world.repo.commit({"tests/e2e/test_typo.py": TEST_FILE.replace('"stage-a-1-gpu-h200"', '"stage-a-1-gpu-h20"')},
+                      branch="typo", parent=world.repo.head("main"))
+    pr = sim.open_pull_request(world.repo, "typo", "main", author="bob")
+    world.deliver(opened(world, pr))
+    world.drain()
+    [first] = runs(world, sha=pr.head_sha)
+    assert first["conclusion"] == "failure"
+    # The default branch's configuration changes the verdict; the re-run is requested 5 times over.
+    world.repo.commit({".github/ci-registrar.yml": "rules:\n  REG010: notice\n"}, branch="main")
+    d = sim.webhook("check_run", "rerequested", app=world.app, repo=world.repo, check_run=first["id"])
+    for _ in range(5):
+        world.client.post("/webhook", data=d.body, headers={**d.headers, "X-GitHub-Delivery": str(uuid.uuid4())})
+    world.drain(max_jobs=100)
+    old, new = sorted(runs(world, sha=pr.head_sha), key=lambda r: r["id"])
+    assert old["id"] == first["id"] and old["conclusion"] == "failure" and old["patches"] == first["patches"]
+    assert new["status"] == "completed" and new["conclusion"] != "failure"
 
 
 def test_a_re_run_after_a_failed_job_gets_one_new_run_however_often_it_is_replayed(world):

@@ -82,9 +82,11 @@ def find_or_create_run(client, ctx, repo: str, head_sha: str, rerun: bool) -> tu
     """The check run this job writes to, and whether its work is already done.
 
     One run per (head, check): a pull_request event reuses the run of that name on that SHA (a job
-    that runs twice posts nothing twice). A re-run request re-runs that same run in place (however
-    many times it is replayed, under whatever delivery ids); only when the last run reports a job
-    that did not finish does a new run start. A job's retry of its own re-run finds it done.
+    that runs twice posts nothing twice). A re-run request re-checks against the last run: when
+    the verdict is unchanged nothing is written (however many times the request is replayed, under
+    whatever delivery ids), when it changed a new run carries it (GitHub does not let a completed
+    run go back to in progress). Only when the last run reports a job that did not finish does a
+    re-run start a new run straight away.
     """
     runs = client.check_runs_for_ref(repo, head_sha, CHECK_NAME)
     app_id = str(ctx.settings.app_id or "")
@@ -100,28 +102,28 @@ def find_or_create_run(client, ctx, repo: str, head_sha: str, rerun: bool) -> tu
             except Exception as exc:
                 ctx.log.warning("could not record a completed check run", check_run_id=run["id"],
                                 error=type(exc).__name__)
-        if rerun and not (completed and run.get("external_id") == ctx.delivery_id):
-            # In place: GitHub appends annotations on every update, so the ones it has stay.
-            ctx.rerun_in_place = {**getattr(ctx, "rerun_in_place", {}),
-                                  run["id"]: (run.get("output") or {}).get("annotations_count") or 0}
-            client.update_check_run(repo, run["id"], {"status": "in_progress", "external_id": ctx.delivery_id})
-            _record(ctx, repo, head_sha, run, None, reopen=True)
+        if rerun and completed and run.get("external_id") != ctx.delivery_id:
+            # Checked again against this run's verdict (complete_run compares); never overwritten,
+            # not even by this job's failure: the last verdict stands until a new one replaces it.
+            ctx.rerun_of = {**(getattr(ctx, "rerun_of", None) or {}), run["id"]: run}
+            ctx.disarm(run["id"])
             return run, False
         return run, completed
     # None yet, or the last one reports a job that failed for good: this attempt gets a fresh run.
+    return _create_run(client, ctx, repo, head_sha), False
+
+
+def _create_run(client, ctx, repo: str, head_sha: str) -> dict:
     run = client.create_check_run(repo, {"name": CHECK_NAME, "head_sha": head_sha, "status": "in_progress",
                                          "external_id": ctx.delivery_id, "started_at": _now()})
     # Armed and recorded at once: if this job dies from here on, the run is completed with the
     # reason (by this job's failure report, a dead letter's, or the reconciler, which finds it here).
     ctx.on_failure("bot.handlers.pull_requests:report_failure", repo=repo, run_id=run["id"])
     _record(ctx, repo, head_sha, run, None)
-    return run, False
+    return run
 
 
-def _record(ctx, repo: str, head_sha: str, run: dict, conclusion: str | None, reopen: bool = False) -> None:
-    if reopen:
-        store.reopen_check_run(ctx.store_url, check_run_id=run["id"], delivery_id=ctx.delivery_id)
-        return
+def _record(ctx, repo: str, head_sha: str, run: dict, conclusion: str | None) -> None:
     store.record_check_run(ctx.store_url, repository=repo, head_sha=head_sha, name=CHECK_NAME,
                            check_run_id=run["id"], delivery_id=ctx.delivery_id, conclusion=conclusion)
 
@@ -150,17 +152,32 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
 
 
 def complete_run(client, repo: str, run_id: int, conclusion: str, output: dict, annotations: list[dict]) -> None:
-    """Annotations in batches of 50: all but the last batch while in progress, the last one completes it."""
-    batches = [annotations[i:i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)] or [[]]
+    """Annotations in batches of 50: all but the last batch while in progress, the last one completes it.
+
+    A re-run (see find_or_create_run) writes nothing when the verdict is the last run's, and
+    completes a new run when it changed.
+    """
     ctx = CURRENT_JOB.get()
-    if (getattr(ctx, "rerun_in_place", None) or {}).get(run_id):
-        batches = [[]]  # a re-run in place: the run has its annotations already (GitHub appends)
+    previous = (getattr(ctx, "rerun_of", None) or {}).get(run_id)
+    if previous is not None:
+        before = previous.get("output") or {}
+        if previous.get("conclusion") == conclusion and before.get("title") == output.get("title") \
+                and (before.get("summary") or "") == (output.get("summary") or ""):
+            ctx.log.info("re-run: verdict unchanged", check_run_id=run_id)
+            return
+        run_id = _create_run(client, ctx, repo, previous["head_sha"])["id"]
+    batches = [annotations[i:i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)] or [[]]
     for batch in batches[:-1]:
         client.update_check_run(repo, run_id, {"output": {**output, "annotations": batch}})
     final = {**output, "annotations": batches[-1]} if batches[-1] else output
     client.update_check_run(repo, run_id, {"status": "completed", "conclusion": conclusion,
                                            "completed_at": _now(), "output": final})
     check_run_completed(run_id)  # from here on, no failure of this job overwrites the verdict
+    if previous is not None and ctx is not None:
+        try:
+            store.set_check_run_conclusion(ctx.store_url, run_id, conclusion)
+        except Exception as exc:
+            ctx.log.warning("could not record a completed check run", check_run_id=run_id, error=type(exc).__name__)
 
 
 def report_failure(client, reason: str, *, repo: str, run_id: int) -> None:

@@ -233,13 +233,6 @@ def record_check_run(url: str, *, repository: str, head_sha: str, name: str, che
                 row.delivery_id = delivery_id
 
 
-def reopen_check_run(url: str, *, check_run_id: int, delivery_id: str | None) -> None:
-    """A completed run re-run in place: in progress again (the reconciler watches it again)."""
-    with session_scope(url) as session:
-        session.execute(update(CheckRunRecord).where(CheckRunRecord.check_run_id == check_run_id).values(
-            conclusion=None, delivery_id=delivery_id, updated_at=_now()))
-
-
 def set_check_run_conclusion(url: str, check_run_id: int, conclusion: str) -> None:
     with session_scope(url) as session:
         session.execute(update(CheckRunRecord).where(CheckRunRecord.check_run_id == check_run_id).values(
