@@ -36,9 +36,9 @@ TOO_SLOW = "body not received in time"
 
 def _body_timeout_s() -> float:
     try:
-        return float(os.environ.get("CI_REGISTRAR_BODY_TIMEOUT_S") or 8)
+        return float(os.environ.get("CI_REGISTRAR_BODY_TIMEOUT_S") or 5)
     except ValueError:
-        return 8.0
+        return 5.0
 
 
 class _ReadDeadlines:
