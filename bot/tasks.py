@@ -164,7 +164,11 @@ def run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: byte
         github = runtime.github
         policy = github.policy
         if crashes >= max_crashes() or attempt > policy.job_attempts + max_crashes():
-            _dead(runtime, delivery_id, event_name, action, crashes or attempt)
+            try:
+                _dead(runtime, delivery_id, event_name, action, crashes or attempt)
+            except Exception as exc:  # the store went away meanwhile: the next start decides again
+                log.warning("could not set the job aside yet", error=_short(exc))
+                raise RetryTask(delay=STORE_DOWN_RETRY_S) from None
             return
         ctx = JobContext(delivery_id=delivery_id, event=event_name, action=action, installation_id=installation_id,
                          repository=repository, settings=runtime.settings, github=github,
@@ -179,7 +183,7 @@ def run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: byte
             # Another job holds this head: come back once it is done (and then find it done).
             outcome = "deferred"
             log.info("another job holds this head, job deferred", attempt=attempt)
-            store.release_attempt(settings.database_url, delivery_id, "waiting for another job on the same head")
+            _quietly(store.release_attempt, settings.database_url, delivery_id, "waiting for another job on the same head")
             raise RetryTask(delay=1 + policy.rng.random()) from None
         except Exception as exc:
             transient = isinstance(exc, TransientError) or (_is_store_error(exc) and store.is_transient(exc))
@@ -188,7 +192,7 @@ def run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: byte
                     else policy.job_backoff(attempt)
                 log.warning("job will be retried", attempt=attempt, budget=policy.job_attempts, wait_s=round(wait, 1),
                             reason=_short(exc))
-                store.finish_delivery(settings.database_url, delivery_id, "retrying", _short(exc))
+                _quietly(store.finish_delivery, settings.database_url, delivery_id, "retrying", _short(exc))
                 outcome = "retrying"
                 raise RetryTask(delay=wait) from None
             outcome = "failed"
@@ -209,6 +213,14 @@ def run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: byte
             CURRENT_JOB.reset(token)
             metrics.JOB_DURATION.labels(event_name, outcome).observe(time.monotonic() - started)
             metrics.DELIVERIES.labels(event_name, action or "", outcome).inc()
+
+
+def _quietly(fn, *args) -> None:
+    """Bookkeeping that must not stop what follows (a retry being scheduled): logged if it fails."""
+    try:
+        fn(*args)
+    except Exception as exc:
+        log.warning("could not record the delivery's state", error=type(exc).__name__)
 
 
 def _short(exc: BaseException) -> str:
@@ -344,8 +356,11 @@ def run_report(runtime: Runtime, delivery_id: str, installation_id: int, report:
                 return
             wait = exc.wait_s if isinstance(exc, RateLimited) else min(REPORT_CAP_S, runtime.github.policy.job_backoff(tries))
             log.warning("failure report deferred", tries=tries, wait_s=round(wait, 1), error=str(exc)[:200])
-            runtime.queue.report_failure.schedule((delivery_id, installation_id, report, reason, tries + 1, since),
-                                                 delay=wait * 1.05)
+            try:
+                runtime.queue.report_failure.schedule((delivery_id, installation_id, report, reason, tries + 1, since),
+                                                     delay=wait * 1.05)
+            except Exception as queue_exc:  # the reconciler completes the run later
+                log.error("could not schedule the failure report", error=_short(queue_exc))
         except Exception as exc:
             log.error("could not report the failure on GitHub", error=str(exc)[:200])
 

@@ -437,3 +437,72 @@ def test_concurrent_jobs_on_one_head_in_two_threads_make_one_run(any_world, monk
     assert len(runs(world)) == 1
     rows = deliveries(world)
     assert all(rows[d.delivery_id].status == "done" and rows[d.delivery_id].attempts == 1 for d in ds)
+
+
+# -- store errors: transient ones wait (within a budget), data errors are not retried -------------
+def _store_error(kind: str):
+    from sqlalchemy.exc import DataError, OperationalError
+
+    cls = OperationalError if kind == "operational" else DataError
+    return cls("INSERT INTO deliveries", {}, Exception(f"{kind} failure"))
+
+
+def test_a_store_outage_at_the_start_of_a_job_waits_without_spending_the_budget(world, monkeypatch):
+    import bot.tasks as tasks
+
+    monkeypatch.setattr(tasks, "STORE_DOWN_RETRY_S", 0.05)
+    real = store.start_delivery
+    calls = []
+
+    def down_twice(url, **kw):
+        calls.append(1)
+        if len(calls) <= 2:
+            raise _store_error("operational")
+        return real(url, **kw)
+
+    monkeypatch.setattr(store, "start_delivery", down_twice)
+    d = opened(world)
+    world.deliver(d)
+    world.drain()
+    assert len(calls) == 3  # twice deferred, then run
+    row = deliveries(world)[d.delivery_id]
+    assert row.status == "done" and row.attempts == 1
+    [run] = runs(world)
+    assert run["status"] == "completed"
+
+
+def test_a_store_outage_longer_than_its_budget_gives_the_delivery_up_and_a_redelivery_runs(world, monkeypatch):
+    import bot.tasks as tasks
+
+    monkeypatch.setattr(tasks, "STORE_DOWN_RETRY_S", 0.05)
+    monkeypatch.setenv("CI_REGISTRAR_STORE_DOWN_BUDGET_S", "0.3")
+    real = store.start_delivery
+
+    def down(url, **kw):
+        raise _store_error("operational")
+
+    monkeypatch.setattr(store, "start_delivery", down)
+    d = opened(world)
+    world.deliver(d)
+    calls = []
+    monkeypatch.setattr(store, "start_delivery", lambda url, **kw: calls.append(1) or down(url, **kw))
+    world.drain(timeout=10)
+    assert 2 <= len(calls) < 50  # retried for its budget, then given up: not forever
+    assert world.queue.depth() == 0 and world.queue.scheduled_count() == 0
+    monkeypatch.setattr(store, "start_delivery", real)
+    assert world.client.post("/webhook", data=d.body, headers=d.headers).status_code == 202  # not "duplicate"
+    world.drain()
+    assert deliveries(world)[d.delivery_id].status == "done"
+
+
+def test_a_store_data_error_is_not_retried(world, monkeypatch):
+    def refuses(url, **kw):
+        raise _store_error("data")
+
+    monkeypatch.setattr(store, "start_delivery", refuses)
+    d = opened(world)
+    world.deliver(d)
+    assert world.drain() == 1
+    row = deliveries(world)[d.delivery_id]
+    assert row.status == "invalid" and "DataError" in row.outcome
+    assert world.queue.depth() == 0 and world.queue.scheduled_count() == 0
