@@ -506,3 +506,30 @@ def test_a_store_data_error_is_not_retried(world, monkeypatch):
     row = deliveries(world)[d.delivery_id]
     assert row.status == "invalid" and "DataError" in row.outcome
     assert world.queue.depth() == 0 and world.queue.scheduled_count() == 0
+
+
+def test_the_head_claim_excludes_other_holders_and_leaves_no_files(tmp_path):
+    from bot.store.locks import Busy, claim
+
+    url = f"sqlite:///{tmp_path / 'data' / 'ci-registrar.db'}"
+    order = []
+
+    def holder(name, hold_s):
+        with claim(url, "check:a/b:sha:name", wait_s=5):
+            order.append(("in", name))
+            time.sleep(hold_s)
+            order.append(("out", name))
+
+    threads = [threading.Thread(target=holder, args=(i, 0.2)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(order) == 8 and all(order[i][0] == "in" and order[i + 1] == ("out", order[i][1]) for i in range(0, 8, 2))
+    with claim(url, "check:a/b:sha:name"):
+        with pytest.raises(Busy):
+            with claim(url, "check:a/b:sha:name", wait_s=0.2):
+                pass
+        with claim(url, "check:a/b:other:name", wait_s=0):  # another head: independent
+            pass
+    assert list((tmp_path / "data" / "locks").iterdir()) == []

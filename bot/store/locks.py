@@ -41,13 +41,9 @@ def _lock_dir(url: str) -> Path:
     return directory
 
 
-@contextlib.contextmanager
-def claim(url: str, key: str, wait_s: float = 0.0):
-    """Hold `key` for the block; Busy when another holder keeps it for longer than wait_s."""
-    deadline = time.monotonic() + wait_s
-    if url.startswith("sqlite"):
-        name = hashlib.sha256(key.encode()).hexdigest()[:32] + ".lock"
-        fd = os.open(_lock_dir(url) / name, os.O_RDWR | os.O_CREAT, 0o600)
+def _flock(path: Path, deadline: float, key: str) -> int:
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             while True:
                 try:
@@ -58,10 +54,33 @@ def claim(url: str, key: str, wait_s: float = 0.0):
                         raise Busy(key) from None
                     time.sleep(POLL_S)
             try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+                if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                    return fd  # the file at the path is the one locked
+            except FileNotFoundError:
+                pass
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # its holder removed it meanwhile: take the current one
+
+
+@contextlib.contextmanager
+def claim(url: str, key: str, wait_s: float = 0.0):
+    """Hold `key` for the block; Busy when another holder keeps it for longer than wait_s."""
+    deadline = time.monotonic() + wait_s
+    if url.startswith("sqlite"):
+        path = _lock_dir(url) / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".lock")
+        fd = _flock(path, deadline, key)
+        try:
+            yield
         finally:
+            # Removed while held, so lock files do not pile up (one per head); a waiter that
+            # opened the old file notices (_flock compares inodes) and opens the new one.
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
         return
     k = _key64(key)
