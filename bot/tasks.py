@@ -382,19 +382,40 @@ def reconcile(runtime: Runtime, older_than_s: float | None = None) -> int:
             if installation_id is None:
                 log.warning("stale check run without a known installation")
                 continue
+
+            def complete() -> bool:
+                client = runtime.github.for_installation(installation_id)
+                reason = public_reason(PUBLIC_STALE.format(m=round(older / 60)), record.delivery_id or "?")
+                return complete_stalled(client, reason, repo=record.repository, head_sha=record.head_sha,
+                                        name=record.name, run_id=record.check_run_id, store_url=url)
+
             try:
-                with claim(url, head_key(record.repository, record.head_sha, record.name), wait_s=0):
-                    client = runtime.github.for_installation(installation_id)
-                    reason = public_reason(PUBLIC_STALE.format(m=round(older / 60)), record.delivery_id or "?")
-                    if complete_stalled(client, reason, repo=record.repository, head_sha=record.head_sha,
-                                        name=record.name, run_id=record.check_run_id, store_url=url):
-                        done += 1
-                        log.warning("stale check run completed by the reconciler")
-            except Busy:
-                continue  # a job is working on it right now
+                try:
+                    with claim(url, head_key(record.repository, record.head_sha, record.name), wait_s=0):
+                        completed = complete()
+                except Busy:
+                    # A job is working on it right now; unless it has been at it for three times
+                    # the limit (a stuck job: its run must not stay in progress for ever either).
+                    if _age_s(record.updated_at) < 3 * older:
+                        continue
+                    log.warning("check run held by a job stuck for too long")
+                    completed = complete()
+                if completed:
+                    done += 1
+                    log.warning("stale check run completed by the reconciler")
             except Exception as exc:
                 log.warning("could not reconcile a check run", error=_short(exc))
     return done
+
+
+def _age_s(when) -> float:
+    import datetime as dt
+
+    if when is None:
+        return float("inf")
+    if when.tzinfo is None:  # SQLite hands back naive UTC
+        when = when.replace(tzinfo=dt.timezone.utc)
+    return (dt.datetime.now(dt.timezone.utc) - when).total_seconds()
 
 
 def start_reconciler(runtime: Runtime, stop: threading.Event | None = None) -> threading.Thread:

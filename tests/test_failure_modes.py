@@ -282,7 +282,7 @@ def test_an_internal_error_shows_a_generic_reason_and_the_delivery_id(world, mon
 
 
 # -- the reconciler ------------------------------------------------------------------------------
-def test_the_reconciler_completes_a_run_left_in_progress_and_spares_one_being_worked_on(world, monkeypatch):
+def test_the_reconciler_spares_a_run_being_worked_on_until_its_job_is_stuck(world, monkeypatch):
     import bot.handlers.pull_requests as prs
     from bot.checkruns import head_key
     from bot.store.locks import claim
@@ -301,8 +301,29 @@ def test_the_reconciler_completes_a_run_left_in_progress_and_spares_one_being_wo
     url = world.settings.database_url
     assert reconcile(world.queue.runtime) == 0  # not stale yet (the default is two hours)
     with claim(url, head_key("radixark/miles", world.pr.head_sha, CHECK_NAME)):
-        assert reconcile(world.queue.runtime, older_than_s=0) == 0  # a job holds the head: spared
-    assert runs(world)[0]["status"] == "in_progress"
+        time.sleep(1.1)
+        assert reconcile(world.queue.runtime, older_than_s=1) == 0  # stale, but a job holds the head: spared
+        assert runs(world)[0]["status"] == "in_progress"
+        time.sleep(2.2)
+        # ... unless it has held it for three times the limit: a stuck job does not pin the run either
+        assert reconcile(world.queue.runtime, older_than_s=1) == 1
+    [run] = runs(world)
+    assert run["status"] == "completed" and run["output"]["title"] == STALE_TITLE
+    assert reconcile(world.queue.runtime, older_than_s=0) == 0  # once
+
+
+def test_the_reconciler_completes_a_run_whose_job_died(world, monkeypatch):
+    import bot.handlers.pull_requests as prs
+    from bot.tasks import reconcile
+
+    def dies(*_a, **_k):
+        raise ProcessDied()
+
+    monkeypatch.setattr(prs, "GitHubTree", dies)
+    d = opened(world)
+    world.deliver(d)
+    with pytest.raises(ProcessDied):
+        world.queue.execute(world.queue.dequeue())
     assert reconcile(world.queue.runtime, older_than_s=0) == 1
     [run] = runs(world)
     assert run["status"] == "completed" and run["conclusion"] == "failure" and run["output"]["title"] == STALE_TITLE
