@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import socket
@@ -56,11 +57,21 @@ class _ReadDeadlines:
         self._seq = 0
 
     def read(self, env, length: int) -> bytes:
+        """Read a declared-length body; a short or late one sets env["ci_registrar.body_timeout"]."""
+        with self.guard(env) as state:
+            body = env["wsgi.input"].read(length)
+        if state.get("expired") or len(body) < length:
+            env["ci_registrar.body_timeout"] = True
+        return body
+
+    @contextlib.contextmanager
+    def guard(self, env):
+        """Any body read inside the block ends by the deadline (the socket's reading side is shut)."""
         sock = env.get("gunicorn.socket") or env.get("werkzeug.socket")
-        stream = env["wsgi.input"]
-        if not isinstance(sock, socket.socket):
-            return stream.read(length)
         state: dict = {}
+        if not isinstance(sock, socket.socket):
+            yield state
+            return
         with self._lock:
             self._seq += 1
             key = self._seq
@@ -69,13 +80,12 @@ class _ReadDeadlines:
                 self._thread = threading.Thread(target=self._watch, name="body-deadlines", daemon=True)
                 self._thread.start()
         try:
-            body = stream.read(length)
+            yield state
         finally:
             with self._lock:
                 self._open.pop(key, None)
-        if state.get("expired") or len(body) < length:
-            env["ci_registrar.body_timeout"] = True
-        return body
+            if state.get("expired"):
+                env["ci_registrar.body_timeout"] = True
 
     def _watch(self):
         while True:
@@ -115,7 +125,8 @@ def _body(req, env) -> bytes:
     if length and length.isascii() and length.isdigit() and "HTTP_TRANSFER_ENCODING" not in env:
         # At most MAX_BODY (checked above), within the body deadline; a short body is answered 408.
         return _deadlines.read(env, int(length))
-    return req.get_data(cache=False)  # chunked or odd: werkzeug's stream, 413 past MAX_CONTENT_LENGTH
+    with _deadlines.guard(env):  # chunked or odd: werkzeug's stream, 413 past MAX_CONTENT_LENGTH
+        return req.get_data(cache=False)
 
 
 def _json_utf8(content_type: str) -> str | None:
