@@ -27,10 +27,16 @@ RATE_LIMIT_REMAINING = Gauge(
     "ci_registrar_github_rate_limit_remaining", "x-ratelimit-remaining last seen, per installation", ["installation"],
     multiprocess_mode="liveall",
 )
+DEAD_LETTERS = Gauge(
+    "ci_registrar_dead_letters", "Deliveries set aside after their job crashed its process too often (status dead)",
+    multiprocess_mode="max",
+)
 JOB_FAILURES = Counter("ci_registrar_job_failures_total", "Jobs that failed for good after their retry budget", ["event", "reason"])
 
 
-def render(queue=None) -> tuple[bytes, str]:
+def render(queue=None, dead_letters: int | None = None) -> tuple[bytes, str]:
+    if dead_letters is not None:
+        DEAD_LETTERS.set(dead_letters)
     if queue is not None:
         try:
             QUEUE_DEPTH.labels("queued").set(queue.depth())

@@ -98,7 +98,7 @@ def manifest_for(public_url: str) -> dict:
 
 def write_private(path: Path, data: dict | str) -> None:
     """Atomically, and readable by the owner only (0600) from the first byte on."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
@@ -148,7 +148,7 @@ def _holds_token(settings) -> bool:
 # -- pending states ---------------------------------------------------------------------------------
 @contextlib.contextmanager
 def _locked(settings):
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(settings.data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -490,7 +490,9 @@ def open_queue(settings, *, config: QueueConfig | None = None) -> JobQueue:
             config.name, results=False, storage_class=LeasedRedisStorage, url=config.redis_url, lease_s=config.lease_s
         )
     else:
-        os.makedirs(os.path.dirname(config.sqlite_path) or ".", exist_ok=True)
+        from bot.store.db import secure_file
+
+        secure_file(config.sqlite_path)  # 0600 in a 0700 directory: deliveries hold signed payloads
         queue = JobQueue(
             config.name, results=False, storage_class=LeasedSqliteStorage, filename=config.sqlite_path,
             lease_s=config.lease_s,

@@ -5,7 +5,10 @@ A job gets a JobContext: the delivery, an authenticated client for its installat
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
+import os
 import pkgutil
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -29,6 +32,18 @@ def build_router() -> Router:
     return Router(*routers)
 
 
+# The job this thread (or its asyncio.run) is running: lets a check's completion disarm the
+# failure reports of that job without threading the context through every call.
+CURRENT_JOB: contextvars.ContextVar["JobContext | None"] = contextvars.ContextVar("ci_registrar_job", default=None)
+
+
+def check_run_completed(run_id: int) -> None:
+    """A check run was completed on GitHub: no failure report of this job may overwrite it now."""
+    ctx = CURRENT_JOB.get()
+    if ctx is not None:
+        ctx.disarm(run_id)
+
+
 @dataclass
 class JobContext:
     delivery_id: str
@@ -41,6 +56,7 @@ class JobContext:
     store_url: str
     attempt: int = 1
     failure_reporters: list = field(default_factory=list)
+    disarmed: set = field(default_factory=set)
 
     @cached_property
     def client(self):
@@ -58,4 +74,29 @@ class JobContext:
 
         Named, not a closure: when GitHub itself is what failed, the report is queued to run later.
         """
-        self.failure_reporters.append({"call": target, "kwargs": kwargs})
+        entry = {"call": target, "kwargs": kwargs}
+        if kwargs.get("run_id") in self.disarmed or entry in self.failure_reporters:
+            return
+        self.failure_reporters.append(entry)
+
+    def disarm(self, run_id: int) -> None:
+        """No failure report of this job may touch this check run (its verdict stands)."""
+        self.disarmed.add(run_id)
+        self.failure_reporters[:] = [r for r in self.failure_reporters if r["kwargs"].get("run_id") != run_id]
+
+    @contextlib.contextmanager
+    def exclusive(self, repository: str, head_sha: str, name: str):
+        """One job at a time on this check of this head, across threads and processes.
+
+        Waits up to CI_REGISTRAR_CLAIM_WAIT_S (30 s) for another job holding it; then raises
+        bot.store.locks.Busy and the job comes back a moment later, its attempt not counted.
+        """
+        from bot.checkruns import head_key
+        from bot.store.locks import claim
+
+        try:
+            wait = float(os.environ.get("CI_REGISTRAR_CLAIM_WAIT_S") or 30)
+        except ValueError:
+            wait = 30.0
+        with claim(self.store_url, head_key(repository, head_sha, name), wait_s=wait):
+            yield

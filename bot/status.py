@@ -58,7 +58,7 @@ def _status(settings, viewer):
         queue = {"waiting": q.depth(), "running": q.inflight()}
     except Exception as exc:
         queue_error = f"unreachable ({type(exc).__name__})"
-    installations, deliveries, entries, store_error = [], [], [], None
+    installations, deliveries, entries, dead, store_error = [], [], [], [], None
     try:
         for inst, repos in store.installations(settings.database_url):
             if inst.id not in viewer.installations:
@@ -72,11 +72,15 @@ def _status(settings, viewer):
                                    "repository": d.repository, "status": d.status, "attempts": d.attempts,
                                    "outcome": d.outcome or "", "started": str(d.started_at or "")[:19]})
         entries = ondemand.audit_entries(settings.database_url, limit=10, repositories=viewer.repositories)
+        dead = [{"delivery_id": d.delivery_id, "event": d.event + (f".{d.action}" if d.action else ""),
+                 "repository": d.repository, "attempts": d.attempts, "outcome": d.outcome or ""}
+                for d in store.dead_letters(settings.database_url) if viewer.sees(d.repository)]
     except Exception as exc:
         store_error = type(exc).__name__
     return render("status.html", title=name, app_name=name, install_url=install, api_url=settings.github_api_url,
                   queue=queue, queue_error=queue_error, backend="Redis" if settings.redis_url else "SQLite",
-                  installations=installations, deliveries=deliveries, entries=entries, store_error=store_error,
+                  installations=installations, deliveries=deliveries, entries=entries, dead=dead,
+                  store_error=store_error,
                   nav=True, here="status", viewer=viewer.login)
 
 

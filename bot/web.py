@@ -78,9 +78,23 @@ def readyz():
         absent = [name for name, value in (("GITHUB_APP_ID", settings.app_id), ("GITHUB_PRIVATE_KEY", settings.private_key),
                                            ("GITHUB_WEBHOOK_SECRET", settings.webhook_secret)) if not value]
         missing["credentials"] = "App credentials not loaded: " + ", ".join(absent)
+    # Dead letters are reported, not a reason to be unready: they are past jobs an operator should
+    # look at (status page, the ci_registrar_dead_letters gauge); taking this instance out of the
+    # load balancer for them would only drop new deliveries as well.
+    dead = _dead_letters(settings)
+    extra = {} if dead is None else {"dead_letters": dead}
     if missing:
-        return jsonify(status="not ready", missing=missing), 503
-    return jsonify(status="ready")
+        return jsonify(status="not ready", missing=missing, **extra), 503
+    return jsonify(status="ready", **extra)
+
+
+def _dead_letters(settings) -> int | None:
+    from bot.store import service as store
+
+    try:
+        return store.dead_letter_count(settings.database_url)
+    except Exception:
+        return None
 
 
 def _metrics_allowed() -> bool:
@@ -110,5 +124,5 @@ def metrics_endpoint():
         queue = get_queue()
     except Exception:
         queue = None
-    body, content_type = metrics.render(queue)
+    body, content_type = metrics.render(queue, _dead_letters(get_settings()))
     return Response(body, content_type=content_type)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import socket
+import threading
+import time
 
-import msgspec
 from flask import Blueprint, jsonify, request
 from gidgethub import ValidationFailure
 from gidgethub.sansio import validate_event
 from werkzeug.http import parse_options_header
 
-from bot import metrics
+from bot import metrics, payloads
 from bot.logging import get_logger
 from bot.web import get_queue, get_settings
 
@@ -26,12 +30,80 @@ NO_EVENT = "missing X-GitHub-Event"
 NO_DELIVERY = "missing X-GitHub-Delivery"
 BAD_DELIVERY = "malformed X-GitHub-Delivery"
 NOT_JSON = "Content-Type must be application/json"
-BAD_BODY = "body is not a JSON object"
+BAD_BODY = "body is not a JSON object this App can read"
 QUEUE_DOWN = "queue unavailable, delivery not accepted"
+TOO_SLOW = "body not received in time"
 
 
-class _Envelope(msgspec.Struct):
-    action: object = None
+def _body_timeout_s() -> float:
+    try:
+        return float(os.environ.get("CI_REGISTRAR_BODY_TIMEOUT_S") or 5)
+    except ValueError:
+        return 5.0
+
+
+class _ReadDeadlines:
+    """A whole-body deadline for every request body read (GitHub sends a delivery in one go).
+
+    A per-read socket timeout does not stop a client that trickles a byte every few seconds; here
+    one watchdog thread (per process) shuts the reading side of a socket whose body is still
+    incomplete at its deadline: the blocked read returns at once and the request is answered 408.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._open: dict[int, tuple[float, socket.socket, dict]] = {}
+        self._thread: threading.Thread | None = None
+        self._seq = 0
+
+    def read(self, env, length: int) -> bytes:
+        """Read a declared-length body; a short or late one sets env["ci_registrar.body_timeout"]."""
+        with self.guard(env) as state:
+            body = env["wsgi.input"].read(length)
+        if state.get("expired") or len(body) < length:
+            env["ci_registrar.body_timeout"] = True
+        return body
+
+    @contextlib.contextmanager
+    def guard(self, env):
+        """Any body read inside the block ends by the deadline (the socket's reading side is shut)."""
+        sock = env.get("gunicorn.socket") or env.get("werkzeug.socket")
+        state: dict = {}
+        if not isinstance(sock, socket.socket):
+            yield state
+            return
+        with self._lock:
+            self._seq += 1
+            key = self._seq
+            self._open[key] = (time.monotonic() + _body_timeout_s(), sock, state)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._watch, name="body-deadlines", daemon=True)
+                self._thread.start()
+        try:
+            yield state
+        finally:
+            with self._lock:
+                self._open.pop(key, None)
+            if state.get("expired"):
+                env["ci_registrar.body_timeout"] = True
+
+    def _watch(self):
+        while True:
+            time.sleep(0.25)
+            now = time.monotonic()
+            with self._lock:
+                due = [(k, v) for k, v in self._open.items() if v[0] <= now]
+                for k, _ in due:
+                    self._open.pop(k, None)
+            for _k, (_deadline, sock, state) in due:
+                state["expired"] = True
+                try:
+                    sock.shutdown(socket.SHUT_RD)
+                except OSError:
+                    pass
+
+
+_deadlines = _ReadDeadlines()
 
 
 def _refuse(status: int, reason: str, event: str = "", outcome: str = "rejected"):
@@ -51,9 +123,10 @@ def _body(req, env) -> bytes:
     """The raw body: read straight from the WSGI stream when its length is declared (and checked)."""
     length = env.get("CONTENT_LENGTH")
     if length and length.isascii() and length.isdigit() and "HTTP_TRANSFER_ENCODING" not in env:
-        # At most MAX_BODY (checked above); a short body simply fails the signature check.
-        return env["wsgi.input"].read(int(length))
-    return req.get_data(cache=False)  # chunked or odd: werkzeug's stream, 413 past MAX_CONTENT_LENGTH
+        # At most MAX_BODY (checked above), within the body deadline; a short body is answered 408.
+        return _deadlines.read(env, int(length))
+    with _deadlines.guard(env):  # chunked or odd: werkzeug's stream, 413 past MAX_CONTENT_LENGTH
+        return req.get_data(cache=False)
 
 
 def _json_utf8(content_type: str) -> str | None:
@@ -104,16 +177,15 @@ def _verified(env, body: bytes, secret: str) -> tuple[str, str, str]:
     if bad_type:
         raise _Refused(400, bad_type, event_name, outcome="invalid")
     try:
-        # The whole body is checked to be one JSON object, but only `action` is built into Python
-        # objects here: the worker parses the rest (msgspec skips the other fields' objects).
-        envelope = _decode_envelope(body)
-    except msgspec.DecodeError:
-        raise _Refused(400, BAD_BODY, event_name, outcome="invalid") from None
-    action = envelope.action if isinstance(envelope.action, str) and len(envelope.action) <= 64 else ""
+        # The worker's own decoder (bot.payloads.decode): a body accepted here is one the worker
+        # can read; one it could not (invalid UTF-8, a huge integer, deep nesting) is refused now,
+        # with a 400 GitHub shows in the delivery's log, instead of vanishing later.
+        data = payloads.decode(body)
+    except payloads.PayloadError as exc:
+        raise _Refused(400, f"{BAD_BODY}: {str(exc)[:120]}", event_name, outcome="invalid") from None
+    action = data.get("action")
+    action = action if isinstance(action, str) and len(action) <= 64 and action.isprintable() else ""
     return event_name, delivery_id, action
-
-
-_decode_envelope = msgspec.json.Decoder(_Envelope).decode
 
 
 @blueprint.post("/webhook")
@@ -127,6 +199,8 @@ def webhook():
     if not secret:
         return _refuse(503, NO_SECRET)
     body = _body(req, env)
+    if env.get("ci_registrar.body_timeout"):
+        return _refuse(408, TOO_SLOW, outcome="invalid")
     try:
         event_name, delivery_id, action = _verified(env, body, secret)
     except _Refused as refused:
@@ -173,7 +247,11 @@ class IngressFastPath:
         secret = get_settings(self.app).webhook_secret
         if not secret:
             return self.wsgi_app(env, start_response)
-        body = env["wsgi.input"].read(int(length))
+        body = _deadlines.read(env, int(length))
+        if env.get("ci_registrar.body_timeout"):
+            env["wsgi.input"] = io.BytesIO(body)  # the view answers 408 (flag set in env)
+            env["CONTENT_LENGTH"] = str(len(body))
+            return self.wsgi_app(env, start_response)
         try:
             event_name, delivery_id, action = _verified(env, body, secret)
             if event_name == "ping":

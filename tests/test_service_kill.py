@@ -49,3 +49,64 @@ def test_a_killed_workers_job_is_finished_by_the_next_worker_exactly_once(github
     wait_for(lambda: Workers.processed(second), timeout=5)
     assert Workers.processed(second) == [d.delivery_id]
     assert wait_for(lambda: world.queue.inflight() == 0 and world.queue.depth() == 0, timeout=5)
+
+
+def test_a_job_that_gets_its_worker_killed_three_times_is_a_dead_letter(github_sim, tmp_path, workers):
+    """The OOM killer under a restart policy: each worker dies mid-job, the next one takes the job
+    over; after three deaths the job is set aside and its check run completed with the reason."""
+    sim = github_sim
+    world = build_world(sim, tmp_path)
+    env = worker_env(world, CI_REGISTRAR_JOB_LEASE_S=2, CI_REGISTRAR_HTTP_TIMEOUT_S=60)
+    hang = sim.inject_fault("GET", r"/git/trees/", "slow", times=3, delay=60)
+    d = sim.webhook("pull_request", "opened", app=world.app, repo=world.repo, pull=world.pr, sender="bob")
+    assert world.deliver(d).status_code == 202
+    for death in range(1, 4):
+        proc = workers.start(env)
+        assert wait_for(lambda: hang.hits == death, timeout=40), open(proc.log_path).read()
+        workers.kill9(proc)
+    last = workers.start(env)
+
+    def dead():
+        rows = [r for r in store.recent_deliveries(world.settings.database_url) if r.delivery_id == d.delivery_id]
+        return rows and rows[0].status == "dead" and rows[0]
+
+    row = wait_for(dead, timeout=40)
+    assert row, open(last.log_path).read()
+    assert row.attempts == 4 and "died 3 times" in row.outcome
+    run = wait_for(lambda: [r for r in sim.check_runs(world.repo, sha=world.pr.head_sha, name=CHECK_NAME)
+                            if r["status"] == "completed"], timeout=20)
+    assert run, open(last.log_path).read()
+    [run] = run
+    assert run["conclusion"] == "failure" and run["output"]["title"] == "Check stopped: its job kept crashing"
+    assert hang.hits == 3  # the fourth start did not run it again
+    assert wait_for(lambda: world.queue.inflight() == 0 and world.queue.depth() == 0, timeout=5)
+
+
+def test_sigterm_during_a_stuck_job_stops_the_worker_within_its_grace_period(github_sim, tmp_path, workers):
+    import os
+    import signal
+    import time
+
+    sim = github_sim
+    world = build_world(sim, tmp_path)
+    env = worker_env(world, CI_REGISTRAR_JOB_LEASE_S=2, CI_REGISTRAR_HTTP_TIMEOUT_S=120, CI_REGISTRAR_SHUTDOWN_GRACE_S=2)
+    hang = sim.inject_fault("GET", r"/git/trees/", "slow", times=1, delay=120)
+    d = sim.webhook("pull_request", "opened", app=world.app, repo=world.repo, pull=world.pr, sender="bob")
+    assert world.deliver(d).status_code == 202
+    proc = workers.start(env)
+    assert wait_for(lambda: hang.hits == 1, timeout=30), open(proc.log_path).read()
+    t0 = time.monotonic()
+    os.killpg(proc.pid, signal.SIGTERM)
+    assert proc.wait(20) == 0, open(proc.log_path).read()
+    assert time.monotonic() - t0 < 10
+    # The job cut off comes back on the next start and completes, once.
+    second = workers.start(env)
+
+    def finished():
+        rows = [r for r in store.recent_deliveries(world.settings.database_url) if r.delivery_id == d.delivery_id]
+        return rows and rows[0].status == "done" and rows[0]
+
+    row = wait_for(finished, timeout=40)
+    assert row, open(second.log_path).read()
+    [run] = sim.check_runs(world.repo, sha=world.pr.head_sha, name=CHECK_NAME)
+    assert run["status"] == "completed" and run["patches"] == 1

@@ -12,6 +12,36 @@ import click
 DEFAULT_THREADS = 4
 
 
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name) or default)
+    except ValueError:
+        return default
+
+
+def shutdown_grace_s() -> float:
+    """How long SIGTERM waits for running jobs; a job still running then is cut off (it comes back
+    on the next start, counted as an interruption) and the process exits."""
+    return _env_float("CI_REGISTRAR_SHUTDOWN_GRACE_S", 20)
+
+
+def read_timeout_s() -> float:
+    """`serve`: a connection that sends nothing for this long is closed (headers or body)."""
+    return _env_float("CI_REGISTRAR_READ_TIMEOUT_S", 10)
+
+
+def _exit_after(seconds: float, log) -> None:
+    """A last resort: whatever still holds the process after the grace period, it exits."""
+    def watchdog():
+        import time
+
+        time.sleep(seconds)
+        log.error("shutdown grace elapsed, exiting now", grace_s=seconds)
+        os._exit(0)
+
+    threading.Thread(target=watchdog, name="shutdown-watchdog", daemon=True).start()
+
+
 def _migrate_if_embedded(settings) -> None:
     """The embedded default creates its store on first start; PostgreSQL is migrated by the release step."""
     from bot.store.db import upgrade
@@ -22,8 +52,10 @@ def _migrate_if_embedded(settings) -> None:
 
 def _consumer(queue, threads: int):
     # Poll at most every 0.5 s when idle: the Redis claim is a non-blocking script.
+    # SIGTERM is graceful (what systemd, Docker and Heroku send), bounded by the grace period.
     return queue.create_consumer(workers=threads, worker_type="thread", periodic=True, initial_delay=0.05,
-                                 backoff=1.5, max_delay=0.5, check_worker_health=True)
+                                 backoff=1.5, max_delay=0.5, check_worker_health=True,
+                                 graceful_signal="TERM", shutdown_timeout=shutdown_grace_s())
 
 
 @click.command()
@@ -34,7 +66,7 @@ def _consumer(queue, threads: int):
 @click.option("--no-worker", is_flag=True, help="Serve HTTP only (jobs run in `ci-registrar worker` processes).")
 def serve(host, port, threads, no_worker):
     """One process: HTTP on PORT and worker threads; SQLite queue and store unless REDIS_URL/DATABASE_URL say otherwise."""
-    from werkzeug.serving import make_server
+    from werkzeug.serving import WSGIRequestHandler, make_server
 
     from app import create_app
     from bot.logging import configure, get_logger
@@ -44,19 +76,31 @@ def serve(host, port, threads, no_worker):
     configure()
     log = get_logger("ci_registrar.serve")
     settings = load_settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    _secure_data_dir(settings)
     _migrate_if_embedded(settings)
     queue = open_queue(settings)
     app = create_app(settings, queue=queue)
     app.config["SETTINGS_FROM_ENV"] = True  # onboarding's credentials file is picked up without a restart
     consumer = None
     if not no_worker:
+        from bot.tasks import start_reconciler
+
         consumer = _consumer(queue, threads)
         consumer.start()
-    server = make_server(host, port or settings.port, app, threaded=True)
+        start_reconciler(queue.runtime)
+
+    class Handler(WSGIRequestHandler):
+        timeout = read_timeout_s()  # per read; the whole body has its own deadline (bot.webhooks)
+
+    server = make_server(host, port or settings.port, app, threaded=True, request_handler=Handler)
+    stopping = threading.Event()
 
     def stop(signum, _frame):
         log.info("stopping", signal=signal.Signals(signum).name)
+        if stopping.is_set():
+            return
+        stopping.set()
+        _exit_after(shutdown_grace_s() + 10, log)
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     proxy = None
@@ -98,18 +142,37 @@ def worker(threads, metrics_port):
     from bot.queue import open_queue
     from bot.settings import load_settings
 
+    from bot.tasks import start_reconciler
+
     configure()
     settings = load_settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    _secure_data_dir(settings)
     _migrate_if_embedded(settings)
     if metrics_port:
         from prometheus_client import start_http_server
 
         start_http_server(metrics_port)
     queue = open_queue(settings)
-    get_logger("ci_registrar.worker").info("worker started", threads=threads, pid=os.getpid(),
-                                           queue="redis" if settings.redis_url else "sqlite")
+    log = get_logger("ci_registrar.worker")
+    log.info("worker started", threads=threads, pid=os.getpid(), queue="redis" if settings.redis_url else "sqlite")
+    start_reconciler(queue.runtime)
     _consumer(queue, threads).run()
+    stuck = [t.name for t in threading.enumerate() if t.name.startswith("Worker-") and t.is_alive()]
+    log.info("worker stopped", cut_off=stuck)
+    if stuck:
+        # A job still running after the grace period: its message comes back (lease) on the next
+        # start, counted as an interruption. Nothing it holds may keep this process alive.
+        import sys
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def _secure_data_dir(settings) -> None:
+    from bot.store.db import secure_dir
+
+    secure_dir(settings.data_dir)
 
 
 @click.command()

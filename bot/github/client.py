@@ -112,7 +112,7 @@ class BlobCache:
         path = self._path(sha)
         if path is not None:
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
                 tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
                 tmp.write_bytes(data)
                 os.replace(tmp, path)

@@ -6,6 +6,8 @@ import datetime as dt
 
 from gidgethub.routing import Router
 
+from bot.checkruns import STALE_TITLE
+from bot.routing import CURRENT_JOB, check_run_completed
 from bot.sources import GitHubTree, changed_paths
 from bot.store import service as store
 from bot.suggestions import post_suggestions
@@ -16,6 +18,9 @@ from checks.render import ANNOTATIONS_PER_REQUEST, SUMMARY_LIMIT, CHECK_RUN_NAME
 router = Router()
 
 FAILED_TITLE = "Could not finish the check"
+# Titles of runs that report a job which did not finish (this handler's, a dead letter's, the
+# reconciler's): such a run is never reused, the next attempt or re-run gets a fresh one.
+FAILED_TITLES = (FAILED_TITLE, STALE_TITLE, "Check stopped: its job kept crashing")
 FAILED_SUMMARY = (
     "CI Registrar could not finish this check: {reason}.\n\n"
     "It tried within its retry budget and gave up; use **Re-run** to try again."
@@ -35,9 +40,10 @@ async def pull_request_changed(event, ctx):
     pr = event.data["pull_request"]
     if pr.get("state") == "closed":
         return
-    run_check(ctx, repo=event.data["repository"]["full_name"], head_sha=pr["head"]["sha"],
-              base_sha=pr["base"]["sha"], number=pr["number"], rerun=False,
-              default_branch=_default_branch(event))
+    repo = event.data["repository"]["full_name"]
+    with ctx.exclusive(repo, pr["head"]["sha"], CHECK_NAME):  # opened + ready_for_review together: one run
+        run_check(ctx, repo=repo, head_sha=pr["head"]["sha"], base_sha=pr["base"]["sha"], number=pr["number"],
+                  rerun=False, default_branch=_default_branch(event))
 
 
 def _default_branch(event) -> str:
@@ -56,8 +62,9 @@ async def check_run_rerequested(event, ctx):
         return
     repo = event.data["repository"]["full_name"]
     pr = _first_pr(run.get("pull_requests"))
-    run_check(ctx, repo=repo, head_sha=run["head_sha"], base_sha=(pr or {}).get("base", {}).get("sha"),
-              number=(pr or {}).get("number"), rerun=True, default_branch=_default_branch(event))
+    with ctx.exclusive(repo, run["head_sha"], CHECK_NAME):
+        run_check(ctx, repo=repo, head_sha=run["head_sha"], base_sha=((pr or {}).get("base") or {}).get("sha"),
+                  number=(pr or {}).get("number"), rerun=True, default_branch=_default_branch(event))
 
 
 @router.register("check_suite", action="rerequested")
@@ -65,31 +72,60 @@ async def check_suite_rerequested(event, ctx):
     suite = event.data["check_suite"]
     repo = event.data["repository"]["full_name"]
     pr = _first_pr(suite.get("pull_requests"))
-    run_check(ctx, repo=repo, head_sha=suite["head_sha"], base_sha=(pr or {}).get("base", {}).get("sha"),
-              number=(pr or {}).get("number"), rerun=True, default_branch=_default_branch(event))
+    with ctx.exclusive(repo, suite["head_sha"], CHECK_NAME):
+        run_check(ctx, repo=repo, head_sha=suite["head_sha"], base_sha=((pr or {}).get("base") or {}).get("sha"),
+                  number=(pr or {}).get("number"), rerun=True, default_branch=_default_branch(event))
 
 
 # -- the check ------------------------------------------------------------------------------------
 def find_or_create_run(client, ctx, repo: str, head_sha: str, rerun: bool) -> tuple[dict, bool]:
     """The check run this job writes to, and whether its work is already done.
 
-    A pull_request event reuses the run of that name on that SHA (a job that runs twice posts
-    nothing twice); a re-run request gets a new run, tied to its delivery by external_id.
+    One run per (head, check): a pull_request event reuses the run of that name on that SHA (a job
+    that runs twice posts nothing twice). A re-run request re-checks against the last run: when
+    the verdict is unchanged nothing is written (however many times the request is replayed, under
+    whatever delivery ids), when it changed a new run carries it (GitHub does not let a completed
+    run go back to in progress). Only when the last run reports a job that did not finish does a
+    re-run start a new run straight away.
     """
     runs = client.check_runs_for_ref(repo, head_sha, CHECK_NAME)
     app_id = str(ctx.settings.app_id or "")
     ours = [r for r in runs if r.get("name") == CHECK_NAME and r.get("head_sha") == head_sha
             and (not app_id or str((r.get("app") or {}).get("id", app_id)) == app_id)]
     ours.sort(key=lambda r: r["id"], reverse=True)
-    if rerun:
-        ours = [r for r in ours if r.get("external_id") == ctx.delivery_id]
-    if ours and (ours[0].get("output") or {}).get("title") != FAILED_TITLE:
+    if ours and (ours[0].get("output") or {}).get("title") not in FAILED_TITLES:
         run = ours[0]
-        return run, run.get("status") == "completed"
+        completed = run.get("status") == "completed"
+        if completed:
+            try:  # bookkeeping only: the verdict is on GitHub (the reconciler also catches this up)
+                _record(ctx, repo, head_sha, run, run.get("conclusion"))
+            except Exception as exc:
+                ctx.log.warning("could not record a completed check run", check_run_id=run["id"],
+                                error=type(exc).__name__)
+        if rerun and completed and run.get("external_id") != ctx.delivery_id:
+            # Checked again against this run's verdict (complete_run compares); never overwritten,
+            # not even by this job's failure: the last verdict stands until a new one replaces it.
+            ctx.rerun_of = {**(getattr(ctx, "rerun_of", None) or {}), run["id"]: run}
+            ctx.disarm(run["id"])
+            return run, False
+        return run, completed
     # None yet, or the last one reports a job that failed for good: this attempt gets a fresh run.
+    return _create_run(client, ctx, repo, head_sha), False
+
+
+def _create_run(client, ctx, repo: str, head_sha: str) -> dict:
     run = client.create_check_run(repo, {"name": CHECK_NAME, "head_sha": head_sha, "status": "in_progress",
                                          "external_id": ctx.delivery_id, "started_at": _now()})
-    return run, False
+    # Armed and recorded at once: if this job dies from here on, the run is completed with the
+    # reason (by this job's failure report, a dead letter's, or the reconciler, which finds it here).
+    ctx.on_failure("bot.handlers.pull_requests:report_failure", repo=repo, run_id=run["id"])
+    _record(ctx, repo, head_sha, run, None)
+    return run
+
+
+def _record(ctx, repo: str, head_sha: str, run: dict, conclusion: str | None) -> None:
+    store.record_check_run(ctx.store_url, repository=repo, head_sha=head_sha, name=CHECK_NAME,
+                           check_run_id=run["id"], delivery_id=ctx.delivery_id, conclusion=conclusion)
 
 
 def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: int | None, rerun: bool,
@@ -116,13 +152,32 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
 
 
 def complete_run(client, repo: str, run_id: int, conclusion: str, output: dict, annotations: list[dict]) -> None:
-    """Annotations in batches of 50: all but the last batch while in progress, the last one completes it."""
+    """Annotations in batches of 50: all but the last batch while in progress, the last one completes it.
+
+    A re-run (see find_or_create_run) writes nothing when the verdict is the last run's, and
+    completes a new run when it changed.
+    """
+    ctx = CURRENT_JOB.get()
+    previous = (getattr(ctx, "rerun_of", None) or {}).get(run_id)
+    if previous is not None:
+        before = previous.get("output") or {}
+        if previous.get("conclusion") == conclusion and before.get("title") == output.get("title") \
+                and (before.get("summary") or "") == (output.get("summary") or ""):
+            ctx.log.info("re-run: verdict unchanged", check_run_id=run_id)
+            return
+        run_id = _create_run(client, ctx, repo, previous["head_sha"])["id"]
     batches = [annotations[i:i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)] or [[]]
     for batch in batches[:-1]:
         client.update_check_run(repo, run_id, {"output": {**output, "annotations": batch}})
     final = {**output, "annotations": batches[-1]} if batches[-1] else output
     client.update_check_run(repo, run_id, {"status": "completed", "conclusion": conclusion,
                                            "completed_at": _now(), "output": final})
+    check_run_completed(run_id)  # from here on, no failure of this job overwrites the verdict
+    if previous is not None and ctx is not None:
+        try:
+            store.set_check_run_conclusion(ctx.store_url, run_id, conclusion)
+        except Exception as exc:
+            ctx.log.warning("could not record a completed check run", check_run_id=run_id, error=type(exc).__name__)
 
 
 def report_failure(client, reason: str, *, repo: str, run_id: int) -> None:

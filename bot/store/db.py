@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -27,12 +28,38 @@ def _sqlite_pragmas(dbapi_connection, _record):
     cursor.close()
 
 
+def secure_dir(path: Path) -> Path:
+    """The data directory (or one inside it): created 0700, and tightened to 0700 if it is ours."""
+    path = Path(path)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        if path.stat().st_uid == os.getuid() and path.stat().st_mode & 0o077:
+            path.chmod(0o700)
+    except OSError:
+        pass
+    return path
+
+
+def secure_file(path: Path) -> Path:
+    """A database or queue file: created 0600 before SQLite opens it (its -wal and -shm files take
+    the same mode), tightened to 0600 if it already exists and is ours."""
+    path = Path(path)
+    secure_dir(path.parent)
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        if path.stat().st_uid == os.getuid() and path.stat().st_mode & 0o077:
+            path.chmod(0o600)
+    except OSError:
+        pass
+    return path
+
+
 @lru_cache(maxsize=None)
 def get_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
-        if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        if path and path != ":memory:" and not path.startswith("file:"):
+            secure_file(Path(path))
         engine = create_engine(url, connect_args={"timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
