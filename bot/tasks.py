@@ -428,6 +428,13 @@ def start_reconciler(runtime: Runtime, stop: threading.Event | None = None) -> t
                 reconcile(runtime)
             except Exception as exc:
                 log.warning("reconciler pass failed", error=_short(exc))
+            try:
+                from bot.ondemand.flow import sweep_expired
+                from bot.store import service as store
+
+                sweep_expired(runtime.github, runtime.settings.database_url, store.installation_for)
+            except Exception as exc:
+                log.warning("on-demand expiry pass failed", error=_short(exc))
             if stop.wait(reconcile_every_s()):
                 return
 

@@ -170,7 +170,11 @@ def test_a_job_that_crashes_its_process_three_times_is_a_dead_letter(world, monk
     ready = world.client.get("/readyz")
     assert ready.status_code == 200 and ready.json["dead_letters"] == 1
     assert "ci_registrar_dead_letters 1.0" in world.client.get("/metrics").data.decode()
-    page = world.client.get("/").data.decode()
+    from tests.signin_support import sign_in
+
+    client = world.client
+    sign_in(client, world.flask, "maint", ["radixark/miles"], [world.installation.id])
+    page = client.get("/").data.decode()
     assert "Dead letters (1)" in page and d.delivery_id in page
 
     # Fixed (the process no longer dies): a redelivery by hand runs again, with a fresh budget.

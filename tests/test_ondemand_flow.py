@@ -269,3 +269,23 @@ def test_a_dispatch_whose_worker_died_does_not_block_the_suite_for_ever(od):
     od.comment(f"/run-rocm {SUITE}", author="maint")
     assert len(od.dispatches()) == 1
     assert store.get_request(url, request.id).status == "failed"
+
+
+def test_the_workers_periodic_pass_expires_old_requests_everywhere(od):
+    import datetime as dt
+
+    from bot.ondemand.flow import sweep_expired
+    from bot.store import service
+
+    od.world.deliver(od.sim.webhook("installation", "created", app=od.world.app, installation=od.world.installation))
+    od.world.drain()
+    od.comment(f"/run-rocm {SUITE}", author="bob")
+    url = od.world.settings.database_url
+    [request] = store.requests_for_pull(url, "radixark/miles", od.pr.number)
+    assert sweep_expired(od.world.queue.runtime.github, url, service.installation_for) == 0
+    store.update_request(url, request.id, created_at=store.now() - dt.timedelta(days=8))
+    assert sweep_expired(od.world.queue.runtime.github, url, service.installation_for) == 1
+    assert store.get_request(url, request.id).status == "expired"
+    [check] = od.check_runs("MI350 run request")
+    assert check["conclusion"] == "cancelled" and check["output"]["title"] == "Expired"
+    assert sweep_expired(od.world.queue.runtime.github, url, service.installation_for) == 0

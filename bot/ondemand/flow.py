@@ -140,17 +140,26 @@ def react(pull: Pull, comment_id: int | None, content: str) -> None:
 
 
 # -- requests -------------------------------------------------------------------------------------
+EXPIRED_DETAIL = "This request is older than 7 days and will not run."
+
+
+def _expire(store_url: str, request, client, delivery_id: str | None = None) -> bool:
+    """Close one request as expired (once: compare-and-set), with its audit entry and check run."""
+    if not store.transition(store_url, request.id, RETRYABLE, store.EXPIRED):
+        return False
+    store.audit(store_url, repository=request.repository, action="expiry", pull_number=request.pull_number,
+                head_sha=request.head_sha, suite=request.suite, files=requested_files(request),
+                request_id=request.id, detail="older than 7 days", delivery_id=delivery_id)
+    if client is not None:
+        _close_check(client, request.repository, request, "Expired", EXPIRED_DETAIL)
+    return True
+
+
 def expire_old(pull: Pull) -> list:
     """Requests on this PR older than 7 days are closed as expired (checked whenever the PR's requests are read)."""
-    gone = []
-    for request in store.requests_for_pull(pull.store_url, pull.repo, pull.number, RETRYABLE):
-        if store.now() - request.created_at > store.REQUEST_TTL and \
-                store.transition(pull.store_url, request.id, RETRYABLE, store.EXPIRED):
-            pull.audit("expiry", actor=None, suite=request.suite, files=requested_files(request),
-                       request_id=request.id, head_sha=request.head_sha, detail="older than 7 days")
-            close_request_check(pull, request, "Expired", "This request is older than 7 days and will not run.")
-            gone.append(request)
-    return gone
+    cutoff = store.now() - store.REQUEST_TTL
+    return [r for r in store.requests_for_pull(pull.store_url, pull.repo, pull.number, RETRYABLE)
+            if r.created_at < cutoff and _expire(pull.store_url, r, pull.client, pull.job.delivery_id)]
 
 
 def tidy(pull: Pull) -> tuple[list, list]:
@@ -164,11 +173,26 @@ def tidy(pull: Pull) -> tuple[list, list]:
 
 
 def close_request_check(pull: Pull, request, title: str, detail: str, conclusion: str = "cancelled") -> None:
+    _close_check(pull.client, pull.repo, request, title, detail, conclusion)
+
+
+def _close_check(client, repo: str, request, title: str, detail: str, conclusion: str = "cancelled") -> None:
     if request.request_check_run_id is None:
         return
-    pull.client.update_check_run(pull.repo, request.request_check_run_id, {
+    client.update_check_run(repo, request.request_check_run_id, {
         "status": "completed", "conclusion": conclusion, "completed_at": _iso_now(), "actions": [],
         "output": texts.request_closed_output(title, detail)})
+
+
+def sweep_expired(github, store_url: str, installation_for) -> int:
+    """Expire requests older than 7 days everywhere (the worker's periodic pass), so their
+    "MI350 run request" check run does not wait for ever on a PR nobody touches again."""
+    done = 0
+    for request in store.open_requests_before(store_url, store.now() - store.REQUEST_TTL):
+        installation = installation_for(store_url, request.repository)
+        client = github.for_installation(installation) if installation is not None else None
+        done += _expire(store_url, request, client)
+    return done
 
 
 def open_request_check(pull: Pull, request, comment_url: str | None) -> None:

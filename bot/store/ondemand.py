@@ -251,3 +251,11 @@ def requests_without_run(url: str, dispatch_repository: str) -> list[RocmRequest
         return list(session.scalars(sa.select(RocmRequest).where(
             RocmRequest.dispatch_repository == dispatch_repository, RocmRequest.status == DISPATCHED,
             RocmRequest.workflow_run_id.is_(None)).order_by(RocmRequest.id)))
+
+
+def open_requests_before(url: str, created_before: dt.datetime) -> list[RocmRequest]:
+    """Requests still waiting (pending, approved, failed) that were made before `created_before`."""
+    with session_scope(url) as session:
+        return list(session.scalars(sa.select(RocmRequest).where(
+            RocmRequest.status.in_([PENDING, APPROVED, "failed"]), RocmRequest.created_at < created_before)
+            .order_by(RocmRequest.id)))
