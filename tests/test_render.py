@@ -1,4 +1,4 @@
-"""Output formats: JSON (SPEC.md G), GitHub workflow commands, SARIF 2.1.0."""
+"""Output formats: JSON, GitHub workflow commands, SARIF 2.1.0 (for code scanning)."""
 
 from __future__ import annotations
 
