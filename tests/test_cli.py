@@ -92,6 +92,16 @@ def test_check_loads_libcst_only_to_render_a_fix(tmp_path):
     assert not imported & {"flask", "sqlalchemy", "github", "gidgethub", "huey", "redis", "structlog"}
 
 
+def test_outputs_that_show_no_fix_never_load_libcst(tmp_path):
+    repo = make_tree(tmp_path / "miles", **{PPO: test_file(TYPO)})
+    for fmt in ("github", "json"):
+        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "bot.cli", "check", "--repo", str(repo), "--format", fmt],
+                              capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 1 and "REG010" in done.stdout
+        imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+        assert "libcst" not in imported, fmt
+
+
 def test_version_comes_from_the_package_metadata():
     from importlib.metadata import version
 
