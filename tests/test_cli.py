@@ -66,6 +66,44 @@ def test_the_install_recipes_ask_for_the_app_extra_where_the_service_runs():
     assert "rev: v0.2.0" in hooks and "entry: ci-registrar check --repo ." in hooks
 
 
+BLOCK_APP = (
+    "import sys\n"
+    "from bot.cli import APP_MODULES\n"
+    "class Block:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] in APP_MODULES:\n"
+    "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+    "sys.meta_path.insert(0, Block())\n"
+    "from bot.cli import main\n"
+    "main(sys.argv[1:])\n"
+)
+
+
+def test_the_light_commands_work_without_the_app_extra(tmp_path):
+    """As after `pip install .`: every module of the `app` extra unimportable."""
+    repo = make_tree(tmp_path / "miles", **{PPO: test_file(TYPO)})
+    env = {**os.environ, "CI_REGISTRAR_DATA_DIR": str(tmp_path / "data")}
+    env.pop("DATABASE_URL", None)
+
+    def light(*args):
+        return subprocess.run([sys.executable, "-c", BLOCK_APP, *args], capture_output=True, text=True, cwd=ROOT, env=env)
+
+    done = light("check", "--repo", str(repo))
+    assert done.returncode == 1 and "REG010" in done.stdout and "fix:" in done.stdout, done.stderr
+    assert light("check", "--repo", str(repo), "--diff").returncode == 1
+    log = tmp_path / "job.log"
+    log.write_text("2024-05-01T10:00:00.0000000Z [1/1] tests/e2e/test_a.py  PASS  elapsed=42s\n")
+    done = light("durations", "import", str(log), "--repo", "a/b", "--hardware", "MI355X")
+    assert done.returncode == 0, done.stderr
+    done = light("durations", "show", "--format", "json", "--window-days", "100000")
+    assert done.returncode == 0 and json.loads(done.stdout)[0]["file"] == "tests/e2e/test_a.py", done.stderr
+    assert light("durations", "export").returncode == 0
+    assert light("rule", "REG010").returncode == 0
+    assert light("config", "defaults").returncode == 0
+    done = light("serve")
+    assert done.returncode == 2 and "ci-registrar[app]" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_check_without_fixes_imports_no_service_library_nor_libcst(tmp_path):
     repo = make_tree(tmp_path / "miles")
     probe = (
