@@ -11,7 +11,7 @@ import click
 @click.argument("code", required=False)
 @click.option("--markdown", is_flag=True, help="Print docs/rules.md (every rule) instead.")
 def rule(code: str | None, markdown: bool) -> None:
-    """Explain rule CODE (e.g. REG010), or list every rule."""
+    """What a rule means and how to fix it (CODE: REG010 or unknown-suite); without CODE, every rule."""
     from checks.rule_docs import rule_text, rules_markdown
     from checks.rules import RULES
 
