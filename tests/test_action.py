@@ -130,3 +130,12 @@ def test_the_check_step_without_a_base_checks_the_whole_tree(tmp_path):
     assert done.returncode == 0 and "::warning" in done.stdout  # REG013: a suite no workflow runs
     done, _ = _run_check_step(tmp_path, repo, **{"fail-on": "warning"})
     assert done.returncode == 1
+
+
+@pytest.mark.parametrize("version", ["0.2.0", "v0.2.0; curl evil", "main", "--index-url=https://x"])
+def test_the_install_step_refuses_a_version_that_is_not_a_release_tag(tmp_path, version):
+    install = _step("Install")
+    env = {**os.environ, "RUNNER_TEMP": str(tmp_path), "PYTHON": "true", "ACTION_PATH": str(ROOT), "VERSION": version}
+    done = subprocess.run(["bash", "-c", install["run"]], env=env, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stdout.startswith("::error title=CI Registrar::version must be a release tag such as v0.2.0")
