@@ -33,7 +33,7 @@ SECTIONS: dict[str, str] = {
     "approvers": "Who counts as a maintainer for `/run-rocm`, `/approve-rocm` and `/deny-rocm`.",
     "budgets": "Cost limits of on-demand runs.",
     "rules": "Severity per rule code (`failure`, `warning`, `notice` or `off`), overriding the default "
-             "(docs/rules.md). Unknown codes are an error.",
+             "([rules.md](rules.md)). Unknown codes are an error.",
 }
 
 # "Struct.field" -> what it means
@@ -42,7 +42,7 @@ FIELDS: dict[str, str] = {
     "Paths.suites_module": "Module that holds the suite inventory.",
     "Paths.suites_variables": "Module-level names of the inventory (a dict keyed by `HWBackend.X`); several are united.",
     "Paths.labels_module": "Module that holds the known labels.",
-    "Paths.labels_variable": "Module-level name of the known labels (a dict or a list of strings).",
+    "Paths.labels_variable": "Module-level name of the known labels (a dict whose keys are the labels, or a list of strings).",
     "Paths.test_roots": "Directories the runner discovers test files in.",
     "Paths.implicit_cpu_roots": "Discovery roots where a file without a registration is the runner's implicit CPU registration.",
     "Paths.test_pattern": "File name pattern (fnmatch) of a test file.",
