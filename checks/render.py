@@ -135,7 +135,16 @@ def _sarif_identities(report: Report) -> list[str]:
     return out
 
 
-def to_sarif(report: Report, version: str = "0.2.0", srcroot: str | None = None) -> str:
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ci-registrar")
+    except PackageNotFoundError:  # pragma: no cover - a source tree without installed metadata
+        return "0.0.0"
+
+
+def to_sarif(report: Report, version: str | None = None, srcroot: str | None = None) -> str:
     """SARIF 2.1.0 for GitHub code scanning (github/codeql-action/upload-sarif).
 
     Locations are repository-relative under `%SRCROOT%`; `srcroot` (the checkout's file URI,
@@ -145,6 +154,7 @@ def to_sarif(report: Report, version: str = "0.2.0", srcroot: str | None = None)
 
     from checks.rule_docs import help_markdown, help_text, help_uri, short_description
 
+    version = version or _package_version()
     rule_ids = sorted(RULES)
     index = {code: i for i, code in enumerate(rule_ids)}
     results = []

@@ -64,15 +64,6 @@ def _is_target(tree) -> bool:
     return tree.read(config.paths.register_module) is not None
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("ci-registrar")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree without metadata
-        return "0.0.0"
-
-
 @click.command()
 @click.option("--repo", "repo", default=".", show_default=True, help="Root of the repository checkout.")
 @click.option("--base", "base", default=None, help="Base git revision: check the diff base..head.")
@@ -213,5 +204,5 @@ def _render(report, fmt: str, root: Path) -> str:
     from checks.render import RENDERERS, to_sarif
 
     if fmt == "sarif":
-        return to_sarif(report, version=_version(), srcroot=root.resolve().as_uri() + "/")
+        return to_sarif(report, srcroot=root.resolve().as_uri() + "/")
     return RENDERERS[fmt](report)
