@@ -62,8 +62,14 @@ def test_the_base_install_has_no_service_dependency():
 def test_the_install_recipes_ask_for_the_app_extra_where_the_service_runs():
     assert "'.[app,test]'" in (ROOT / "Makefile").read_text()
     assert 'pip install ".[app]"' in (ROOT / "deploy/Dockerfile").read_text()
-    hooks = (ROOT / ".pre-commit-hooks.yaml").read_text()
-    assert "rev: v0.2.0" in hooks and "entry: ci-registrar check --repo ." in hooks
+    text = (ROOT / ".pre-commit-hooks.yaml").read_text()
+    import yaml
+
+    hooks = {h["id"]: h for h in yaml.safe_load(text)}
+    assert "rev: v0.2.0" in text
+    assert hooks["ci-registrar"]["entry"] == "ci-registrar check --repo ."
+    assert hooks["ci-registrar-fix"]["entry"] == "ci-registrar check --repo . --fix"
+    assert all(h["language"] == "python" and h["pass_filenames"] is False for h in hooks.values())
 
 
 BLOCK_APP = (
