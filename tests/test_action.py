@@ -139,3 +139,39 @@ def test_the_install_step_refuses_a_version_that_is_not_a_release_tag(tmp_path, 
     done = subprocess.run(["bash", "-c", install["run"]], env=env, capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stdout.startswith("::error title=CI Registrar::version must be a release tag such as v0.2.0")
+
+
+DOC = (ROOT / "docs" / "github-action.md").read_text()
+
+
+def _doc_workflows() -> list[str]:
+    return [block for block in re.findall(r"```yaml\n(.*?)```", DOC, re.S) if block.startswith("name:")]
+
+
+def test_the_documented_workflows_use_the_action_as_it_is():
+    workflows = _doc_workflows()
+    assert len(workflows) == 2
+    for text in workflows:
+        doc = yaml.safe_load(text)
+        steps = doc["jobs"]["check"]["steps"]
+        checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout@"))
+        assert checkout["with"]["fetch-depth"] == 0
+        ours = next(s for s in steps if s.get("uses", "").startswith("radixark/ci-registrar@"))
+        assert set(ours.get("with", {})) <= set(ACTION["inputs"])
+    sarif = yaml.safe_load(workflows[1])["jobs"]["check"]
+    upload = next(s for s in sarif["steps"] if "upload-sarif" in s.get("uses", ""))
+    assert "!cancelled()" in upload["if"] and sarif["permissions"]["security-events"] == "write"
+    for name in ACTION["inputs"]:
+        assert f"| `{name}` |" in DOC  # every input is documented
+
+
+def test_the_documented_workflows_pass_actionlint(tmp_path):
+    actionlint = shutil.which("actionlint", path=str(Path(sys.executable).parent)) or shutil.which("actionlint")
+    if actionlint is None:
+        pytest.skip("actionlint is not installed (the test extra installs it)")
+    for i, text in enumerate(_doc_workflows()):
+        path = tmp_path / ".github" / "workflows" / f"doc{i}.yml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        done = subprocess.run([actionlint, "-shellcheck", "", str(path)], capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
