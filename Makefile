@@ -1,15 +1,16 @@
 # The two commands of README.md: `make run` starts the App on its embedded defaults,
 # `make test` installs what the tests need and runs them. Both work on a fresh machine.
+# Both install the App's extra (`.[app,test]`); the command line alone is `pip install .`.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test install bench
+.PHONY: run test install bench docs
 
 $(BIN)/ci-registrar: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[app,test]'
 	touch $@
 
 install: $(BIN)/ci-registrar
@@ -23,3 +24,10 @@ test: install
 
 bench: install
 	$(BIN)/python bench/scan.py
+
+# The generated references: docs/rules.md, docs/configuration.md, docs/ci-registrar.schema.json
+# (tests/test_docs.py fails when one is stale).
+docs: install
+	$(BIN)/ci-registrar rule --markdown > docs/rules.md
+	$(BIN)/ci-registrar config reference > docs/configuration.md
+	$(BIN)/ci-registrar config schema > docs/ci-registrar.schema.json

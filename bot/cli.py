@@ -2,17 +2,24 @@
 
 `check` must start fast (it competes with a bare `ast.parse` loop, start-up included), so no
 subcommand's module is imported until that subcommand runs.
+
+The base install (`pip install ci-registrar`) carries what `check`, `rule`, `config` and
+`durations` need; `serve`, `worker` and `manifest` need the `app` extra. A missing service
+dependency is a one-line error that says which extra to install, never a traceback.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 
 import click
 
 # name -> "module:attribute" of a click command or group
 SUBCOMMANDS = {
     "check": "bot.commands.check:check",
+    "rule": "bot.commands.rule:rule",
+    "config": "bot.commands.config:config",
     "serve": "bot.commands.service:serve",
     "worker": "bot.commands.service:worker",
     "manifest": "bot.commands.service:manifest",
@@ -20,6 +27,25 @@ SUBCOMMANDS = {
     "durations": "bot.commands.durations:durations",
     "audit": "bot.commands.audit:audit",
 }
+
+# Top-level modules of the `app` extra (pyproject.toml) -> the distribution to name in the error.
+APP_MODULES = {
+    "flask": "flask", "werkzeug": "flask", "gidgethub": "gidgethub", "github": "PyGithub",
+    "requests": "requests", "structlog": "structlog", "prometheus_client": "prometheus-client",
+    "huey": "huey", "redis": "redis", "psycopg": "psycopg", "gunicorn": "gunicorn", "jwt": "PyJWT",
+}
+
+
+def missing_extra(exc: ModuleNotFoundError) -> str | None:
+    """The one-line explanation when `exc` is a dependency of the `app` extra, else None."""
+    top = (exc.name or "").split(".")[0]
+    if top not in APP_MODULES:
+        return None
+    if top == "psycopg":
+        return ("DATABASE_URL names PostgreSQL, whose driver (psycopg) is not installed: "
+                "pip install 'ci-registrar[postgres]' (or the whole App: 'ci-registrar[app]')")
+    return (f"this command needs the App's dependencies ({APP_MODULES[top]} is not installed): "
+            "pip install 'ci-registrar[app]'")
 
 
 class LazyGroup(click.Group):
@@ -39,8 +65,22 @@ class LazyGroup(click.Group):
             return None  # not built yet
         return getattr(module, attr)
 
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:  # noqa: BLE001 - environment failures become one line; bugs re-raise
+            from bot.commands.errors import environment_error
+
+            message = environment_error(exc)
+            if message is None:
+                raise
+            name = ctx.invoked_subcommand or ""
+            click.echo(f"ci-registrar {name}: {message}" if name else f"ci-registrar: {message}", err=True)
+            sys.exit(2)
+
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="ci-registrar", prog_name="ci-registrar", message="%(prog)s %(version)s")
 def main():
     """CI Registrar: review CI registrations, keep MI355X durations, run ROCm CI on demand."""
 

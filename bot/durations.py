@@ -122,7 +122,7 @@ def _insert(session: Session, rows: list[dict]) -> int:
     dialect = session.get_bind().dialect.name
     if dialect == "postgresql":
         return _insert_postgresql(session, rows)
-    if dialect != "sqlite":  # pragma: no cover - SPEC.md names only these two
+    if dialect != "sqlite":  # pragma: no cover - the store supports SQLite and PostgreSQL only
         raise RuntimeError(f"unsupported database dialect {dialect}")
     from sqlalchemy.dialects.sqlite import insert
 
@@ -194,7 +194,7 @@ def ingest_job_log(
 
     target: a Session (the caller's transaction) or a store URL (one transaction of its own).
     hardware: the model, if known; otherwise it comes from runner_labels through hardware_mapping
-    (SPEC.md E `hardware:`), and is stored as "unknown" when the labels do not name one model.
+    (the `hardware:` section of .github/ci-registrar.yml), and is stored as "unknown" when the labels do not name one model.
     backend / suite: if not given, read from the runner's `--hw` / `--suite` in the log (else rocm).
     measured_at: for lines without an Actions timestamp (default: now).
     run_id / job_id: the natural key; without them 0 and a hash of the log stand in.
@@ -563,7 +563,8 @@ def query_stats(
     now: datetime | None = None,
 ) -> list[StatRow]:
     """n, median, p90, max per (repository, file, backend, hardware) over the last window_runs
-    passing runs within window_days days (SPEC.md B; defaults from params, else SPEC.md E).
+    passing runs within window_days days (defaults from params, else the `calibration:` defaults
+    of checks/config.py: 10 runs, 30 days).
 
     The database filters, ranks (ROW_NUMBER over the partial PASS index) and aggregates; rows
     come sorted by repository, file, backend, hardware.

@@ -39,7 +39,7 @@ def _read_credentials(path: Path) -> dict:
 
 
 def load_settings(environ: dict[str, str] | None = None) -> Settings:
-    """Read SPEC.md G's environment; the onboarding credentials file fills what it leaves unset."""
+    """Read the environment (README.md, "Running the App"); the onboarding credentials file fills what it leaves unset."""
     env = os.environ if environ is None else environ
     data_dir = Path(env.get("CI_REGISTRAR_DATA_DIR") or "./data").resolve()
     creds = _read_credentials(data_dir / CREDENTIALS_FILE)

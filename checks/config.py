@@ -89,7 +89,8 @@ class Budgets(_Struct):
 
 
 def _default_consumers() -> list[Consumer]:
-    # radixark/miles' nightly- suites run in sgl-project/sglang's MI350 nightly (TARGET-REPOS.md).
+    # radixark/miles' nightly- suites run in sgl-project/sglang's MI350 nightly workflow
+    # (.github/workflows/nightly-test-amd-miles-rocm720.yml, 120-minute job timeout, one shard).
     return [
         Consumer(
             repository="sgl-project/sglang",

@@ -38,7 +38,7 @@ class Signature:
 
 
 def _default_signature(function: str, backend: Backend) -> Signature:
-    # TARGET-REPOS.md: est_time: float, suite: str, *, labels, nightly=False, disabled=None
+    # radixark/miles' tests/ci/ci_register.py: est_time: float, suite: str, *, labels, nightly=False, disabled=None
     return Signature(function, backend, ("est_time", "suite"), ("labels", "nightly", "disabled"), frozenset({"est_time", "suite"}))
 
 
@@ -241,7 +241,7 @@ def read_labels(path: str, data: bytes | None, variable: str, contract: Contract
 def read_signatures(path: str, data: bytes | None, contract: Contract) -> None:
     tree, _lines = _parse_module(path, data, contract, "the register functions")
     if tree is None:
-        return  # keep the documented contract (TARGET-REPOS.md)
+        return  # keep the default contract (_default_signature: miles' register signature)
     found: dict[str, Signature] = {}
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef) and stmt.name in REGISTER_FUNCTIONS:

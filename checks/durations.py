@@ -2,7 +2,7 @@
 
 Pure: no database, no network, no bot/ imports. The store and the service live in bot/durations.py.
 
-What the runner prints (TARGET-REPOS.md, "What the runner prints"), each line of a downloaded job
+What the target's runner (tests/ci/run_suite.py) prints, each line of a downloaded job
 log prefixed with an ISO-8601 timestamp and a space:
 
     [3/12] tests/e2e/megatron/test_qwen3_4B_ppo.py  PASS  elapsed=812s
@@ -307,7 +307,7 @@ def runner_timeout(est_time: float, timeout_per_file_s: int = 1800) -> int:
 # Calibration (REG020 / REG021)
 
 
-# The `calibration:` section of .github/ci-registrar.yml, with SPEC.md E's defaults: one schema
+# The `calibration:` section of .github/ci-registrar.yml, with its defaults: one schema
 # for the configuration file and for callers that pass parameters directly.
 CalibrationParams = _ConfigCalibration
 
@@ -394,10 +394,11 @@ def calibrate(
     hardware: str | None = None,
     other_estimate: OtherBackendEstimate | None = None,
 ) -> Calibration:
-    """Judge est_time against stored durations as SPEC.md's REG020 / REG021 define it.
+    """Judge est_time against stored durations as REG020 / REG021 define it (docs/rules.md).
 
     stats: DurationStats (or anything with n, median, p90, max) over the window of passing runs.
-    params: CalibrationParams, config.calibration, or a mapping; missing keys take SPEC defaults.
+    params: CalibrationParams, config.calibration, or a mapping; missing keys take the defaults
+    of the `calibration:` section (docs/configuration.md).
     since: the oldest measurement in the window, for the message.
     other_estimate: estimate_from_other_backend(...) for the REG021 message when data is short.
     """

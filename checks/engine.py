@@ -84,6 +84,7 @@ def check_tree(
     *,
     config_text=_FROM_TREE,
     durations=None,
+    fixes: bool = True,
 ) -> Report:
     """Check `head`; with `base` and `changed` (head path -> base path), check the diff.
 
@@ -92,6 +93,8 @@ def check_tree(
     `durations`: rows of per-(file, backend, hardware) statistics (`durations show --format json`),
     or a callable that takes the Config and returns them (the window is configuration);
     given, REG020/REG021 judge est_time against them and REG030 uses measured time where it can.
+    `fixes`: format each suggestion as a whole-line Fix (libcst); a caller whose output shows no
+    fix (JSON, workflow commands) passes False and never loads libcst.
     """
     if config_text is _FROM_TREE:
         config_text = head.read(CONFIG_PATH)
@@ -149,7 +152,7 @@ def check_tree(
 
     report.registrations.extend(r for p in to_check for r in ctx.scans[p].registrations)
     report.registrations.sort(key=lambda r: (r.file, r.span.line, r.span.column))
-    if any(f.suggestion is not None for f in findings):
+    if fixes and any(f.suggestion is not None for f in findings):
         from checks.fixes import attach_fixes  # libcst loads only when there is a fix to make
 
         attach_fixes(findings, report.registrations, lambda path: ctx.scans[path].lines if path in ctx.scans else [])

@@ -1,4 +1,4 @@
-"""Output formats for a report: text for people, JSON (SPEC.md G), GitHub workflow commands, SARIF.
+"""Output formats for a report: text for people, JSON (README.md), GitHub workflow commands, SARIF.
 
 The analysis never knows how it will be shown; each renderer reads the same Report.
 """
@@ -97,13 +97,68 @@ def to_github(report: Report) -> str:
 
 
 _SARIF_LEVEL = {Severity.FAILURE: "error", Severity.WARNING: "warning", Severity.NOTICE: "note"}
+FINGERPRINT_KEY = "ciRegistrar/v2"
 
 
-def to_sarif(report: Report, version: str = "0.1.0") -> str:
+def _sarif_identities(report: Report) -> list[str]:
+    """A stable identity per finding, for code scanning's partialFingerprints.
+
+    Built from the rule, the file and what the finding is about: the registration (its function
+    and its ordinal among that function's calls in the file) and the argument, or for a finding on
+    no registration, its ordinal among the same rule's findings in the file. Never the message
+    (it carries totals and numbers that change) nor line numbers (they shift with every edit above).
+    """
+    calls: dict[str, list[tuple[tuple[int, int], str, Registration]]] = {}
+    for reg in sorted(report.registrations, key=lambda r: (r.file, r.span.line, r.span.column)):
+        if reg.implicit or reg.change is not None and reg.change.value == "removed":
+            continue
+        same = [c for c in calls.get(reg.file, []) if c[2].function == reg.function]
+        calls.setdefault(reg.file, []).append((reg.statement_lines, f"{reg.function}#{len(same)}", reg))
+    ordinal: dict[tuple[str, str], int] = {}
+    seen: dict[str, int] = {}
+    out = []
+    for f in report.findings:
+        about = None
+        for (first, last), ident, reg in calls.get(f.file, []):
+            if first <= f.span.line <= last:
+                arg = next((name for name, a in reg.arguments.items() if a.span == f.span), "")
+                about = f"{ident}:{arg}"
+                break
+        if about is None:
+            n = ordinal.get((f.rule, f.file), 0)
+            ordinal[(f.rule, f.file)] = n + 1
+            about = f"#{n}"
+        key = f"{f.rule}:{f.file}:{about}"
+        n = seen.get(key, 0)  # two findings of one rule on one argument: still distinct
+        seen[key] = n + 1
+        out.append(key if n == 0 else f"{key}:{n}")
+    return out
+
+
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ci-registrar")
+    except PackageNotFoundError:  # pragma: no cover - a source tree without installed metadata
+        return "0.0.0"
+
+
+def to_sarif(report: Report, version: str | None = None, srcroot: str | None = None) -> str:
+    """SARIF 2.1.0 for GitHub code scanning (github/codeql-action/upload-sarif).
+
+    Locations are repository-relative under `%SRCROOT%`; `srcroot` (the checkout's file URI,
+    ending in `/`) is recorded when the caller knows it, and left out otherwise.
+    """
+    import hashlib
+
+    from checks.rule_docs import help_markdown, help_text, help_uri, short_description
+
+    version = version or _package_version()
     rule_ids = sorted(RULES)
     index = {code: i for i, code in enumerate(rule_ids)}
     results = []
-    for f in report.findings:
+    for f, identity in zip(report.findings, _sarif_identities(report)):
         result = {
             "ruleId": f.rule,
             "ruleIndex": index[f.rule],
@@ -122,7 +177,7 @@ def to_sarif(report: Report, version: str = "0.1.0") -> str:
                     }
                 }
             ],
-            "partialFingerprints": {"ciRegistrar/v1": f"{f.rule}:{f.file}:{f.message}"},
+            "partialFingerprints": {FINGERPRINT_KEY: hashlib.sha256(identity.encode()).hexdigest()[:32]},
         }
         if f.fix is not None:
             result["fixes"] = [
@@ -142,6 +197,9 @@ def to_sarif(report: Report, version: str = "0.1.0") -> str:
                 }
             ]
         results.append(result)
+    srcroot_location: dict = {"description": {"text": "The root of the repository checkout."}}
+    if srcroot:
+        srcroot_location["uri"] = srcroot if srcroot.endswith("/") else srcroot + "/"
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
@@ -151,19 +209,24 @@ def to_sarif(report: Report, version: str = "0.1.0") -> str:
                     "driver": {
                         "name": "ci-registrar",
                         "version": version,
+                        "semanticVersion": version,
                         "informationUri": _TOOL_URI,
                         "rules": [
                             {
                                 "id": code,
                                 "name": RULES[code].name,
-                                "shortDescription": {"text": RULES[code].summary},
+                                "shortDescription": {"text": short_description(RULES[code])},
+                                "fullDescription": {"text": RULES[code].summary},
+                                "help": {"text": help_text(RULES[code]), "markdown": help_markdown(RULES[code])},
+                                "helpUri": help_uri(code),
                                 "defaultConfiguration": {"level": _SARIF_LEVEL[RULES[code].severity]},
+                                "properties": {"tags": ["ci-registrations"]},
                             }
                             for code in rule_ids
                         ],
                     }
                 },
-                "originalUriBaseIds": {"%SRCROOT%": {"uri": "file:///"}},
+                "originalUriBaseIds": {"%SRCROOT%": srcroot_location},
                 "results": results,
             }
         ],

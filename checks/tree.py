@@ -72,8 +72,17 @@ def _git(repo: Path, *args: str, input: bytes | None = None) -> bytes:
     except FileNotFoundError as exc:
         raise GitError("git is not installed") from exc
     if done.returncode != 0:
-        raise GitError(done.stderr.decode(errors="replace").strip().splitlines()[-1] if done.stderr else "git failed")
+        raise GitError(_reason(done.stderr) or f"git {args[0]} failed (exit {done.returncode})")
     return done.stdout
+
+
+def _reason(stderr: bytes) -> str:
+    """git's own explanation: its first `fatal:`/`error:` line, else its last line."""
+    lines = [line.strip() for line in stderr.decode(errors="replace").splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("fatal:", "error:")):
+            return line
+    return lines[-1] if lines else ""
 
 
 class GitRevisionTree:
@@ -82,7 +91,15 @@ class GitRevisionTree:
     def __init__(self, repo: str | os.PathLike, rev: str):
         self.repo = Path(repo)
         self.rev = rev
-        self.commit = _git(self.repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").decode().strip()
+        try:
+            self.commit = _git(self.repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").decode().strip()
+        except GitError as exc:
+            if str(exc).startswith("git rev-parse failed"):  # --quiet: ask again for git's reason
+                try:
+                    _git(self.repo, "rev-parse", f"{rev}^{{commit}}", "--")
+                except GitError as again:
+                    exc = again
+            raise GitError(f"revision `{rev}`: {str(exc).replace('^{commit}', '')}") from None
         self._blobs: dict[str, str] = {}
         for line in _git(self.repo, "ls-tree", "-r", "-z", "--full-tree", self.commit).split(b"\0"):
             if not line:

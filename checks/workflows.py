@@ -1,6 +1,6 @@
 """Which suites the repository's own workflows run, with their job timeouts and shard counts.
 
-A consumer is found the way TARGET-REPOS.md describes: `--suite <name>` in any string of a
+A consumer is found the way the target's workflows name suites: `--suite <name>` in any string of a
 workflow (run steps, inputs such as `execute_command` passed to reusable workflows) and suite
 values in a job matrix (`--suite ${{ matrix.suite }}`).
 """

@@ -98,8 +98,8 @@ def test_import_reports_bad_input(env):
     code, out, err = run("durations", "import", str(csv_file), "--repo", "a/b")
     assert code == 1 and "missing column: elapsed_s" in err
 
-    code, _, err = run("durations", "import", str(bad))
-    assert code == 1 and "needs --repo" in err
+    code, _, err = run("durations", "import", str(bad))  # a usage error: exit 2, one line
+    assert code == 2 and "needs --repo" in err and len(err.strip().splitlines()) == 1
 
 
 def test_import_with_explicit_hardware_run_id_and_format(env):

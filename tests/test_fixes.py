@@ -1,4 +1,4 @@
-"""The libcst fixes: a REG010 correction changes one argument and keeps everything else (SPEC.md A)."""
+"""The libcst fixes: a REG010 correction changes one argument and keeps everything else."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ def _tool(name: str) -> str:
     if not path.exists():
         found = shutil.which(name)
         if found is None:
-            pytest.fail(f"{name} is not installed: `pip install -e '.[test]'` installs it")
+            pytest.fail(f"{name} is not installed: `pip install -e '.[app,test]'` (make install) installs it")
         return found
     return str(path)
 

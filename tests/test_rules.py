@@ -1,4 +1,4 @@
-"""Every rule of the check engine, on miles-shaped source written here (SPEC.md A, E; TARGET-REPOS.md).
+"""Every rule of the check engine, on miles-shaped source written here (docs/rules.md).
 
 Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
 """

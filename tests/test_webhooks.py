@@ -47,7 +47,7 @@ BODY = json.dumps({"action": "opened", "number": 1, "installation": {"id": 7},
 
 
 def test_the_documented_signature_example_matches():
-    # GITHUB-FACTS.md §1: GitHub's own test vector.
+    # GitHub's own test vector (docs: "Validating webhook deliveries", secret "It's a Secret to Everybody").
     assert sign(b"Hello, World!") == "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
 
 

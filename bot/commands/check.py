@@ -1,4 +1,9 @@
-"""`ci-registrar check`: the registration rules on a local checkout, whole tree or a diff."""
+"""`ci-registrar check`: the registration rules on a local checkout, whole tree or a diff.
+
+`--fix` writes the engine's fixes (whole-line replacements) into the working tree, `--diff`
+previews them as a unified diff; `--new-only` keeps what a diff added or changed, so a repository
+with old findings can adopt the check without first fixing its history.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,13 @@ from pathlib import Path
 
 import click
 
+from bot.commands.errors import fail as _fail_command, git_failure
+
+FAIL_ON = {"failure": ("failure",), "warning": ("failure", "warning")}
+
 
 def _fail(message: str) -> None:
-    click.echo(f"ci-registrar check: {message}", err=True)
-    sys.exit(2)
+    _fail_command("check", message)
 
 
 def _durations_from_file(path: str) -> list[dict]:
@@ -45,17 +53,35 @@ def _durations_from_store(repository: str | None):
     return rows
 
 
+def _is_target(tree) -> bool:
+    """A repository the check applies to: it has the configuration or the register module."""
+    from checks.config import CONFIG_PATH, load_config
+
+    text = tree.read(CONFIG_PATH)
+    if text is not None:
+        return True
+    config, _ = load_config(None)
+    return tree.read(config.paths.register_module) is not None
+
+
 @click.command()
 @click.option("--repo", "repo", default=".", show_default=True, help="Root of the repository checkout.")
 @click.option("--base", "base", default=None, help="Base git revision: check the diff base..head.")
 @click.option("--head", "head", default=None, help="Head git revision (with --base; default HEAD).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]), default="text", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write the report to this file instead of stdout (e.g. a SARIF file to upload).")
+@click.option("--new-only", is_flag=True, help="With --base: report only findings on registrations the diff added or changed (and files it added, and removals); the exit status follows what is reported.")
+@click.option("--fix", "apply_fixes", is_flag=True, help="Apply the fixes to the files in the working tree, then report what is left.")
+@click.option("--diff", "show_diff", is_flag=True, help="Print the fixes as a unified diff on stdout and change no file; exit 1 when there is something to fix.")
+@click.option("--fail-on", type=click.Choice(sorted(FAIL_ON)), default="failure", show_default=True, help="Exit 1 when a reported finding is at least this severe.")
 @click.option("--durations", "from_store", is_flag=True, help="Judge est_time (REG020/REG021) against the durations store (DATABASE_URL or the data directory).")
 @click.option("--durations-file", type=click.Path(dir_okay=False), default=None, help="Judge est_time against a `durations show --format json` file.")
 @click.option("--repository", default=None, metavar="OWNER/NAME", help="With --durations: whose stored durations to use (default: every repository in the store).")
-@click.option("--list-rules", is_flag=True, help="Print the rule registry and exit.")
-def check(repo: str, base: str | None, head: str | None, fmt: str, from_store: bool, durations_file: str | None, repository: str | None, list_rules: bool) -> None:
-    """Check the CI registrations of a checkout. Exit 0: no failure; 1: failures; 2: usage error."""
+@click.option("--list-rules", is_flag=True, help="Print the rule registry and exit (see also `ci-registrar rule`).")
+def check(repo: str, base: str | None, head: str | None, fmt: str, output: str | None, new_only: bool, apply_fixes: bool,
+          show_diff: bool, fail_on: str, from_store: bool, durations_file: str | None, repository: str | None,
+          list_rules: bool) -> None:
+    """Check the CI registrations of a checkout. Exit 0: no failure; 1: failures; 2: usage or environment error."""
     if list_rules:
         from checks.rules import RULES
 
@@ -63,8 +89,19 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, from_store: b
             click.echo(f"{r.code}  {r.severity.value:<7}  {r.name}: {r.summary}")
         return
     from checks.engine import check_tree
-    from checks.render import RENDERERS
     from checks.tree import DirectoryTree, GitError, GitRevisionTree, changed_paths
+
+    root = Path(repo)
+    if not root.is_dir():
+        _fail(f"{repo} is not a readable directory")
+    if head is not None and base is None:
+        _fail("--head needs --base (the diff base..head)")
+    if new_only and base is None:
+        _fail("--new-only needs --base (what is new is relative to a base revision)")
+    if apply_fixes and show_diff:
+        _fail("--fix and --diff exclude each other (--diff previews what --fix writes)")
+    if (apply_fixes or show_diff) and head is not None:
+        _fail("--fix/--diff change the working tree: leave out --head")
 
     durations = None
     if durations_file is not None:
@@ -72,22 +109,100 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, from_store: b
     elif from_store:
         durations = _durations_from_store(repository)
 
-    root = Path(repo)
-    if not root.is_dir():
-        _fail(f"{repo} is not a readable directory")
-    if head is not None and base is None:
-        _fail("--head needs --base (the diff base..head)")
-    try:
+    added: set[str] = set()
+    # Fixes are formatted with libcst (a third of a small run's time): only for outputs that show them.
+    fixes = fmt in ("text", "sarif") or apply_fixes or show_diff
+
+    def run():
         if base is not None:
-            head_tree = GitRevisionTree(root, head or "HEAD")
-            base_tree = GitRevisionTree(root, base)
-            changed = changed_paths(root, base_tree.commit, head_tree.commit)
-            report = check_tree(head_tree, base=base_tree, changed=changed, durations=durations)
-        else:
-            report = check_tree(DirectoryTree(root), durations=durations)
-    except GitError as exc:
-        _fail(f"git: {exc} (is {repo} a git repository with revisions {base} and {head or 'HEAD'}?)")
+            try:
+                head_tree = GitRevisionTree(root, head or "HEAD")
+                base_tree = GitRevisionTree(root, base)
+                changed = changed_paths(root, base_tree.commit, head_tree.commit)
+            except GitError as exc:
+                _fail(git_failure(root, str(exc)))
+            if not _is_target(head_tree):
+                _not_target()
+            added.update(p for p, b in changed.items() if b is None)
+            return head_tree, check_tree(head_tree, base=base_tree, changed=changed, durations=durations, fixes=fixes)
+        tree = DirectoryTree(root)
+        if not _is_target(tree):
+            _not_target()
+        return tree, check_tree(tree, durations=durations, fixes=fixes)
+
+    def _not_target():
+        from checks.config import Config
+
+        _fail(f"{repo} is not a target repository: it has neither .github/ci-registrar.yml nor "
+              f"{Config().paths.register_module} (set paths.register_module in .github/ci-registrar.yml)")
+
+    try:
+        tree, report = run()
+        if new_only:
+            from bot.commands.fixing import new_findings
+
+            report.findings = new_findings(report, added)
+        if show_diff:
+            from bot.commands.fixing import plan
+
+            edits, skipped = plan(root, tree, report.findings)
+            for message in skipped:
+                click.echo(f"ci-registrar check: {message}", err=True)
+            click.echo(edits.diff(), nl=False)
+            sys.exit(1 if edits else 0)
+        if apply_fixes:
+            report = _fix(root, tree, report, run, rerun=base is None, new_only=new_only, added=added)
     except PermissionError as exc:
         _fail(f"cannot read {exc.filename}: permission denied")
-    click.echo(RENDERERS[fmt](report))
-    sys.exit(1 if report.failed else 0)
+
+    text = _render(report, fmt, root)
+    if output:
+        try:
+            Path(output).write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            _fail(f"cannot write {output}: {exc.strerror or exc}")
+        from checks.render import summary_line
+
+        click.echo(summary_line(report), err=True)
+    else:
+        click.echo(text)
+    levels = FAIL_ON[fail_on]
+    sys.exit(1 if any(f.severity.value in levels for f in report.findings) else 0)
+
+
+def _fix(root: Path, tree, report, run, *, rerun: bool, new_only: bool, added: set[str]):
+    """Apply fixes in rounds (two fixes of one statement overlap); the report of what is left.
+
+    Whole-tree mode checks the working tree again after each round. Diff mode checks a commit,
+    which the fixes do not change: there the fixed findings are taken out of the report.
+    """
+    from bot.commands.fixing import apply, new_findings, plan
+
+    fixed_total, written_all = 0, set()
+    for _round in range(5):
+        edits, skipped = plan(root, tree, report.findings)
+        written = apply(root, edits)
+        fixed_total += edits.count
+        written_all.update(written)
+        if not written or not rerun:
+            for message in skipped:
+                click.echo(f"ci-registrar check: {message}", err=True)
+            if not rerun:
+                fixed = {id(f) for f in edits.fixed}
+                report.findings = [f for f in report.findings if id(f) not in fixed]
+            break
+        tree, report = run()
+        if new_only:
+            report.findings = new_findings(report, added)
+    if fixed_total:
+        click.echo(f"ci-registrar check: fixed {fixed_total} finding(s) in {len(written_all)} file(s): "
+                   + ", ".join(sorted(written_all)), err=True)
+    return report
+
+
+def _render(report, fmt: str, root: Path) -> str:
+    from checks.render import RENDERERS, to_sarif
+
+    if fmt == "sarif":
+        return to_sarif(report, srcroot=root.resolve().as_uri() + "/")
+    return RENDERERS[fmt](report)

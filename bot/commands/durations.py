@@ -36,6 +36,14 @@ def durations():
 @click.option("--format", "fmt", type=click.Choice(["auto", "log", "json", "csv"]), default="auto", show_default=True, help=FORMAT_HELP)
 def import_(files, repository, run_id, job_id, hardware, labels, backend, suite, fmt):
     """Import job logs, JSON or CSV files; each file is one transaction, re-imports add nothing."""
+    from pathlib import Path
+
+    from bot.commands.errors import fail
+
+    if not repository:
+        logs = [p for p in files if fmt == "log" or (fmt == "auto" and Path(p).suffix.lower() not in (".json", ".csv"))]
+        if logs:
+            fail("durations import", f"{logs[0]}: a job log needs --repo OWNER/NAME (the repository it belongs to)")
     from bot.durations import import_file
 
     url = _store_url()

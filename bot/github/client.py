@@ -1,6 +1,6 @@
 """The GitHub REST client the handlers use: one installation's token, retries, ETags, blob cache.
 
-REST calls go through PyGithub (SPEC: "PyGithub for the REST calls"): one github.Github per
+REST calls go through PyGithub (pyproject.toml: each dependency has one job): one github.Github per
 installation, lazy (so one method here is one HTTP request), with retry=None and no throttling, so
 PyGithub never sleeps in a worker. Each call runs inside `GitHub.call`, which applies the retry
 policy to what PyGithub raises (GithubException carries status, headers and data; requests'

@@ -4,9 +4,8 @@ Usage: python tests/simulator/vendor/regenerate.py [--npm] [REST_JSON [WEBHOOKS_
 
 Sources (npm, MIT): @octokit/openapi (generated/api.github.com.json), @octokit/openapi-webhooks
 (generated/api.github.com.json) and @octokit/webhooks-examples (api.github.com/index.json).
-Without arguments the files come from ../shared/github-api/ beside the repository root when that
-folder exists, else (or with --npm) from `npm pack` of the pinned versions into a temporary
-directory.
+Without file arguments they come from `npm pack` of the pinned versions into a temporary directory
+(`--npm` is accepted and means the same).
 
 Only the operations the project calls (OPERATIONS) and the webhook events it receives (EVENTS) are
 kept, with every component they reference transitively; prose (descriptions, examples, summaries)
@@ -24,17 +23,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parents[2]
-SHARED = REPO_ROOT.parent / "shared" / "github-api"
 
 PACKAGES = {
     "rest": ("@octokit/openapi@23.0.2", "package/generated/api.github.com.json"),
     "webhooks": ("@octokit/openapi-webhooks@12.1.0", "package/generated/api.github.com.json"),
     "examples": ("@octokit/webhooks-examples@7.6.1", "package/api.github.com/index.json"),
-}
-SHARED_NAMES = {
-    "rest": "rest-api.github.com.json",
-    "webhooks": "webhooks-api.github.com.json",
-    "examples": "webhook-examples.json",
 }
 
 # (method, path template) of every REST operation the project calls.
@@ -259,9 +252,6 @@ def npm_fetch(kind, tmp):
 def source(kind, args, index, use_npm, tmp):
     if len(args) > index:
         return Path(args[index])
-    shared = SHARED / SHARED_NAMES[kind]
-    if shared.exists() and not use_npm:
-        return shared
     return npm_fetch(kind, tmp)
 
 

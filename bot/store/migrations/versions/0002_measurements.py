@@ -1,4 +1,4 @@
-"""Stored per-file durations (SPEC.md B): one row per attempt of one test file in one job.
+"""Stored per-file durations (docs/durations.md): one row per attempt of one test file in one job.
 
 Revision ID: 0002_measurements
 Revises: 0001_base

@@ -1,0 +1,58 @@
+"""`ci-registrar config validate | defaults | reference | schema`: the `.github/ci-registrar.yml` file."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.group()
+def config():
+    """The configuration file, .github/ci-registrar.yml (docs/configuration.md)."""
+
+
+@config.command()
+@click.argument("path", required=False)
+@click.option("--repo", default=".", show_default=True, help="Repository root PATH defaults under.")
+def validate(path: str | None, repo: str) -> None:
+    """Validate PATH (default: REPO/.github/ci-registrar.yml). Exit 0 valid, 1 invalid, 2 unreadable."""
+    from checks.config import CONFIG_PATH, load_config
+
+    target = Path(path) if path else Path(repo) / CONFIG_PATH
+    try:
+        data = target.read_bytes()
+    except OSError as exc:
+        click.echo(f"ci-registrar config validate: cannot read {target}: {exc.strerror or exc}", err=True)
+        sys.exit(2)
+    _config, findings = load_config(data, path=str(target))
+    for f in findings:
+        click.echo(f"{target}:{f.span.line}:{f.span.column}: {f.message}")
+    if findings:
+        sys.exit(1)
+    click.echo(f"{target}: valid")
+
+
+@config.command()
+def defaults() -> None:
+    """Print the default configuration as YAML (every key, every default)."""
+    from checks.config_docs import defaults_yaml
+
+    click.echo(defaults_yaml(), nl=False)
+
+
+@config.command()
+def reference() -> None:
+    """Print docs/configuration.md: every key, its type, default and meaning."""
+    from checks.config_docs import reference_markdown
+
+    click.echo(reference_markdown(), nl=False)
+
+
+@config.command()
+def schema() -> None:
+    """Print docs/ci-registrar.schema.json, the JSON Schema of the file for editors."""
+    from checks.config_docs import json_schema_text
+
+    click.echo(json_schema_text(), nl=False)

@@ -1,0 +1,125 @@
+"""The generated references stay in step with their sources; `ci-registrar config` and `rule`.
+
+docs/rules.md comes from the rule registry, docs/configuration.md and docs/ci-registrar.schema.json
+from the configuration's msgspec schema: regenerate them with `make docs` when these tests fail.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from bot.cli import main
+from checks.config import Config, load_config
+from checks.config_docs import defaults, defaults_yaml, json_schema, json_schema_text, missing_descriptions, reference_markdown
+from checks.rule_docs import ADVICE, rules_markdown
+from checks.rules import RULES
+
+ROOT = Path(__file__).resolve().parents[1]
+STALE = "is stale: run `make docs` and commit the result"
+
+
+def run(*args):
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize(
+    "path, generate",
+    [("docs/rules.md", rules_markdown), ("docs/configuration.md", reference_markdown),
+     ("docs/ci-registrar.schema.json", json_schema_text)],
+)
+def test_generated_docs_are_current(path, generate):
+    assert (ROOT / path).read_text() == generate(), f"{path} {STALE}"
+
+
+def test_every_rule_has_advice_and_a_section():
+    assert set(ADVICE) == set(RULES)
+    text = (ROOT / "docs/rules.md").read_text()
+    for code in RULES:
+        assert f"\n## {code}\n" in text  # the anchor SARIF's helpUri points at: #reg010
+
+
+def test_every_configuration_key_is_described():
+    assert missing_descriptions() == []
+    text = (ROOT / "docs/configuration.md").read_text()
+    for section in defaults():
+        assert f"\n## {section}\n" in text
+
+
+def test_the_json_schema_is_valid_and_accepts_exactly_what_the_loader_accepts():
+    schema = json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    assert list(validator.iter_errors(defaults())) == []
+    assert list(validator.iter_errors({})) == []
+    bad = {"calibration": {"margin": "x"}, "paths": {"nope": 1}}
+    assert len(list(validator.iter_errors(bad))) == 2
+    _config, findings = load_config(yaml.safe_dump(bad))
+    assert findings  # the loader rejects it too
+
+
+def test_defaults_yaml_is_the_default_configuration():
+    config, findings = load_config(defaults_yaml())
+    assert findings == []
+    assert config == Config()
+    code, out, _ = run("config", "defaults")
+    assert code == 0 and out == defaults_yaml()
+
+
+def test_config_validate(tmp_path):
+    good = tmp_path / "good.yml"
+    good.write_text("rules:\n  REG040: off\n")
+    code, out, _ = run("config", "validate", str(good))
+    assert code == 0 and "valid" in out
+
+    bad = tmp_path / "bad.yml"
+    bad.write_text("consumers: []\ncalibration:\n  margin: high\n")
+    code, out, _ = run("config", "validate", str(bad))
+    assert code == 1
+    assert out.startswith(f"{bad}:3:11: ") and "calibration.margin" in out
+
+    unknown = tmp_path / "unknown.yml"
+    unknown.write_text("rules:\n  REG040: off\n  REG999: warning\n")
+    code, out, _ = run("config", "validate", str(unknown))
+    assert code == 1 and out.startswith(f"{unknown}:3:3: ") and "REG999" in out
+
+    code, _, err = run("config", "validate", str(tmp_path / "missing.yml"))
+    assert code == 2 and "cannot read" in err and len(err.strip().splitlines()) == 1
+
+    repo = tmp_path / "repo"
+    (repo / ".github").mkdir(parents=True)
+    (repo / ".github/ci-registrar.yml").write_text("budgets:\n  daily_gpu_hours: -1\n")
+    code, out, _ = run("config", "validate", "--repo", str(repo))
+    assert code == 1 and ":2:" in out and "daily_gpu_hours" in out
+
+
+def test_config_reference_and_schema_commands_print_the_docs():
+    assert run("config", "reference")[1] == reference_markdown()
+    assert json.loads(run("config", "schema")[1]) == json_schema()
+
+
+def test_rule_command():
+    code, out, _ = run("rule", "REG010")
+    assert code == 0 and "unknown-suite" in out and "How to fix" in out and "rules.md#reg010" in out
+    assert run("rule", "unknown-suite")[1] == out
+    code, out, _ = run("rule")
+    assert code == 0 and len(out.strip().splitlines()) == len(RULES)
+    code, _, err = run("rule", "REG999")
+    assert code == 2 and "unknown rule" in err
+    assert run("rule", "--markdown")[1] == rules_markdown()
+
+
+def test_no_reference_to_files_outside_the_repository():
+    import subprocess
+
+    done = subprocess.run(["git", "-C", str(ROOT), "grep", "-n", "-I", "-E", r"SPEC\.md|TARGET-REPOS|GITHUB-FACTS|\.\./shared", "--",
+                           ".", ":!tests/test_docs.py"], capture_output=True, text=True)
+    if done.returncode not in (0, 1):
+        pytest.skip(f"git grep unavailable: {done.stderr.strip()}")
+    assert done.stdout == ""
