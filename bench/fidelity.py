@@ -28,6 +28,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -166,6 +167,7 @@ def compare(target_out: dict, engine_out: dict) -> dict:
     for f in failures:
         if len(examples[f["rule"]]) < 3:
             examples[f["rule"]].append(f"{f['file']}:{f['line']}: {f['message'][:240]}")
+    kinds = collections.Counter(kind(f) for f in failures)
     return {
         "target": n_t,
         "engine": n_e,
@@ -180,8 +182,16 @@ def compare(target_out: dict, engine_out: dict) -> dict:
         "failures": len(failures),
         "failures_by_rule": dict(sorted(by_rule.items())),
         "failure_examples": {r: v for r, v in sorted(examples.items())},
+        "failures_by_kind": dict(kinds.most_common()),
         "warnings_by_rule": dict(sorted(collections.Counter(f["rule"] for f in engine_out["findings"] if f["severity"] == "warning").items())),
     }
+
+
+def kind(finding: dict) -> str:
+    """A finding's message with its particulars (names, numbers) taken out: what kind of failure."""
+    m = re.sub(r"`[^`]*`", "`…`", finding["message"])
+    m = re.sub(r"\d+(\.\d+)?", "N", m)
+    return f"{finding['rule']}: {m.split(':')[0][:110]}"
 
 
 def visit(a, target: dict, commit: str, time_it: bool) -> dict:
@@ -226,6 +236,8 @@ def print_row(r: dict) -> None:
         print(f"     only-target: {n:4d}  {why}")
     label = "false failures" if r["target_accepted"] else "failures (target rejected too)"
     print(f"   {label}: {r['failures']} ({ff})")
+    for k, n in r["failures_by_kind"].items():
+        print(f"     {n:4d}  {k}")
     for rule, ex in r["failure_examples"].items():
         print(f"     {rule} e.g. {ex[0][:200]}")
     if r.get("collector_error"):
@@ -250,12 +262,17 @@ def main(argv=None) -> int:
     ap.add_argument("--engine", help="the ci-registrar executable (default: on PATH, else .venv/bin)")
     ap.add_argument("--repeat", type=int, default=3, help="timing repeats on the newest commit")
     ap.add_argument("--details", help="write every row (with examples) to this JSON file")
+    ap.add_argument("--list-commits", action="store_true", help="only print the commits that would be visited")
     a = ap.parse_args(argv)
     target = TARGETS[a.target]
     commits = pick_commits(a)
     if not commits:
         print("no commits selected", file=sys.stderr)
         return 2
+    if a.list_commits:
+        for c in commits:
+            print(c, git(a.git_dir, "log", "-1", "--format=%cs %s", c).strip())
+        return 0
     newest = max(commits, key=lambda c: int(git(a.git_dir, "log", "-1", "--format=%ct", c)))
     rows = []
     for c in commits:

@@ -202,7 +202,7 @@ def main() -> None:
                 break
             exec(compile(ast.Module(body=[stmt], type_ignores=[]), runner_path, "exec"), runner.__dict__, ns)
     except Exception as exc:  # the target rejects this commit
-        accepted, reason = False, f"{type(exc).__name__}: {exc}"[:2000]
+        accepted, reason = False, f"{type(exc).__name__}: {exc}"[:20000]
     if args.timing_only:
         print(json.dumps({"accepted": accepted, "registrations": len(ns.get(result_name) or [])}))
         return
