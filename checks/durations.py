@@ -42,11 +42,14 @@ _EXIT = re.compile(r"-?\d+")
 _SECONDS = re.compile(r"(\d+(?:\.\d+)?)s?")
 _RETRY_OF = re.compile(r"attempt=(\d+)")
 _END = re.compile(r"End \((\d+)/(\d+)\):\s*$")
+# miles' runner logs `_estimated_time=`, sglang's `estimated_time=`.
 _END_DETAIL = re.compile(
-    r"filename='([^']+)',\s*elapsed=(\d+(?:\.\d+)?),\s*_estimated_time=(\d+(?:\.\d+)?)"
+    r"filename='([^']+)',\s*elapsed=(\d+(?:\.\d+)?),\s*_?estimated_time=(\d+(?:\.\d+)?)"
 )
 _SUITE_ARG = re.compile(r"--suite[ =]([A-Za-z0-9_.\-]+)")
-_HW_ARG = re.compile(r"--hw[ =](cpu|cuda|rocm)\b")
+_HW_ARG = re.compile(r"--hw[ =](cpu|cuda|rocm|amd)\b")
+# sglang's `--hw amd` is the ROCm backend: the same MI300/MI350 hardware family.
+_HW_BACKEND = {"amd": "rocm"}
 
 
 @dataclass(slots=True)
@@ -243,7 +246,7 @@ def parse_job_log(text: str) -> ParsedLog:
                     result.suite = m.group(1)
                 hw = _HW_ARG.search(raw)
                 if hw:
-                    result.backend = hw.group(1)
+                    result.backend = _HW_BACKEND.get(hw.group(1), hw.group(1))
 
     if truncated and "elapsed=" not in lines[-1]:
         body, _stamp = _strip_prefix(lines[-1].rstrip("\r"))

@@ -311,3 +311,17 @@ def test_every_summary_line_is_recovered(entries, newline, stamped, final_newlin
     assert parsed.malformed == []
     assert [(r.file, r.status, r.elapsed, r.attempt, r.line) for r in parsed.records] == expected
     assert all((r.timestamp is not None) == stamped for r in parsed.records)
+
+
+def test_sglangs_job_log_reads_like_miles():
+    """sglang's runner logs `--hw amd` and `estimated_time=` (miles: `--hw rocm`, `_estimated_time=`)."""
+    log = "\n".join([
+        TS + "Run python3 test/run_suite.py --hw amd --suite stage-b-test-small-1-gpu-amd --auto-partition-id 0",
+        "2026-08-22T01:00:00.0000001Z [1/1] test/registered/amd/test_eval_amd.py  PASS  elapsed=410s",
+        "2026-08-22T01:00:00.0000002Z [INFO] End (0/0):",
+        "2026-08-22T01:00:00.0000003Z filename='test/registered/amd/test_eval_amd.py', elapsed=410, estimated_time=400",
+    ])
+    parsed = parse_job_log(log)
+    assert parsed.backend == "rocm" and parsed.suite == "stage-b-test-small-1-gpu-amd"
+    [record] = parsed.records
+    assert record.file == "test/registered/amd/test_eval_amd.py" and record.est_time == 400 and record.elapsed == 410
