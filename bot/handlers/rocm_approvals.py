@@ -34,11 +34,10 @@ async def approve_button(event, ctx):
         return
     login = sender["login"]
     key = f"click:{ctx.delivery_id}"
-    pull_data = ctx.client.pull(repo, request.pull_number)
-    if pull_data.get("state") != "open" or pull_data.get("merged"):
-        return
     config, problems = flow.trusted_config(ctx.client, repo, data["repository"].get("default_branch") or "main")
-    pull = Pull(ctx, repo, request.pull_number, pull_data, config)
+    pull = Pull(ctx, repo, request.pull_number, ctx.client.pull(repo, request.pull_number), config)
+    if not pull.open:
+        return
     if config is None:
         reply(pull, key, texts.config_invalid(login, problems))
         return

@@ -45,17 +45,17 @@ async def comment_created(event, ctx):
     login = comment["user"]["login"]
     client = ctx.client
     key = f"comment:{repo}:{comment['id']}"
-    pull_data = client.pull(repo, number)
-    if pull_data.get("state") != "open" or pull_data.get("merged"):
+    pull = Pull(ctx, repo, number, client.pull(repo, number), config=None)
+    if not pull.open:
         return  # closed while the delivery waited
-    client.react(repo, comment["id"], "eyes")
-    config, problems = flow.trusted_config(client, repo, data["repository"].get("default_branch") or "main")
-    if config is None:
-        client.react(repo, comment["id"], "confused")
-        once_reply(ctx, repo, number, key, texts.config_invalid(login, problems))
+    react(pull, comment["id"], "eyes")
+    pull.config, problems = flow.trusted_config(client, repo, data["repository"].get("default_branch") or "main")
+    if pull.config is None:
+        react(pull, comment["id"], "confused")
+        reply(pull, key, texts.config_invalid(login, problems))
         return
-    pull = Pull(ctx, repo, number, pull_data, config)
-    command = grammar.parse(comment.get("body"), roots=config.paths.test_roots, pattern=config.paths.test_pattern)
+    paths = pull.config.paths
+    command = grammar.parse(comment.get("body"), roots=paths.test_roots, pattern=paths.test_pattern)
     if isinstance(command, grammar.Refusal):
         once(pull, key, "audit", lambda: pull.audit("refusal", actor=login, detail=f"grammar: {command.reason}"))
         react(pull, comment["id"], "confused")
@@ -66,15 +66,6 @@ async def comment_created(event, ctx):
     handler = {grammar.RUN: run_rocm, grammar.APPROVE: approve_rocm, grammar.DENY: deny_rocm,
                grammar.STATUS: rocm_status}[command.word]
     handler(pull, command, comment, key)
-
-
-def once_reply(ctx, repo: str, number: int, key: str, body: str) -> None:
-    if store.claim_step(ctx.store_url, key, "reply"):
-        try:
-            ctx.client.comment(repo, number, body)
-        except Exception:
-            store.release_step(ctx.store_url, key, "reply")
-            raise
 
 
 def _suites_or_none(pull: Pull) -> list[str] | None:
