@@ -17,7 +17,6 @@ CI_REGISTRAR_PUBLIC_URL, or is typed by the token holder on the setup page.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import fcntl
 import hashlib
 import hmac
@@ -34,6 +33,8 @@ import requests
 from flask import Blueprint, current_app, make_response, redirect, request
 
 from bot.pages import render
+from bot.settings import github_web_url as web_url
+from bot.settings import reload_credentials, write_private
 from bot.web import get_settings
 
 blueprint = Blueprint("onboarding", __name__)
@@ -64,21 +65,6 @@ def load_manifest() -> dict:
     return json.loads(Path(os.environ.get("CI_REGISTRAR_MANIFEST") or MANIFEST_PATH).read_text())
 
 
-def web_url(api_url: str) -> str:
-    """GitHub's web address for its REST address: api.github.com, GHES's /api/v3, a GHE.com subdomain."""
-    if os.environ.get("GITHUB_WEB_URL"):
-        return os.environ["GITHUB_WEB_URL"].rstrip("/")
-    parts = urlsplit(api_url)
-    host = parts.netloc
-    if host == "api.github.com":
-        return "https://github.com"
-    if parts.path.rstrip("/").endswith("/api/v3"):
-        return f"{parts.scheme}://{host}{parts.path.rstrip('/')[: -len('/api/v3')]}"
-    if host.startswith("api.") and host.endswith(".ghe.com"):
-        return f"{parts.scheme}://{host[4:]}"
-    return api_url.rstrip("/")
-
-
 def proxy_channel() -> str | None:
     """The webhook proxy channel for local development (bot/proxy.py), when one is configured."""
     return os.environ.get("CI_REGISTRAR_WEBHOOK_PROXY_URL") or None
@@ -94,23 +80,6 @@ def manifest_for(public_url: str) -> dict:
     manifest["redirect_url"] = base + CALLBACK_PATH
     manifest["callback_urls"] = [base + "/login/callback"]  # "Sign in with GitHub" for the pages
     return manifest
-
-
-def write_private(path: Path, data: dict | str) -> None:
-    """Atomically, and readable by the owner only (0600) from the first byte on."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, (data if isinstance(data, str) else json.dumps(data, indent=2)).encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-
-
-write_credentials = write_private  # the name the rest of the App knows
 
 
 # -- the setup token --------------------------------------------------------------------------------
@@ -207,13 +176,8 @@ def _manifest_rows(manifest: dict) -> list[tuple[str, str]]:
     return sorted((manifest.get("default_permissions") or {}).items())
 
 
-@blueprint.get("/")
-def home():
-    settings = get_settings()
-    if settings.app_configured:
-        from bot.status import status_page
-
-        return status_page(settings)
+def setup_page(settings):
+    """GET / while no App is configured (bot.status owns the route): the set-up page, for the token holder."""
     expected = setup_token(settings)  # made on first need, so the file the refusal names exists
     token = request.args.get("token")
     if token is not None:
@@ -356,7 +320,7 @@ def callback():
             return render("message.html", status=502, title="The registration could not be saved", error=True,
                           message=f"Nothing was saved: {checked}.", link="/", link_text="Set-up page")
         app = checked
-        write_credentials(settings.credentials_path, {
+        write_private(settings.credentials_path, {
             "api_url": settings.github_api_url, "id": app["id"], "slug": app.get("slug"), "name": app.get("name"),
             "client_id": app.get("client_id"), "client_secret": app.get("client_secret"),
             "webhook_secret": app["webhook_secret"], "pem": app["pem"], "html_url": app.get("html_url"),
@@ -368,8 +332,7 @@ def callback():
         pending[state] = {**record, "done": done}
         write_private(settings.data_dir / PENDING_FILE, {k: v for k, v in pending.items() if v.get("done")})
         (settings.data_dir / TOKEN_FILE).unlink(missing_ok=True)  # onboarding is over: the token is spent
-    current_app.config["SETTINGS"] = dataclasses.replace(
-        settings, app_id=str(app["id"]), private_key=app["pem"], webhook_secret=app["webhook_secret"])
+    current_app.config["SETTINGS"] = reload_credentials(settings)
     return _done_page(settings, done)
 
 

@@ -1,11 +1,17 @@
-"""The App's settings: environment first, then the credentials file onboarding writes."""
+"""The App's settings: environment first, then the credentials file onboarding writes.
+
+This module is the one place that reads (and re-reads) the credentials file, writes the service's
+private files (0600 in a 0700 directory), and knows GitHub's web address for its API address.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 DEFAULT_API_URL = "https://api.github.com"
 CREDENTIALS_FILE = "credentials.json"
@@ -21,6 +27,10 @@ class Settings:
     private_key: str | None = field(default=None, repr=False)  # never shown in logs or reprs
     webhook_secret: str | None = field(default=None, repr=False)
     port: int = 3000
+    # The App's OAuth client, for "Sign in with GitHub" on the pages (onboarding saves it).
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
+    public_url: str | None = None  # where GitHub and browsers reach this service
 
     @property
     def credentials_path(self) -> Path:
@@ -31,18 +41,63 @@ class Settings:
         return bool(self.app_id and self.private_key and self.webhook_secret)
 
 
-def _read_credentials(path: Path) -> dict:
+def read_credentials(path: Path) -> dict:
     try:
-        return json.loads(path.read_text())
+        data = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
+    return data if isinstance(data, dict) else {}
+
+
+def reload_credentials(settings: Settings) -> Settings:
+    """The settings with what the credentials file now holds filling what is still unset
+    (onboarding may have finished in another process since these were read)."""
+    creds = read_credentials(settings.credentials_path)
+    if not creds.get("pem"):
+        return settings
+    return dataclasses.replace(
+        settings, app_id=settings.app_id or (str(creds["id"]) if creds.get("id") else None),
+        private_key=settings.private_key or creds.get("pem"),
+        webhook_secret=settings.webhook_secret or creds.get("webhook_secret"),
+        client_id=settings.client_id or creds.get("client_id"),
+        client_secret=settings.client_secret or creds.get("client_secret"),
+        public_url=settings.public_url or creds.get("public_url"))
+
+
+def write_private(path: Path, data: dict | str) -> None:
+    """Atomically, and readable by the owner only (0600) from the first byte on."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, (data if isinstance(data, str) else json.dumps(data, indent=2)).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def github_web_url(api_url: str) -> str:
+    """GitHub's web address for its REST address: api.github.com, GHES's /api/v3, a GHE.com subdomain."""
+    if os.environ.get("GITHUB_WEB_URL"):
+        return os.environ["GITHUB_WEB_URL"].rstrip("/")
+    parts = urlsplit(api_url)
+    host = parts.netloc
+    if host == "api.github.com":
+        return "https://github.com"
+    if parts.path.rstrip("/").endswith("/api/v3"):
+        return f"{parts.scheme}://{host}{parts.path.rstrip('/')[: -len('/api/v3')]}"
+    if host.startswith("api.") and host.endswith(".ghe.com"):
+        return f"{parts.scheme}://{host[4:]}"
+    return api_url.rstrip("/")
 
 
 def load_settings(environ: dict[str, str] | None = None) -> Settings:
     """Read the environment (README.md, "Running the App"); the onboarding credentials file fills what it leaves unset."""
     env = os.environ if environ is None else environ
     data_dir = Path(env.get("CI_REGISTRAR_DATA_DIR") or "./data").resolve()
-    creds = _read_credentials(data_dir / CREDENTIALS_FILE)
+    creds = read_credentials(data_dir / CREDENTIALS_FILE)
 
     private_key = env.get("GITHUB_PRIVATE_KEY")
     key_path = env.get("GITHUB_PRIVATE_KEY_PATH")
@@ -58,6 +113,9 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         private_key=private_key or creds.get("pem"),
         webhook_secret=env.get("GITHUB_WEBHOOK_SECRET") or creds.get("webhook_secret"),
         port=int(env.get("PORT") or 3000),
+        client_id=env.get("GITHUB_CLIENT_ID") or creds.get("client_id"),
+        client_secret=env.get("GITHUB_CLIENT_SECRET") or creds.get("client_secret"),
+        public_url=env.get("CI_REGISTRAR_PUBLIC_URL") or creds.get("public_url"),
     )
 
 

@@ -20,6 +20,7 @@ import requests
 from flask import Blueprint, redirect, request, session
 
 from bot.pages import render
+from bot.settings import github_web_url, write_private
 from bot.web import get_settings
 
 blueprint = Blueprint("signin", __name__)
@@ -33,33 +34,19 @@ def session_secret(settings) -> str:
     """The key that signs session cookies: CI_REGISTRAR_SESSION_SECRET, else a 0600 file made once."""
     if os.environ.get("CI_REGISTRAR_SESSION_SECRET"):
         return os.environ["CI_REGISTRAR_SESSION_SECRET"]
-    from bot.onboarding import write_private
-
     path = settings.data_dir / SESSION_KEY_FILE
     try:
         key = path.read_text().strip()
     except OSError:
         key = ""
     if len(key) < 32:
-        key = secrets.token_urlsafe(48)
-        write_private(path, key)
+        write_private(path, secrets.token_urlsafe(48))
         key = path.read_text().strip()  # another process may have won the race: theirs is the key
     return key
 
 
 def oauth_client(settings) -> tuple[str, str] | None:
-    from bot.settings import _read_credentials
-
-    creds = _read_credentials(settings.credentials_path)
-    client_id = os.environ.get("GITHUB_CLIENT_ID") or creds.get("client_id")
-    client_secret = os.environ.get("GITHUB_CLIENT_SECRET") or creds.get("client_secret")
-    return (client_id, client_secret) if client_id and client_secret else None
-
-
-def public_url(settings) -> str | None:
-    from bot.settings import _read_credentials
-
-    return os.environ.get("CI_REGISTRAR_PUBLIC_URL") or _read_credentials(settings.credentials_path).get("public_url")
+    return (settings.client_id, settings.client_secret) if settings.client_id and settings.client_secret else None
 
 
 @dataclass(frozen=True)
@@ -101,8 +88,6 @@ def signed_in(view):
 
 @blueprint.get("/login")
 def login():
-    from bot.onboarding import web_url
-
     settings = get_settings()
     client = oauth_client(settings)
     if not settings.app_configured or client is None:
@@ -111,10 +96,10 @@ def login():
     session["oauth_state"] = state
     session["next"] = _safe_next(request.args.get("next"))
     query = {"client_id": client[0], "state": state}
-    base = public_url(settings)
+    base = settings.public_url
     if base:  # else GitHub uses the App's registered callback URL; the Host header is never used
         query["redirect_uri"] = base.rstrip("/") + "/login/callback"
-    return redirect(f"{web_url(settings.github_api_url)}/login/oauth/authorize?{urlencode(query)}")
+    return redirect(f"{github_web_url(settings.github_api_url)}/login/oauth/authorize?{urlencode(query)}")
 
 
 def _visible(api_url: str, token: str) -> tuple[str, set[int], set[str]]:
@@ -143,7 +128,6 @@ def _visible(api_url: str, token: str) -> tuple[str, set[int], set[str]]:
 
 @blueprint.get("/login/callback")
 def login_callback():
-    from bot.onboarding import web_url
     from bot.store import web_sessions
 
     settings = get_settings()
@@ -155,7 +139,7 @@ def login_callback():
                       message="This sign-in was not started here, or has already been used.", link="/login",
                       link_text="Sign in again")
     try:
-        answer = requests.post(f"{web_url(settings.github_api_url)}/login/oauth/access_token", timeout=30,
+        answer = requests.post(f"{github_web_url(settings.github_api_url)}/login/oauth/access_token", timeout=30,
                                data={"client_id": client[0], "client_secret": client[1], "code": code},
                                headers={"Accept": "application/json"})
         token = (answer.json() if answer.ok else {}).get("access_token")

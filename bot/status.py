@@ -21,9 +21,9 @@ def app_identity(settings) -> tuple[str, str | None]:
     cached = current_app.config.get("APP_NAME")
     if cached and time.monotonic() - cached[2] < _APP_NAME_TTL_S:
         return cached[0], cached[1]
-    from bot.settings import _read_credentials
+    from bot.settings import read_credentials
 
-    creds = _read_credentials(settings.credentials_path)
+    creds = read_credentials(settings.credentials_path)
     name = creds.get("name") or "CI Registrar"
     html_url = creds.get("html_url")
     try:
@@ -41,7 +41,14 @@ def app_identity(settings) -> tuple[str, str | None]:
     return name, install
 
 
-def status_page(settings):
+@blueprint.get("/")
+def home():
+    """The set-up page until an App is configured (bot.onboarding), the status page after."""
+    settings = get_settings()
+    if not settings.app_configured:
+        from bot.onboarding import setup_page
+
+        return setup_page(settings)
     return _status(settings)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import threading
 import time
@@ -90,16 +89,10 @@ class Runtime:
 
     def _reload_credentials(self) -> bool:
         """Onboarding may have written the credentials file since this process started."""
-        from bot.settings import _read_credentials
+        from bot.settings import reload_credentials
 
-        creds = _read_credentials(self.settings.credentials_path)
-        if not creds.get("pem"):
-            return False
-        self.settings = dataclasses.replace(
-            self.settings, app_id=self.settings.app_id or str(creds.get("id")),
-            private_key=self.settings.private_key or creds["pem"],
-            webhook_secret=self.settings.webhook_secret or creds.get("webhook_secret"))
-        return True
+        self.settings = reload_credentials(self.settings)
+        return self.settings.app_configured
 
     @property
     def router(self):

@@ -14,7 +14,8 @@ import pytest
 import requests
 
 from app import create_app
-from bot.onboarding import load_manifest, web_url
+from bot.onboarding import load_manifest
+from bot.settings import github_web_url as web_url
 from bot.settings import load_settings
 from tests.simulator import sign
 from tests.simulator.fixtures import github_sim  # noqa: F401

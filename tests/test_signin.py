@@ -14,10 +14,13 @@ from tests.simulator.fixtures import github_sim  # noqa: F401
 
 @pytest.fixture()
 def world(github_sim, tmp_path, monkeypatch):
+    import dataclasses
+
     world = build_world(github_sim, tmp_path)
-    monkeypatch.setenv("GITHUB_CLIENT_ID", world.app.client_id)
-    monkeypatch.setenv("GITHUB_CLIENT_SECRET", world.app.client_secret)
-    monkeypatch.setenv("CI_REGISTRAR_PUBLIC_URL", "http://localhost")
+    # As GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET and CI_REGISTRAR_PUBLIC_URL would set them.
+    world.flask.config["SETTINGS"] = dataclasses.replace(
+        world.settings, client_id=world.app.client_id, client_secret=world.app.client_secret,
+        public_url="http://localhost")
     monkeypatch.setenv("GITHUB_WEB_URL", github_sim.web_url)
     other = github_sim.create_repo("acme/secret-project", private=True)
     other.commit({"README.md": "x\n"})
