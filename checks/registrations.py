@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from checks.contract import REGISTER_FUNCTIONS, Contract, Signature
+from checks.limits import FILE_CHECKS, Budget
 from checks.model import Argument, Backend, Finding, Registration, Span
 from checks.rules import make_finding
 from checks.source import decode_source, node_span, source_segment
@@ -331,18 +332,21 @@ class _FileReader:
         return Span(line, col + 1, end_line, end_col + 1)
 
 
-def scan_file(path: str, data: bytes, contract: Contract, *, implicit_cpu: bool = False, exact: bool = True) -> FileScan:
+def scan_file(path: str, data: bytes, contract: Contract, *, implicit_cpu: bool = False, exact: bool = True, budget: Budget | None = None) -> FileScan:
     """Registrations and per-file findings (REG001/002/003) of one file.
 
     exact=False (whole-tree sweeps) parses only the part of the file that holds registrations, so
     a syntax error after the last registration goes unreported; the PR check (diff mode) reads
-    every changed file whole.
+    every changed file whole. A file with more tokens than the `ast_nodes` cap is not parsed: it
+    is marked unreadable (no REG004 either) and `budget` gets a REG902 finding.
     """
     text, error = decode_source(data)
     if text is None:
         scan = FileScan(path, unreadable=True)
         scan.findings.append(make_finding("REG001", path, Span.at_line(1), f"the file cannot be read as Python source: {error}"))
         return scan
+    if (exact or mentions_register_function(text)) and not (budget or Budget()).parse_allowed(text, path, FILE_CHECKS):
+        return FileScan(path, unreadable=True)
     if not mentions_register_function(text):
         if exact:
             try:

@@ -72,8 +72,8 @@ def _per_registration(ctx, reg: Registration, consumers_of) -> list[Finding]:
     base = reg.base
     if reg.change is Change.CHANGED and base is not None and base.suite and base.suite != suite and is_nightly(base.suite) != is_nightly(suite):
         out.append(make_finding("REG012", reg.file, span, _namespace_message(base.suite, suite, consumers_of)))
-    # REG013
-    if reg.disabled is None and (in_inventory or not contract.inventory_known) and not consumers_of.get(suite):
+    # REG013 (not when a workflow could not be read whole: its suites may be the missing consumers)
+    if reg.disabled is None and (in_inventory or not contract.inventory_known) and not consumers_of.get(suite) and not getattr(ctx, "consumers_partial", False):
         out.append(
             make_finding(
                 "REG013",
@@ -138,8 +138,12 @@ def _stale_consumers(ctx) -> list[Finding]:
 
 
 def shard_totals(est_times: list[tuple[str, float]], shards: int) -> list[float]:
-    """The runner's split: longest-processing-time-first greedy, ties by file name."""
-    heap = [(0.0, i) for i in range(max(shards, 1))]
+    """The runner's split: longest-processing-time-first greedy, ties by file name.
+
+    Shards beyond the number of files stay empty: the heap never holds more entries than files,
+    so the cost does not depend on the shard count (the empty shards are not listed).
+    """
+    heap = [(0.0, i) for i in range(max(min(shards, len(est_times)), 1))]
     for _name, est in sorted(est_times, key=lambda x: (-x[1], x[0])):
         total, i = heapq.heappop(heap)
         heapq.heappush(heap, (total + est, i))
@@ -167,6 +171,8 @@ def _budgets(ctx, checked: set[str], consumers_of, durations_index=None) -> list
         if not any(r.file in checked for r in regs):
             continue
         for use in consumers_of.get(suite, []):
+            if use.shards < 1:
+                continue  # a shard count over the `shards` cap: REG902 said REG030 is not checked
             timeout = use.timeout_minutes or GITHUB_DEFAULT_TIMEOUT_MINUTES
             timed = [(r.file, *seconds(r)) for r in regs]
             totals = shard_totals([(f, s) for f, s, _m in timed], use.shards)
