@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from checks.config import Config
 from checks.limits import Budget
-from checks.model import Backend, Finding, Span
+from checks.model import code, Backend, Finding, Span
 from checks.rules import make_finding
 from checks.source import decode_source, node_span
 
@@ -163,7 +163,7 @@ def resolve_strings(node: ast.expr, bindings: dict[str, ast.expr], _seen: frozen
         out = []
         for key, _value in _dict_entries(node, bindings, _seen, steps):
             if key is None:
-                raise Unresolvable(_value, f"`**{ast.unparse(_value)[:60]}` is not a dict literal bound at module level")
+                raise Unresolvable(_value, f"{code('**' + ast.unparse(_value)[:60])} is not a dict literal bound at module level")
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 steps.spend(1, key)
                 out.append(key)
@@ -172,9 +172,9 @@ def resolve_strings(node: ast.expr, bindings: dict[str, ast.expr], _seen: frozen
         return out
     if isinstance(node, ast.Name):
         if node.id in _seen:
-            raise Unresolvable(node, f"`{node.id}` refers to itself")
+            raise Unresolvable(node, f"{code(node.id)} refers to itself")
         if node.id not in bindings:
-            raise Unresolvable(node, f"`{node.id}` is not bound at module level in this file")
+            raise Unresolvable(node, f"{code(node.id)} is not bound at module level in this file")
         return resolve_strings(bindings[node.id], bindings, _seen | {node.id}, steps=steps)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         return resolve_strings(node.left, bindings, _seen, steps=steps) + resolve_strings(node.right, bindings, _seen, steps=steps)
@@ -186,7 +186,7 @@ def resolve_strings(node: ast.expr, bindings: dict[str, ast.expr], _seen: frozen
         and not node.keywords
     ):
         return resolve_strings(node.args[0], bindings, _seen, steps=steps)
-    raise Unresolvable(node, f"`{ast.unparse(node)[:60]}` is not a literal the inventory can be read from")
+    raise Unresolvable(node, f"{code(ast.unparse(node)[:60])} is not a literal the inventory can be read from")
 
 
 def _deref(node: ast.expr, bindings: dict[str, ast.expr], seen: frozenset[str], steps: _Steps) -> tuple[ast.expr, frozenset[str]]:
@@ -285,17 +285,17 @@ def read_inventory(path: str, data: bytes | None, variables: list[str], contract
     for variable in variables:
         value = bindings.get(variable)
         if value is None:
-            contract.findings.append(make_finding("REG901", path, Span.at_line(1), f"{path} binds no `{variable}` at module level (paths.suites_variables)"))
+            contract.findings.append(make_finding("REG901", path, Span.at_line(1), f"{path} binds no {code(variable)} at module level (paths.suites_variables)"))
             continue
         try:
             value, seen = _deref(value, bindings, frozenset({variable}), steps)
             entries_in_order = _dict_entries(value, bindings, seen, steps) if isinstance(value, ast.Dict) else None
         except ResolveLimit as exc:
-            budget.hit("resolved_names", path, f"`{variable}` is not read further: {_INVENTORY_SKIPPED}", span=node_span(exc.node, lines))
+            budget.hit("resolved_names", path, f"{code(variable)} is not read further: {_INVENTORY_SKIPPED}", span=node_span(exc.node, lines))
             contract.partial_backends.update(Backend)
             continue
         if entries_in_order is None:
-            contract.findings.append(make_finding("REG901", path, node_span(value, lines), f"`{variable}` is not a dict literal keyed by HWBackend: the inventory cannot be read statically"))
+            contract.findings.append(make_finding("REG901", path, node_span(value, lines), f"{code(variable)} is not a dict literal keyed by HWBackend: the inventory cannot be read statically"))
             contract.partial_backends.update(Backend)
             continue
         found_any = True
@@ -305,13 +305,13 @@ def read_inventory(path: str, data: bytes | None, variables: list[str], contract
         for key, entries in entries_in_order:
             if key is None:
                 contract.findings.append(
-                    make_finding("REG901", path, node_span(entries, lines), f"`**{ast.unparse(entries)[:60]}` in `{variable}` is not a dict literal bound at module level: the backends it may set are not read")
+                    make_finding("REG901", path, node_span(entries, lines), f"{code('**' + ast.unparse(entries)[:60])} in {code(variable)} is not a dict literal bound at module level: the backends it may set are not read")
                 )
                 unknown = set(Backend)
                 continue
             backend = _backend_key(key)
             if backend is None:
-                contract.findings.append(make_finding("REG901", path, node_span(key, lines), f"a key of `{variable}` is not HWBackend.CPU/CUDA/ROCM: its suites are not read"))
+                contract.findings.append(make_finding("REG901", path, node_span(key, lines), f"a key of {code(variable)} is not HWBackend.CPU/CUDA/ROCM: its suites are not read"))
                 continue
             per_backend[backend] = entries
             unknown.discard(backend)
@@ -325,12 +325,12 @@ def read_inventory(path: str, data: bytes | None, variables: list[str], contract
                     raise Unresolvable(entries, "the expression nests too deeply") from None
             except ResolveLimit as exc:
                 contract.partial_backends.add(backend)
-                budget.hit("resolved_names", path, f"the {backend.value} suites of `{variable}` are not read further: unknown-suite checks for {backend.value} are skipped", span=node_span(exc.node, lines))
+                budget.hit("resolved_names", path, f"the {backend.value} suites of {code(variable)} are not read further: unknown-suite checks for {backend.value} are skipped", span=node_span(exc.node, lines))
                 continue
             except Unresolvable as exc:
                 contract.partial_backends.add(backend)
                 contract.findings.append(
-                    make_finding("REG901", path, node_span(exc.node, lines), f"the {backend.value} suites of `{variable}` cannot be read statically: {exc.why}; unknown-suite checks for {backend.value} are skipped")
+                    make_finding("REG901", path, node_span(exc.node, lines), f"the {backend.value} suites of {code(variable)} cannot be read statically: {exc.why}; unknown-suite checks for {backend.value} are skipped")
                 )
                 continue
             for const in constants:
@@ -346,7 +346,7 @@ def read_labels(path: str, data: bytes | None, variable: str, contract: Contract
         return  # no labels module: label membership is not checked
     value = _module_bindings(tree).get(variable)
     if value is None:
-        contract.findings.append(make_finding("REG901", path, Span.at_line(1), f"{path} binds no `{variable}`: labels are not checked"))
+        contract.findings.append(make_finding("REG901", path, Span.at_line(1), f"{path} binds no {code(variable)}: labels are not checked"))
         return
     try:
         try:
@@ -354,9 +354,9 @@ def read_labels(path: str, data: bytes | None, variable: str, contract: Contract
         except RecursionError:
             raise Unresolvable(value, "the expression nests too deeply") from None
     except ResolveLimit as exc:
-        budget.hit("resolved_names", path, f"`{variable}` is not read further: {_LABELS_SKIPPED}", span=node_span(exc.node, lines))
+        budget.hit("resolved_names", path, f"{code(variable)} is not read further: {_LABELS_SKIPPED}", span=node_span(exc.node, lines))
     except Unresolvable as exc:
-        contract.findings.append(make_finding("REG901", path, node_span(exc.node, lines), f"`{variable}` cannot be read statically: {exc.why}; labels are not checked"))
+        contract.findings.append(make_finding("REG901", path, node_span(exc.node, lines), f"{code(variable)} cannot be read statically: {exc.why}; labels are not checked"))
 
 
 def read_signatures(path: str, data: bytes | None, contract: Contract, budget: Budget | None = None) -> None:

@@ -16,7 +16,7 @@ from checks import rules_suites
 from checks.config import CONFIG_PATH, Config, load_config
 from checks.contract import Contract, read_contract
 from checks.limits import FILE_CHECKS, Budget, Limits
-from checks.model import Change, Finding, Registration, Report, Severity, Span
+from checks.model import code, Change, Finding, Registration, Report, Severity, Span
 from checks.registrations import FileScan, implicit_registration, scan_file
 from checks.rules import RULES, make_finding
 from checks.workflows import SuiteUse, is_workflow_path, read_consumers
@@ -220,7 +220,7 @@ def _classify(ctx: Context, base_ctx: Context, changed: dict, checked: set[str],
                     "REG050",
                     path,
                     Span.at_line(1) if path != gone.file else gone.span,
-                    f"the {gone.backend.value} registration (suite `{gone.suite}`) was removed: coverage drops on {gone.backend.value}",
+                    f"the {gone.backend.value} registration (suite {code(gone.suite)}) was removed: coverage drops on {gone.backend.value}",
                 )
             )
     # files deleted or renamed away in head: every registration they held is gone
@@ -234,7 +234,7 @@ def _classify(ctx: Context, base_ctx: Context, changed: dict, checked: set[str],
             gone.change = Change.REMOVED
             report.registrations.append(gone)
             findings.append(
-                make_finding("REG050", gone.file, gone.span, f"{gone.file} no longer exists: its {gone.backend.value} registration (suite `{gone.suite}`) is gone and coverage drops on {gone.backend.value}")
+                make_finding("REG050", gone.file, gone.span, f"{gone.file} no longer exists: its {gone.backend.value} registration (suite {code(gone.suite)}) is gone and coverage drops on {gone.backend.value}")
             )
 
 

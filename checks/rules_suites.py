@@ -6,7 +6,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 
-from checks.model import Backend, Change, Finding, Registration, Report, Severity
+from checks.model import code, Backend, Change, Finding, Registration, Report, Severity
 from checks.registrations import gpu_count_from_name
 from checks.rules import make_finding
 from checks.suites import close_suites, confident_correction, is_nightly, parse_suite_name
@@ -45,12 +45,12 @@ def _per_registration(ctx, reg: Registration, consumers_of) -> list[Finding]:
     # REG010
     if contract.inventory_known and reg.backend not in contract.partial_backends and not in_inventory:
         owners = [b for b in contract.owners(suite) if b is not reg.backend]
-        parts = [f"suite `{suite}` is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}), so this registration never runs"]
+        parts = [f"suite {code(suite)} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}), so this registration never runs"]
         if owners:
-            parts.append(f"`{suite}` belongs to {', '.join(b.value for b in owners)}")
+            parts.append(f"{code(suite)} belongs to {', '.join(b.value for b in owners)}")
         near = close_suites(suite, known_here)
         if near:
-            parts.append("did you mean " + " or ".join(f"`{n}`" for n in near) + "?")
+            parts.append("did you mean " + " or ".join(f"{code(n)}" for n in near) + "?")
         fix_to = confident_correction(suite, known_here)
         severity = Severity.WARNING if reg.disabled is not None else None
         out.append(
@@ -65,7 +65,7 @@ def _per_registration(ctx, reg: Registration, consumers_of) -> list[Finding]:
                     "REG011",
                     reg.file,
                     span,
-                    f"suite `{suite}` runs on {parsed.hardware} ({klass.value}) hardware, but {reg.function} registers the test for {reg.backend.value}",
+                    f"suite {code(suite)} runs on {parsed.hardware} ({klass.value}) hardware, but {reg.function} registers the test for {reg.backend.value}",
                 )
             )
     # REG012: moved across the nightly- namespace
@@ -79,7 +79,7 @@ def _per_registration(ctx, reg: Registration, consumers_of) -> list[Finding]:
                 "REG013",
                 reg.file,
                 span,
-                f"no consumer runs suite `{suite}`: no workflow in this repository passes `--suite {suite}` and no configured external consumer lists it, so this test never runs",
+                f"no consumer runs suite {code(suite)}: no workflow in this repository passes {code('--suite ' + suite)} and no configured external consumer lists it, so this test never runs",
             )
         )
     # REG040
@@ -90,7 +90,7 @@ def _per_registration(ctx, reg: Registration, consumers_of) -> list[Finding]:
         if scan is not None and scan.num_gpus_constant is not None:
             own, source = scan.num_gpus_constant[0], "its NUM_GPUS constant"
         if own is not None and own != parsed.gpus:
-            out.append(make_finding("REG040", reg.file, span, f"suite `{suite}` runs on {parsed.gpus} GPU(s) but the test says it needs {own} ({source})"))
+            out.append(make_finding("REG040", reg.file, span, f"suite {code(suite)} runs on {parsed.gpus} GPU(s) but the test says it needs {own} ({source})"))
     return out
 
 
@@ -106,7 +106,7 @@ def _namespace_message(old: str, new: str, consumers_of) -> str:
         cost = "it leaves the PR gate (which costs every ROCm PR) and runs only where the nightly consumer schedules it"
     else:
         cost = "it joins the PR gate: it will run (and cost GPU time) on every PR"
-    return f"registration moved from `{old}` (run by {_who(old, consumers_of)}) to `{new}` (run by {_who(new, consumers_of)}): {cost}"
+    return f"registration moved from {code(old)} (run by {_who(old, consumers_of)}) to {code(new)} (run by {_who(new, consumers_of)}): {cost}"
 
 
 def _stale_consumers(ctx) -> list[Finding]:
@@ -123,14 +123,14 @@ def _stale_consumers(ctx) -> list[Finding]:
             continue  # cannot tell a stale name from one we could not read
         reported.add((use.file, use.suite))
         near = close_suites(use.suite, known)
-        hint = f"; did you mean {' or '.join(f'`{n}`' for n in near)}?" if near else ""
+        hint = f"; did you mean {' or '.join(f'{code(n)}' for n in near)}?" if near else ""
         fix_to = confident_correction(use.suite, known)
         out.append(
             make_finding(
                 "REG014",
                 use.file,
                 use.span,
-                f"{use.consumer} runs suite `{use.suite}`, which is not in the inventory: that job selects no test (the runner raises for an unknown suite){hint}",
+                f"{use.consumer} runs suite {code(use.suite)}, which is not in the inventory: that job selects no test (the runner raises for an unknown suite){hint}",
                 suggestion=fix_to,
             )
         )
@@ -187,7 +187,7 @@ def _budgets(ctx, checked: set[str], consumers_of, durations_index=None) -> list
                     "REG030",
                     file,
                     span,
-                    f"suite `{suite}` holds {sum(s for _f, s, _m in timed):.0f} s over {len(regs)} file(s); its longest of {use.shards} shard(s) needs {totals[0]:.0f} s, over the {timeout_note} timeout of {use.consumer}"
+                    f"suite {code(suite)} holds {sum(s for _f, s, _m in timed):.0f} s over {len(regs)} file(s); its longest of {use.shards} shard(s) needs {totals[0]:.0f} s, over the {timeout_note} timeout of {use.consumer}"
                     + (f" (measured p90 for {measured} file(s), est_time for the rest)" if measured else " (totals from est_time)"),
                 )
             )

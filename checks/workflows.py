@@ -20,7 +20,7 @@ import yaml
 from checks import yamlload
 from checks.config import Config
 from checks.limits import Budget
-from checks.model import Finding, Span
+from checks.model import code, Finding, Span
 from checks.rules import make_finding
 
 _SUITE_ARG = re.compile(r"--suite(?:=|\s+)(?P<q>['\"]?)(?P<value>\$\{\{\s*matrix\.(?P<key>[\w-]+)\s*\}\}|[A-Za-z0-9._-]+)(?P=q)")
@@ -200,7 +200,7 @@ def read_workflow(path: str, text: str, budget: Budget | None = None) -> tuple[l
         matrix = (job.get("strategy") or {}).get("matrix") if isinstance(job.get("strategy"), dict) else None
         if _combinations(matrix, limits.matrix_combinations) > limits.matrix_combinations:
             budget.consumers_partial = True
-            budget.hit("matrix_combinations", path, f"the matrix of job `{job_id}` is not read: {_CONSUMERS_SKIPPED}", span=positions.span(str(job_id)))
+            budget.hit("matrix_combinations", path, f"the matrix of job {code(job_id)} is not read: {_CONSUMERS_SKIPPED}", span=positions.span(str(job_id)))
             matrix = None
             matrix_skipped = True
         else:
