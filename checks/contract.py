@@ -325,7 +325,7 @@ def read_inventory(path: str, data: bytes | None, variables: list[str], contract
                     raise Unresolvable(entries, "the expression nests too deeply") from None
             except ResolveLimit as exc:
                 contract.partial_backends.add(backend)
-                budget.hit("resolved_names", path, f"the {backend.value} suites of {code(variable)} are not read further: unknown-suite checks for {backend.value} are skipped", span=node_span(exc.node, lines))
+                budget.hit("resolved_names", path, f"the {backend.value} suites of {code(variable)} are not read further: unknown-suite checks (REG010) for {backend.value} are skipped", span=node_span(exc.node, lines))
                 continue
             except Unresolvable as exc:
                 contract.partial_backends.add(backend)

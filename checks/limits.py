@@ -124,7 +124,7 @@ class Budget:
         data = tree.read(path)
         if data is not None and len(data) > self.limits.file_bytes:
             self.too_large.add(path)
-            self.hit("file_bytes", path, consequence, measured=f"{len(data):,} bytes")
+            self.hit("file_bytes", path, consequence)
             return None
         return data
 

@@ -179,7 +179,7 @@ RENDERERS = {"text": to_text, "json": to_json, "github": to_github, "sarif": to_
 # Everything a pull request controls (suite names, paths, labels, source text) reaches GitHub only
 # as a code span or as escaped text: code spans are fenced longer than any backtick run inside
 # them, and plain text has its Markdown punctuation backslash-escaped and a zero-width space after
-# every `@`, `#`, `://` and `www.` so it can produce no mention, reference or link.
+# every `@`, `#` and `www`, and before every `://`, so it can produce no mention, reference or link.
 
 _ZWSP = "\u200b"
 _MD_PUNCT = re.compile(r"([\\`*_{}\[\]()<>#+!|~&$=^-])")
@@ -196,7 +196,7 @@ def md_text(text: object) -> str:
     """Plain text that renders as itself: no formatting, mention, reference, link, HTML or line break."""
     text = " ".join(str(text).split("\n")).replace("\r", " ")
     text = _MD_PUNCT.sub(r"\\\1", text)
-    return _NEUTRALISE.sub(lambda m: m.group(1) + _ZWSP, text)
+    return _NEUTRALISE.sub(lambda m: _ZWSP + m.group(1) if m.group(1) == "://" else m.group(1) + _ZWSP, text)
 
 
 def md_fence(text: str, info: str = "") -> str:
