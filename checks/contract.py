@@ -24,6 +24,7 @@ from checks.limits import Budget
 from checks.model import code, Backend, Finding, Span
 from checks.rules import make_finding
 from checks.source import decode_source, node_span
+from checks.suites import NearNames
 
 REGISTER_FUNCTIONS = {"register_cpu_ci": Backend.CPU, "register_cuda_ci": Backend.CUDA, "register_rocm_ci": Backend.ROCM}
 
@@ -70,6 +71,7 @@ class Contract:
     inventory_known: bool = False
     labels: frozenset[str] | None = None  # None: unknown, label membership is not checked
     findings: list[Finding] = field(default_factory=list)
+    near: NearNames = field(default_factory=NearNames, compare=False, repr=False)  # bounded did-you-mean searches
 
     def suite_names(self, backend: Backend) -> set[str]:
         return set(self.suites.get(backend, {}))

@@ -81,6 +81,8 @@ def _literal(node: ast.expr):
 
 
 def _did_you_mean(word: str, candidates) -> str:
+    if not candidates:
+        return ""
     close = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.6)
     return f"; did you mean {code(close[0])}?" if close else ""
 
@@ -316,7 +318,8 @@ class _FileReader:
         for i, label in enumerate(arg.value):
             if label not in known:
                 span = self._element_span(arg, i)
-                self.finding("REG002", span, f"unknown label {code(label)}: not a key of KNOWN_LABELS{_did_you_mean(label, known)}")
+                hint = self.contract.near.lookup("label", label, known, "labels", _did_you_mean)
+                self.finding("REG002", span, f"unknown label {code(label)}: not a key of KNOWN_LABELS{hint}")
 
     def _element_span(self, arg: Argument, index: int) -> Span:
         try:

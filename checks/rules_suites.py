@@ -9,7 +9,7 @@ from collections import defaultdict
 from checks.model import code, Backend, Change, Finding, Registration, Report, Severity
 from checks.registrations import gpu_count_from_name
 from checks.rules import make_finding
-from checks.suites import close_suites, confident_correction, is_nightly, parse_suite_name
+from checks.suites import is_nightly, parse_suite_name
 from checks.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES
 
 
@@ -48,10 +48,10 @@ def _per_registration(ctx, reg: Registration, consumers_of) -> list[Finding]:
         parts = [f"suite {code(suite)} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}), so this registration never runs"]
         if owners:
             parts.append(f"{code(suite)} belongs to {', '.join(b.value for b in owners)}")
-        near = close_suites(suite, known_here)
+        near = contract.near.close(suite, known_here, reg.backend)
         if near:
             parts.append("did you mean " + " or ".join(f"{code(n)}" for n in near) + "?")
-        fix_to = confident_correction(suite, known_here)
+        fix_to = contract.near.correction(suite, known_here, reg.backend)
         severity = Severity.WARNING if reg.disabled is not None else None
         out.append(
             make_finding("REG010", reg.file, span, "; ".join(parts), severity=severity, suggestion=_q(fix_to) if fix_to else None)
@@ -122,9 +122,9 @@ def _stale_consumers(ctx) -> list[Finding]:
         if contract.partial_backends:
             continue  # cannot tell a stale name from one we could not read
         reported.add((use.file, use.suite))
-        near = close_suites(use.suite, known)
+        near = contract.near.close(use.suite, known, "all")
         hint = f"; did you mean {' or '.join(f'{code(n)}' for n in near)}?" if near else ""
-        fix_to = confident_correction(use.suite, known)
+        fix_to = contract.near.correction(use.suite, known, "all")
         out.append(
             make_finding(
                 "REG014",

@@ -188,6 +188,25 @@ def test_files_cap():
     assert report.files_checked < 7
 
 
+def test_did_you_mean_over_a_large_inventory_is_bounded():
+    extra = attacks.many_suites(19_000)
+    for i in range(300):
+        extra[f"tests/e2e/test_u{i}.py"] = test_file(f'register_cpu_ci(est_time=1, suite="stage-z-{i}-cpx")')
+    report = check(extra)
+    unknown = [f for f in report.findings if f.rule == "REG010" and f.file.startswith("tests/e2e/test_u")]
+    assert len(unknown) == 300  # every verdict is kept; only hints past the comparison budget are dropped
+    assert "did you mean" in unknown[0].message
+
+
+def test_near_names_keeps_the_nightly_rename_past_its_budget():
+    from checks.suites import NearNames
+
+    near = NearNames(budget=1)
+    candidates = {"nightly-stage-c-4-gpu-mi350", "stage-c-2-gpu-mi350"}
+    assert near.correction("stage-c-4-gpu-mi350", candidates, "rocm") == "nightly-stage-c-4-gpu-mi350"
+    assert near.close("stage-c-4-gpu-mi35", candidates, "rocm") == []
+
+
 # -- ** in the inventory ---------------------------------------------------------------------------
 SPREAD = '''\
 from tests.ci.ci_register import HWBackend
