@@ -218,6 +218,16 @@ def read_workflow(path: str, text: str, budget: Budget | None = None) -> tuple[l
         _strings({k: v for k, v in job.items() if k != "steps"}, strings)  # reusable-workflow `with:` inputs
         for piece in strings:
             pieces[(piece, job_timeout)] = None
+        values_of: dict[str, list] = {}  # matrix values per key, read once per job
+
+        def matrix_values(key: str) -> list:
+            if key not in values_of:
+                values_of[key] = _matrix_values(matrix, key)
+            return values_of[key]
+
+        # (matrix key or literal name, timeout, shards) first, names after: many distinct strings
+        # naming `${{ matrix.suite }}` expand the matrix once, not once each.
+        wanted: dict[tuple[str | None, str | None, int | None, int], None] = {}
         for text_piece, timeout in pieces:
             for key, value, size, pid in suite_args(text_piece):
                 if key and matrix_skipped:
@@ -226,21 +236,22 @@ def read_workflow(path: str, text: str, budget: Budget | None = None) -> tuple[l
                 if size and size.group(1):
                     shards = int(size.group(1)) if len(size.group(1)) < 12 else limits.shards + 1
                 elif size and size.group(2):
-                    vals = _matrix_values(matrix, size.group(2))
-                    shards = int(vals[0]) if len(vals) == 1 and str(vals[0]).isdigit() and len(str(vals[0])) < 12 else max(len(vals), 1)
+                    vals = matrix_values(size.group(2))
+                    if len(vals) == 1 and str(vals[0]).isdigit():
+                        shards = int(vals[0]) if len(str(vals[0])) < 12 else limits.shards + 1
+                    else:
+                        shards = max(len(vals), 1)
                 elif pid:
-                    shards = max(len(_matrix_values(matrix, pid.group(1))), 1)
-                if key:
-                    names = [str(v) for v in _matrix_values(matrix, key) if isinstance(v, (str, int))]
-                else:
-                    names = [value]
+                    shards = max(len(matrix_values(pid.group(1))), 1)
                 if shards > limits.shards:
                     budget.hit("shards", path, f"suite budgets (REG030) are not checked for the suites it splits into {shards:,} shards", measured=f"{shards:,} shards")
                     shards = 0  # unknown: _budgets skips the use
-                for name in names:
-                    seen.add(name)
-                    use = SuiteUse(name, path, path, positions.span(name), timeout, shards, job=str(job_id))
-                    uses.setdefault((name, timeout, shards, use.job), use)
+                wanted[(key, None if key else value, timeout, shards)] = None
+        for key, value, timeout, shards in wanted:
+            names = [str(v) for v in matrix_values(key) if isinstance(v, (str, int))] if key else [value]
+            for name in names:
+                seen.add(name)
+                uses.setdefault((name, timeout, shards, str(job_id)), SuiteUse(name, path, path, positions.span(name), timeout, shards, job=str(job_id)))
     # Anything else in the file that names a suite (workflow-level env, comments excluded by YAML)
     strings = []
     _strings({k: v for k, v in doc.items() if k != "jobs"} if isinstance(doc, dict) else {}, strings)

@@ -119,6 +119,14 @@ def test_aliased_steps_times_a_450_value_matrix_read_in_linear_time():
     assert "REG902" not in rules_of(report.findings)
 
 
+def test_distinct_strings_times_a_full_matrix_read_in_linear_time():
+    suites = ", ".join(f"stage-m-{i}" for i in range(4000))
+    steps = "".join(f"      - run: step{i} run_suite.py --suite ${{{{ matrix.suite }}}}\n" for i in range(5_000))
+    workflow = f"on: push\njobs:\n  j:\n    strategy:\n      matrix:\n        suite: [{suites}]\n    steps:\n{steps}"
+    report = check({attacks.WORKFLOW: workflow})
+    assert len([f for f in report.findings if f.rule == "REG014"]) == 4000
+
+
 def test_matrix_over_the_combinations_cap():
     axis = ", ".join(str(i) for i in range(100))
     workflow = ("on: push\njobs:\n  wide:\n    strategy:\n      matrix:\n"
