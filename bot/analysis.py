@@ -48,6 +48,7 @@ MEMORY_ENV = "CI_REGISTRAR_ANALYSIS_MEMORY_MB"
 ENGINE = "checks.engine:check_tree"
 
 _FROM_TREE = object()
+_EXIT_OUT_OF_MEMORY = 3  # the child could not even say it ran out of memory
 
 
 class AnalysisError(Exception):
@@ -161,6 +162,7 @@ def _child_main() -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))  # if the parent is gone
     except (ValueError, OSError):
         pass
+    out_of_memory = False
     try:
         module, name = job["engine"].split(":")
         run = getattr(importlib.import_module(module), name)
@@ -168,13 +170,19 @@ def _child_main() -> None:
         head = _ProxyTree(conn, "head", listings["head"])
         base = _ProxyTree(conn, "base", listings["base"]) if listings.get("base") is not None else None
         report = run(head, base, job["changed"], config_text=job["config_text"], limits=job["limits"])
+        del head, base
         conn.send(("report", report))
     except MemoryError:
-        conn.send(("memory", None))
+        out_of_memory = True  # answered below, once the traceback (and what it holds) is freed
     except (EOFError, BrokenPipeError):
         pass  # the parent is gone or stopped us
     except BaseException:  # noqa: BLE001 - reported to the parent, which raises it there
         conn.send(("error", traceback.format_exc()[-4000:]))
+    if out_of_memory:
+        try:
+            conn.send(("memory", None))
+        except BaseException:  # noqa: BLE001
+            os._exit(_EXIT_OUT_OF_MEMORY)
 
 
 # -- the parent -----------------------------------------------------------------------------------
@@ -212,14 +220,16 @@ def run_check_bounded(
                                 pass_fds=(answers_w,), close_fds=True)
     finally:
         os.close(answers_w)
-    conn = _Duplex(Connection(answers_r, writable=False), Connection(os.dup(proc.stdin.fileno()), readable=False))
+    parent_conn = _Duplex(Connection(answers_r, writable=False), Connection(os.dup(proc.stdin.fileno()), readable=False))
     proc.stdin.close()
-    parent_conn = conn
-    parent_conn.send({"engine": engine, "listings": listings, "changed": changed, "config_text": config_text,
-                      "limits": limits, "memory_bytes": memory_bytes, "cpu_s": int(timeout_s) + 10})
     computing = 0.0
     last_file: str | None = None
     try:
+        try:
+            parent_conn.send({"engine": engine, "listings": listings, "changed": changed, "config_text": config_text,
+                              "limits": limits, "memory_bytes": memory_bytes, "cpu_s": int(timeout_s) + 10})
+        except (BrokenPipeError, OSError):
+            pass  # the child is gone already: its exit status says why, below
         while True:
             started = time.monotonic()
             ready = parent_conn.poll(max(timeout_s - computing, 0))
@@ -241,7 +251,10 @@ def run_check_bounded(
                 data = trees[name].read(path)
                 if data is not None and len(data) > limits.file_bytes:
                     data = data[: limits.file_bytes + 1]  # enough for the engine to see it is over the cap
-                parent_conn.send(data)
+                try:
+                    parent_conn.send(data)
+                except (BrokenPipeError, OSError):
+                    pass  # the child died meanwhile: the next recv says how
             elif kind == "prefetch":
                 _, name, paths = message
                 prefetch = getattr(trees[name], "prefetch", None)
@@ -262,6 +275,8 @@ def run_check_bounded(
 
 
 def _died(exitcode: int | None, timeout_s: float, memory_bytes: int, last_file: str | None):
+    if exitcode == _EXIT_OUT_OF_MEMORY:
+        return LimitExceeded("memory_bytes", memory_bytes, f"it needed more than {memory_bytes / (1024 * 1024):g} MiB", last_file)
     if exitcode is not None and exitcode < 0 and -exitcode == signal.SIGXCPU:
         return LimitExceeded("timeout_s", timeout_s, "it used more CPU time than its limit allows", last_file)
     if exitcode is not None and exitcode < 0 and -exitcode in (signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS):
