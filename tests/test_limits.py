@@ -272,14 +272,14 @@ class FakeGitHub:
 
 
 LINKED = "tests/e2e/test_linked.py"
-REAL = "shared/real_test.py"
+REAL = "common/real_test.py"
 
 
 @pytest.mark.parametrize("target, readable", [
-    ("../../shared/real_test.py", True),  # relative, inside the tree
+    ("../../common/real_test.py", True),  # relative, inside the tree
     ("/etc/passwd", False),  # absolute
     ("../../../outside.py", False),  # climbs above the root
-    ("../../shared", False),  # a directory
+    ("../../common", False),  # a directory
     ("test_loop.py", False),  # a loop of links
     ("missing.py", False),
 ])
@@ -304,14 +304,14 @@ def test_github_tree_never_fetches_an_oversized_link():
 def test_git_revision_tree_symlink(tmp_path):
     repo = tmp_path / "repo"
     (repo / "tests/e2e").mkdir(parents=True)
-    (repo / "shared").mkdir()
-    (repo / "shared/real_test.py").write_text(test_file('register_cpu_ci(est_time=1, suite="stage-a-cpu")'))
-    (repo / LINKED).symlink_to("../../shared/real_test.py")
+    (repo / "common").mkdir()
+    (repo / "common/real_test.py").write_text(test_file('register_cpu_ci(est_time=1, suite="stage-a-cpu")'))
+    (repo / LINKED).symlink_to("../../common/real_test.py")
     (repo / "tests/e2e/test_out.py").symlink_to("../../../elsewhere.py")
     for cmd in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
         subprocess.run(["git", "-C", str(repo), *cmd], check=True)
     tree = GitRevisionTree(repo, "HEAD")
-    assert tree.read(LINKED) == (repo / "shared/real_test.py").read_bytes()
+    assert tree.read(LINKED) == (repo / "common/real_test.py").read_bytes()
     assert tree.read("tests/e2e/test_out.py") is None
 
 
@@ -491,3 +491,18 @@ def test_run_check_completes_neutral_on_a_limit(monkeypatch):
     final = updates[-1]
     assert final["conclusion"] == "neutral" and recorded["conclusion"] == "neutral"
     assert "timeout_s" in final["output"]["title"] and P in final["output"]["summary"]
+
+
+def test_directory_tree_symlink_stays_inside_the_checkout(tmp_path):
+    from checks.tree import DirectoryTree
+
+    root = tmp_path / "checkout"
+    (root / "tests/e2e").mkdir(parents=True)
+    (root / "common").mkdir()
+    (root / "common/real_test.py").write_text("x = 1\n")
+    (tmp_path / "secret.py").write_text("secret\n")
+    (root / LINKED).symlink_to("../../common/real_test.py")
+    (root / "tests/e2e/test_out.py").symlink_to(tmp_path / "secret.py")
+    tree = DirectoryTree(root)
+    assert tree.read(LINKED) == b"x = 1\n"
+    assert tree.read("tests/e2e/test_out.py") is None
