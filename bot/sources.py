@@ -4,17 +4,25 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from checks.tree import MAX_LINK_BYTES, resolve_link
+
 
 class GitHubTree:
     """The files of one commit, listed with one git/trees call and read blob by blob on demand.
 
     Implements checks.tree.Tree. Blob contents go through the App's blob cache, so a re-push only
     fetches the files whose content changed.
+
+    A symlink (an entry of mode 120000, whose blob holds the target path) is read as the runner on
+    a checkout reads it: the file it leads to inside the tree (checks.tree.resolve_link: relative
+    target, never above the root, a bounded number of hops); a link that leads nowhere in the
+    tree reads as absent.
     """
 
     def __init__(self, client, repo: str, sha: str):
         self.client, self.repo, self.sha = client, repo, sha
         self._blobs: dict[str, str] | None = None
+        self._links: dict[str, tuple[str, int | None]] = {}  # path -> (blob sha, size)
 
     def _listing(self) -> dict[str, str]:
         if self._blobs is None:
@@ -27,22 +35,33 @@ class GitHubTree:
         data = self.client.tree(self.repo, sha) if recursive else self.client.tree_level(self.repo, sha)
         truncated = bool(data.get("truncated"))
         for entry in data.get("tree", []):
-            if entry.get("type") == "blob":
+            if entry.get("type") == "blob" and entry.get("mode") == "120000":
+                self._links[prefix + entry["path"]] = (entry["sha"], entry.get("size"))
+            elif entry.get("type") == "blob":
                 out[prefix + entry["path"]] = entry["sha"]
             elif truncated and entry.get("type") == "tree" and "/" not in entry["path"]:
                 # GitHub cut the recursive listing (100,000 entries / 7 MB): walk subtrees one by one.
                 self._walk(entry["sha"], prefix + entry["path"] + "/", out, recursive=True)
 
     def paths(self):
-        return self._listing().keys()
+        return list(self._listing()) + list(self._links)
 
     def blob_sha(self, path: str) -> str | None:
         return self._listing().get(path)
 
+    def _read_link(self, path: str) -> bytes | None:
+        sha, size = self._links[path]
+        if size is not None and size > MAX_LINK_BYTES:
+            return None  # not a path: never fetched
+        return self.client.blob(self.repo, sha)
+
     def read(self, path: str) -> bytes | None:
         sha = self._listing().get(path)
         if sha is None:
-            return None
+            if path not in self._links:
+                return None
+            target = resolve_link(path, self._read_link, self._links.__contains__, self._listing().__contains__)
+            return None if target is None else self.read(target)
         return self.client.blob(self.repo, sha)
 
     def prefetch(self, paths, workers: int = 4) -> None:

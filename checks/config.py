@@ -7,6 +7,8 @@ An invalid file is a REG900 finding at its line; defaults are never silently use
 from __future__ import annotations
 
 import re
+import types
+import typing
 from typing import Literal
 
 import msgspec
@@ -14,6 +16,7 @@ import yaml
 
 from checks import yamlload
 
+from checks.limits import Limits
 from checks.model import Finding, Span
 from checks.rules import RULES, make_finding
 
@@ -142,24 +145,42 @@ def _navigate(data, path: str):
     return data
 
 
-def _resolve_dict_entry(data, err_path: str) -> str:
-    """msgspec names a bad dict value `$.rules[...]`: find which key by validating one at a time."""
-    prefix, rest = err_path.split("[...]", 1)
-    import copy
+def _unwrap(t):
+    """`X | None` -> X (the arm that can hold fields or entries)."""
+    if typing.get_origin(t) in (typing.Union, types.UnionType):
+        arms = [a for a in typing.get_args(t) if a is not type(None)]
+        return arms[0] if len(arms) == 1 else t
+    return t
 
+
+def _type_at(path: str):
+    """The declared type at a msgspec error path made of `.field` and `[index]` parts, or None."""
+    t = Config
+    for key, index in _PATH_PART.findall(path.removeprefix("$")):
+        t = _unwrap(t)
+        if key and isinstance(t, type) and issubclass(t, msgspec.Struct):
+            t = {f.encode_name: f.type for f in msgspec.structs.fields(t)}.get(key)
+        elif index and typing.get_origin(t) is list:
+            t = typing.get_args(t)[0]
+        else:
+            return None
+    return _unwrap(t)
+
+
+def _resolve_dict_entry(data, err_path: str) -> str:
+    """msgspec names a bad dict value `$.rules[...]`: find which key by validating one entry at a
+    time against the dict's declared type (each entry once: linear in the mapping's size)."""
+    prefix, rest = err_path.split("[...]", 1)
     try:
         container = _navigate(data, prefix)
     except (KeyError, IndexError, TypeError):
         return prefix
-    if not isinstance(container, dict):
+    dict_type = _type_at(prefix)
+    if not isinstance(container, dict) or typing.get_origin(dict_type) is not dict:
         return prefix
-    for key in container:
-        trial = copy.deepcopy(data)
-        target = _navigate(trial, prefix)
-        for other in [k for k in target if k != key]:
-            del target[other]
+    for key, value in container.items():
         try:
-            msgspec.convert(trial, Config, strict=True)
+            msgspec.convert({key: value}, dict_type, strict=True)
         except msgspec.ValidationError:
             return f"{prefix}.{key}{rest}"
     return prefix
@@ -212,22 +233,29 @@ def _semantic_errors(config: Config) -> list[tuple[str, str]]:
     return errors
 
 
-def load_config(text: str | bytes | None, path: str = CONFIG_PATH) -> tuple[Config, list[Finding]]:
+def load_config(text: str | bytes | None, path: str = CONFIG_PATH, limits: Limits | None = None) -> tuple[Config, list[Finding]]:
     """Parse and validate the configuration; (defaults, []) when there is no file.
 
     On an invalid file the returned config is the defaults, but the REG900 finding makes the check
     fail: the caller must not present a result computed from silently substituted values as clean.
+    A file over the `file_bytes` or `yaml_nodes` cap is not read: a REG902 finding with severity
+    failure (the defaults are not silently used instead).
     """
     if text is None:
         return Config(), []
+    limits = limits or Limits()
+    if len(text) > limits.file_bytes:
+        return Config(), [_limit_finding(path, limits, "file_bytes", f"{len(text):,} bytes")]
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             return Config(), [make_finding("REG900", path, Span.at_line(1), f"{path} is not UTF-8: {exc.reason}")]
     try:
-        root = yamlload.compose(text)
-        data = yamlload.load(text)
+        root = yamlload.compose_bounded(text, limits.yaml_nodes)
+        data = yamlload.construct(root)
+    except (yamlload.TooLarge, RecursionError):
+        return Config(), [_limit_finding(path, limits, "yaml_nodes", "counting its aliases expanded")]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark else 1
@@ -261,6 +289,18 @@ def load_config(text: str | bytes | None, path: str = CONFIG_PATH) -> tuple[Conf
             node = _unknown_field_node(_node_for_path(root, "$.rules"), err_path.removeprefix("$.rules."))
         findings.append(_at_node("REG900", path, node, f"invalid configuration: {message}"))
     return (Config() if findings else config), findings
+
+
+def _limit_finding(path: str, limits: Limits, limit: str, measured: str) -> Finding:
+    from checks.model import Severity
+
+    return make_finding(
+        "REG902",
+        path,
+        Span.at_line(1),
+        f"analysis limit reached: {limit} = {getattr(limits, limit)} ({Limits.env_var(limit)}) in {path} ({measured}); the configuration is not read, and the check fails rather than use the defaults in its place",
+        severity=Severity.FAILURE,
+    )
 
 
 def _at_node(code: str, path: str, node: yaml.Node | None, message: str) -> Finding:

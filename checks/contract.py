@@ -4,8 +4,14 @@
 - the suite inventory: the CI_SUITES dict(s) keyed by HWBackend.X (tests/ci/run_suite.py),
 - the known labels (KNOWN_LABELS in tests/ci/labels.py).
 Values are resolved as far as a careful reader can: list/tuple literals, module-level names bound
-to them, list(NAME), tuple(NAME), [*A, *B] and A + B. Anything else is a REG901 finding, and the
-part that could not be read is marked unknown so no rule fails every registration because of it.
+to them, list(NAME), tuple(NAME), [*A, *B], A + B and, in the inventory dict, `{**A, KEY: ...}`
+(A a dict bound at module level; later keys win, as at run time). Anything else is a REG901
+finding, and the part that could not be read is marked unknown so no rule fails every
+registration because of it.
+
+Resolution is bounded (checks/limits.py `resolved_names`): every string produced and every
+expression visited costs one, so `A1 = A0 + A0 ... A40` stops after the cap with a REG902 finding
+instead of expanding 2**40 names.
 """
 
 from __future__ import annotations
@@ -14,9 +20,11 @@ import ast
 from dataclasses import dataclass, field
 
 from checks.config import Config
-from checks.model import Backend, Finding, Span
+from checks.limits import Budget
+from checks.model import code, Backend, Finding, Span
 from checks.rules import make_finding
 from checks.source import decode_source, node_span
+from checks.suites import NearNames
 
 REGISTER_FUNCTIONS = {"register_cpu_ci": Backend.CPU, "register_cuda_ci": Backend.CUDA, "register_rocm_ci": Backend.ROCM}
 
@@ -63,6 +71,7 @@ class Contract:
     inventory_known: bool = False
     labels: frozenset[str] | None = None  # None: unknown, label membership is not checked
     findings: list[Finding] = field(default_factory=list)
+    near: NearNames = field(default_factory=NearNames, compare=False, repr=False)  # bounded did-you-mean searches
 
     def suite_names(self, backend: Backend) -> set[str]:
         return set(self.suites.get(backend, {}))
@@ -77,12 +86,14 @@ class Contract:
         return None
 
 
-def _parse_module(path: str, data: bytes | None, contract: Contract, what: str) -> tuple[ast.Module | None, list[str]]:
+def _parse_module(path: str, data: bytes | None, contract: Contract, what: str, budget: Budget | None = None, consequence: str = "") -> tuple[ast.Module | None, list[str]]:
     if data is None:
         return None, []
     text, error = decode_source(data)
     if text is None:
         contract.findings.append(make_finding("REG901", path, Span.at_line(1), f"cannot read {what}: {error}"))
+        return None, []
+    if budget is not None and not budget.parse_allowed(text, path, consequence):
         return None, []
     try:
         return ast.parse(text, filename=path), text.split("\n")
@@ -112,34 +123,63 @@ class Unresolvable(Exception):
         self.why = why
 
 
-def resolve_strings(node: ast.expr, bindings: dict[str, ast.expr], _seen: frozenset[str] = frozenset()) -> list[ast.Constant]:
-    """The string constants a sequence expression evaluates to, resolved statically."""
+class ResolveLimit(Exception):
+    """The resolver spent its `resolved_names` budget."""
+
+    def __init__(self, node: ast.AST):
+        super().__init__("resolved_names")
+        self.node = node
+
+
+class _Steps:
+    """The resolver's budget: strings produced plus expressions visited."""
+
+    def __init__(self, limit: int | None):
+        self.left = limit if limit is not None else Budget().limits.resolved_names
+
+    def spend(self, n: int, node: ast.AST) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise ResolveLimit(node)
+
+
+def resolve_strings(node: ast.expr, bindings: dict[str, ast.expr], _seen: frozenset[str] = frozenset(), *, steps: _Steps | None = None) -> list[ast.Constant]:
+    """The string constants a sequence expression evaluates to, resolved statically.
+
+    Raises Unresolvable for what cannot be read, ResolveLimit once the budget is spent.
+    """
+    steps = steps if steps is not None else _Steps(None)
+    steps.spend(1, node)
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         out: list[ast.Constant] = []
         for elt in node.elts:
             if isinstance(elt, ast.Starred):
-                out.extend(resolve_strings(elt.value, bindings, _seen))
+                out.extend(resolve_strings(elt.value, bindings, _seen, steps=steps))
             elif isinstance(elt, ast.Constant) and isinstance(elt.value, str):
+                steps.spend(1, elt)
                 out.append(elt)
             else:
                 raise Unresolvable(elt, "an element that is not a string literal")
         return out
     if isinstance(node, ast.Dict):  # a dict's keys (KNOWN_LABELS = {"label": "description"})
         out = []
-        for key in node.keys:
+        for key, _value in _dict_entries(node, bindings, _seen, steps):
+            if key is None:
+                raise Unresolvable(_value, f"{code('**' + ast.unparse(_value)[:60])} is not a dict literal bound at module level")
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                steps.spend(1, key)
                 out.append(key)
             else:
-                raise Unresolvable(key if key is not None else node, "a key that is not a string literal")
+                raise Unresolvable(key, "a key that is not a string literal")
         return out
     if isinstance(node, ast.Name):
         if node.id in _seen:
-            raise Unresolvable(node, f"`{node.id}` refers to itself")
+            raise Unresolvable(node, f"{code(node.id)} refers to itself")
         if node.id not in bindings:
-            raise Unresolvable(node, f"`{node.id}` is not bound at module level in this file")
-        return resolve_strings(bindings[node.id], bindings, _seen | {node.id})
+            raise Unresolvable(node, f"{code(node.id)} is not bound at module level in this file")
+        return resolve_strings(bindings[node.id], bindings, _seen | {node.id}, steps=steps)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return resolve_strings(node.left, bindings, _seen) + resolve_strings(node.right, bindings, _seen)
+        return resolve_strings(node.left, bindings, _seen, steps=steps) + resolve_strings(node.right, bindings, _seen, steps=steps)
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -147,8 +187,34 @@ def resolve_strings(node: ast.expr, bindings: dict[str, ast.expr], _seen: frozen
         and len(node.args) == 1
         and not node.keywords
     ):
-        return resolve_strings(node.args[0], bindings, _seen)
-    raise Unresolvable(node, f"`{ast.unparse(node)[:60]}` is not a literal the inventory can be read from")
+        return resolve_strings(node.args[0], bindings, _seen, steps=steps)
+    raise Unresolvable(node, f"{code(ast.unparse(node)[:60])} is not a literal the inventory can be read from")
+
+
+def _deref(node: ast.expr, bindings: dict[str, ast.expr], seen: frozenset[str], steps: _Steps) -> tuple[ast.expr, frozenset[str]]:
+    """Follow module-level `NAME = OTHER` bindings to the expression they name."""
+    while isinstance(node, ast.Name) and node.id in bindings and node.id not in seen:
+        steps.spend(1, node)
+        seen = seen | {node.id}
+        node = bindings[node.id]
+    return node, seen
+
+
+def _dict_entries(node: ast.Dict, bindings: dict[str, ast.expr], seen: frozenset[str], steps: _Steps) -> list[tuple[ast.expr | None, ast.expr]]:
+    """A dict display's (key, value) pairs in order, with `**A` spread in place when A is a dict
+    display bound at module level; a spread that cannot be read stays as (None, expression)."""
+    out: list[tuple[ast.expr | None, ast.expr]] = []
+    for key, value in zip(node.keys, node.values):
+        steps.spend(1, value)
+        if key is not None:
+            out.append((key, value))
+            continue
+        target, inner_seen = _deref(value, bindings, seen, steps)
+        if isinstance(target, ast.Dict):
+            out.extend(_dict_entries(target, bindings, inner_seen, steps))
+        else:
+            out.append((None, value))
+    return out
 
 
 def _backend_key(key: ast.expr | None) -> Backend | None:
@@ -165,81 +231,138 @@ def _backend_key(key: ast.expr | None) -> Backend | None:
         return None
 
 
+class _Comments:
+    """The comment that names a suite's consumer: `# ...` lines right above the entry, or trailing
+    it. Each comment block is read once, whatever the number of entries (or `*A` references) below it."""
+
+    def __init__(self, lines: list[str]):
+        self.lines = lines
+        self._above: dict[int, str] = {}
+        self._run_start: list[int] | None = None
+
+    def _block_above(self, lineno: int) -> str:
+        if lineno not in self._above:
+            if self._run_start is None:
+                starts = []
+                for i, line in enumerate(self.lines):
+                    starts.append((starts[i - 1] if i and starts[i - 1] >= 0 else i) if line.strip().startswith("#") else -1)
+                self._run_start = starts
+            end = lineno - 2  # the line above, 0-based
+            text = ""
+            if 0 <= end < len(self.lines) and self._run_start[end] >= 0:
+                parts = (self.lines[i].strip().lstrip("#").strip() for i in range(self._run_start[end], end + 1))
+                text = " ".join(p for p in parts if p)
+            self._above[lineno] = text
+        return self._above[lineno]
+
+    def for_node(self, node: ast.Constant) -> str:
+        comments = [self._block_above(node.lineno)]
+        lines = self.lines
+        line = lines[node.lineno - 1] if node.lineno - 1 < len(lines) else ""
+        if node.end_lineno == node.lineno and "#" in line[node.end_col_offset :]:
+            comments.append(line[node.end_col_offset :].split("#", 1)[1].strip())
+        return " ".join(c for c in comments if c)
+
+
 def _comment_for(lines: list[str], node: ast.Constant) -> str:
-    """The comment that names a suite's consumer: `# ...` lines right above the entry, or trailing it."""
-    comments = []
-    i = node.lineno - 2
-    while i >= 0 and lines[i].strip().startswith("#"):
-        comments.insert(0, lines[i].strip().lstrip("#").strip())
-        i -= 1
-    line = lines[node.lineno - 1] if node.lineno - 1 < len(lines) else ""
-    if node.end_lineno == node.lineno and "#" in line[node.end_col_offset :]:
-        comments.append(line[node.end_col_offset :].split("#", 1)[1].strip())
-    return " ".join(c for c in comments if c)
+    return _Comments(lines).for_node(node)
 
 
-def read_inventory(path: str, data: bytes | None, variables: list[str], contract: Contract) -> None:
-    tree, lines = _parse_module(path, data, contract, "the suite inventory")
+_INVENTORY_SKIPPED = "the suite inventory is not read: unknown-suite (REG010) and stale-consumer (REG014) checks are skipped"
+_LABELS_SKIPPED = "the known labels are not read: label names are not checked"
+_SIGNATURES_SKIPPED = "the register functions are not read: the documented signatures are used"
+
+
+def read_inventory(path: str, data: bytes | None, variables: list[str], contract: Contract, budget: Budget | None = None) -> None:
+    budget = budget or Budget()
+    tree, lines = _parse_module(path, data, contract, "the suite inventory", budget, _INVENTORY_SKIPPED)
     if tree is None:
-        if data is None:
+        if data is None and path not in budget.too_large:
             contract.findings.append(make_finding("REG901", path, Span.at_line(1), f"the suite inventory {path} does not exist: suite names are not checked"))
         return
     bindings = _module_bindings(tree)
+    comments = _Comments(lines)
+    steps = _Steps(budget.limits.resolved_names)
     found_any = False
     for variable in variables:
         value = bindings.get(variable)
         if value is None:
-            contract.findings.append(make_finding("REG901", path, Span.at_line(1), f"{path} binds no `{variable}` at module level (paths.suites_variables)"))
+            contract.findings.append(make_finding("REG901", path, Span.at_line(1), f"{path} binds no {code(variable)} at module level (paths.suites_variables)"))
             continue
-        if isinstance(value, ast.Name) and value.id in bindings:
-            value = bindings[value.id]
-        if not isinstance(value, ast.Dict):
-            contract.findings.append(make_finding("REG901", path, node_span(value, lines), f"`{variable}` is not a dict literal keyed by HWBackend: the inventory cannot be read statically"))
+        try:
+            value, seen = _deref(value, bindings, frozenset({variable}), steps)
+            entries_in_order = _dict_entries(value, bindings, seen, steps) if isinstance(value, ast.Dict) else None
+        except ResolveLimit as exc:
+            budget.hit("resolved_names", path, f"{code(variable)} is not read further: {_INVENTORY_SKIPPED}", span=node_span(exc.node, lines))
+            contract.partial_backends.update(Backend)
+            continue
+        if entries_in_order is None:
+            contract.findings.append(make_finding("REG901", path, node_span(value, lines), f"{code(variable)} is not a dict literal keyed by HWBackend: the inventory cannot be read statically"))
             contract.partial_backends.update(Backend)
             continue
         found_any = True
-        for key, entries in zip(value.keys, value.values):
+        # Later keys win, as when Python builds the dict: `{**BASE, HWBackend.ROCM: [...]}`.
+        per_backend: dict[Backend, ast.expr] = {}
+        unknown: set[Backend] = set()
+        for key, entries in entries_in_order:
+            if key is None:
+                contract.findings.append(
+                    make_finding("REG901", path, node_span(entries, lines), f"{code('**' + ast.unparse(entries)[:60])} in {code(variable)} is not a dict literal bound at module level: the backends it may set are not read")
+                )
+                unknown = set(Backend)
+                continue
             backend = _backend_key(key)
             if backend is None:
-                span = node_span(key if key is not None else entries, lines)
-                contract.findings.append(make_finding("REG901", path, span, f"a key of `{variable}` is not HWBackend.CPU/CUDA/ROCM: its suites are not read"))
+                contract.findings.append(make_finding("REG901", path, node_span(key, lines), f"a key of {code(variable)} is not HWBackend.CPU/CUDA/ROCM: its suites are not read"))
                 continue
+            per_backend[backend] = entries
+            unknown.discard(backend)
+        contract.partial_backends.update(unknown)
+        for backend, entries in per_backend.items():
             suites = contract.suites.setdefault(backend, {})
             try:
                 try:
-                    constants = resolve_strings(entries, bindings)
+                    constants = resolve_strings(entries, bindings, steps=steps)
                 except RecursionError:
                     raise Unresolvable(entries, "the expression nests too deeply") from None
+            except ResolveLimit as exc:
+                contract.partial_backends.add(backend)
+                budget.hit("resolved_names", path, f"the {backend.value} suites of {code(variable)} are not read further: unknown-suite checks (REG010) for {backend.value} are skipped", span=node_span(exc.node, lines))
+                continue
             except Unresolvable as exc:
                 contract.partial_backends.add(backend)
                 contract.findings.append(
-                    make_finding("REG901", path, node_span(exc.node, lines), f"the {backend.value} suites of `{variable}` cannot be read statically: {exc.why}; unknown-suite checks for {backend.value} are skipped")
+                    make_finding("REG901", path, node_span(exc.node, lines), f"the {backend.value} suites of {code(variable)} cannot be read statically: {exc.why}; unknown-suite checks for {backend.value} are skipped")
                 )
                 continue
             for const in constants:
-                suites.setdefault(const.value, Suite(const.value, backend, path, node_span(const, lines), _comment_for(lines, const)))
+                if const.value not in suites:
+                    suites[const.value] = Suite(const.value, backend, path, node_span(const, lines), comments.for_node(const))
     contract.inventory_known = found_any
 
 
-def read_labels(path: str, data: bytes | None, variable: str, contract: Contract) -> None:
-    tree, lines = _parse_module(path, data, contract, "the known labels")
+def read_labels(path: str, data: bytes | None, variable: str, contract: Contract, budget: Budget | None = None) -> None:
+    budget = budget or Budget()
+    tree, lines = _parse_module(path, data, contract, "the known labels", budget, _LABELS_SKIPPED)
     if tree is None:
         return  # no labels module: label membership is not checked
     value = _module_bindings(tree).get(variable)
     if value is None:
-        contract.findings.append(make_finding("REG901", path, Span.at_line(1), f"{path} binds no `{variable}`: labels are not checked"))
+        contract.findings.append(make_finding("REG901", path, Span.at_line(1), f"{path} binds no {code(variable)}: labels are not checked"))
         return
     try:
         try:
-            contract.labels = frozenset(c.value for c in resolve_strings(value, _module_bindings(tree)))
+            contract.labels = frozenset(c.value for c in resolve_strings(value, _module_bindings(tree), frozenset({variable}), steps=_Steps(budget.limits.resolved_names)))
         except RecursionError:
             raise Unresolvable(value, "the expression nests too deeply") from None
+    except ResolveLimit as exc:
+        budget.hit("resolved_names", path, f"{code(variable)} is not read further: {_LABELS_SKIPPED}", span=node_span(exc.node, lines))
     except Unresolvable as exc:
-        contract.findings.append(make_finding("REG901", path, node_span(exc.node, lines), f"`{variable}` cannot be read statically: {exc.why}; labels are not checked"))
+        contract.findings.append(make_finding("REG901", path, node_span(exc.node, lines), f"{code(variable)} cannot be read statically: {exc.why}; labels are not checked"))
 
 
-def read_signatures(path: str, data: bytes | None, contract: Contract) -> None:
-    tree, _lines = _parse_module(path, data, contract, "the register functions")
+def read_signatures(path: str, data: bytes | None, contract: Contract, budget: Budget | None = None) -> None:
+    tree, _lines = _parse_module(path, data, contract, "the register functions", budget, _SIGNATURES_SKIPPED)
     if tree is None:
         return  # keep the default contract (_default_signature: miles' register signature)
     found: dict[str, Signature] = {}
@@ -257,10 +380,12 @@ def read_signatures(path: str, data: bytes | None, contract: Contract) -> None:
         contract.signatures = found
 
 
-def read_contract(tree, config: Config) -> Contract:
+def read_contract(tree, config: Config, budget: Budget | None = None) -> Contract:
+    """The contract of one revision. REG902 findings for caps hit go to `budget.findings`."""
+    budget = budget or Budget()
     contract = Contract()
     p = config.paths
-    read_signatures(p.register_module, tree.read(p.register_module), contract)
-    read_inventory(p.suites_module, tree.read(p.suites_module), p.suites_variables, contract)
-    read_labels(p.labels_module, tree.read(p.labels_module), p.labels_variable, contract)
+    read_signatures(p.register_module, budget.read(tree, p.register_module, _SIGNATURES_SKIPPED), contract, budget)
+    read_inventory(p.suites_module, budget.read(tree, p.suites_module, _INVENTORY_SKIPPED), p.suites_variables, contract, budget)
+    read_labels(p.labels_module, budget.read(tree, p.labels_module, _LABELS_SKIPPED), p.labels_variable, contract, budget)
     return contract

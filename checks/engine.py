@@ -2,6 +2,9 @@
 
 Data flows one way: tree -> contract, consumers, registrations -> rules -> findings. Nothing here
 fetches, stores or formats for a particular output.
+
+Every read and every expansion is bounded by checks/limits.py (`limits=`, default Limits()): a
+file or structure past a cap is analysed no further and a REG902 finding says so.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from dataclasses import dataclass, field
 from checks import rules_suites
 from checks.config import CONFIG_PATH, Config, load_config
 from checks.contract import Contract, read_contract
-from checks.model import Change, Finding, Registration, Report, Severity, Span
+from checks.limits import FILE_CHECKS, Budget, Limits
+from checks.model import code, Change, Finding, Registration, Report, Severity, Span
 from checks.registrations import FileScan, implicit_registration, scan_file
 from checks.rules import RULES, make_finding
 from checks.workflows import SuiteUse, is_workflow_path, read_consumers
@@ -29,6 +33,12 @@ class Context:
     uses: list[SuiteUse]
     scans: dict[str, FileScan] = field(default_factory=dict)
     implicit: dict[str, Registration] = field(default_factory=dict)
+    budget: Budget = field(default_factory=Budget)
+
+    @property
+    def consumers_partial(self) -> bool:
+        """A workflow could not be read whole (REG902): REG013 would be guesswork."""
+        return self.budget.consumers_partial
 
     def registrations(self) -> list[Registration]:
         out = [r for s in self.scans.values() for r in s.registrations]
@@ -59,22 +69,26 @@ def _scan(ctx: Context, tree, paths: list[str], exact_paths: set[str] | frozense
     if prefetch and hasattr(tree, "prefetch"):
         tree.prefetch(paths)
     implicit_roots = ctx.config.paths.implicit_cpu_roots
-    for path in paths:
-        data = tree.read(path)
+    budget = ctx.budget
+    for i, path in enumerate(paths):
+        if not budget.take_file(path, len(paths) - i, "test files"):
+            break
+        data = budget.read(tree, path, FILE_CHECKS)
         if data is None:
-            continue
+            continue  # absent (a symlink that leads nowhere in the tree) or over the byte cap
         implicit = _under(path, implicit_roots)
-        scan = scan_file(path, data, ctx.contract, implicit_cpu=implicit, exact=path in exact_paths)
+        scan = scan_file(path, data, ctx.contract, implicit_cpu=implicit, exact=path in exact_paths, budget=budget)
         ctx.scans[path] = scan
         if not scan.registrations and not scan.unreadable and implicit:
             ctx.implicit[path] = implicit_registration(path)
 
 
-def build_context(tree, config: Config) -> tuple[Context, list[str], list[Finding]]:
+def build_context(tree, config: Config, budget: Budget | None = None) -> tuple[Context, list[str], list[Finding]]:
+    budget = budget or Budget()
     all_paths = list(tree.paths())
     workflow_paths = sorted(p for p in all_paths if is_workflow_path(p, config))
-    uses, findings = read_consumers(tree, config, workflow_paths)
-    return Context(config, read_contract(tree, config), uses), all_paths, findings
+    uses, findings = read_consumers(tree, config, workflow_paths, budget)
+    return Context(config, read_contract(tree, config, budget), uses, budget=budget), all_paths, findings
 
 
 def check_tree(
@@ -85,6 +99,7 @@ def check_tree(
     config_text=_FROM_TREE,
     durations=None,
     fixes: bool = True,
+    limits: Limits | None = None,
 ) -> Report:
     """Check `head`; with `base` and `changed` (head path -> base path), check the diff.
 
@@ -95,11 +110,14 @@ def check_tree(
     given, REG020/REG021 judge est_time against them and REG030 uses measured time where it can.
     `fixes`: format each suggestion as a whole-line Fix (libcst); a caller whose output shows no
     fix (JSON, workflow commands) passes False and never loads libcst.
+    `limits`: the caps of checks/limits.py (default Limits()); a cap hit is a REG902 finding.
     """
+    limits = limits or Limits()
+    budget = Budget(limits)
     if config_text is _FROM_TREE:
         config_text = head.read(CONFIG_PATH)
-    config, config_findings = load_config(config_text)
-    ctx, all_paths, findings = build_context(head, config)
+    config, config_findings = load_config(config_text, limits=limits)
+    ctx, all_paths, findings = build_context(head, config, budget)
     findings = config_findings + list(ctx.contract.findings) + findings
     discovered = discover(all_paths, config)
 
@@ -114,6 +132,7 @@ def check_tree(
     # A PR's changed files are read whole (REG001 anywhere in them); a whole-tree sweep reads the
     # registration part of each file only (see registrations.registration_prefix).
     _scan(ctx, head, to_check, exact_paths=set(changed) if diff_mode else frozenset())
+    to_check = [p for p in to_check if p in ctx.scans]  # not: absent, or skipped by a cap (REG902)
 
     report = Report(files_checked=len(to_check))
     checked = set(to_check)
@@ -129,7 +148,7 @@ def check_tree(
     base_ctx = None
     if diff_mode:
         # The base is read only to compare registrations: its contract, not its workflows.
-        base_ctx = Context(config, read_contract(base, config), [])
+        base_ctx = Context(config, read_contract(base, config, budget), [], budget=budget)
         head_paths = set(all_paths)
         base_paths = sorted({changed[p] for p in checked if changed.get(p)} | {b for h, b in changed.items() if b and h not in head_paths})
         base_discovered = set(discover(base_paths, config))
@@ -156,6 +175,7 @@ def check_tree(
         from checks.fixes import attach_fixes  # libcst loads only when there is a fix to make
 
         attach_fixes(findings, report.registrations, lambda path: ctx.scans[path].lines if path in ctx.scans else [])
+    findings.extend(budget.findings)
     report.findings = _apply_overrides(findings, config)
     report.findings.sort(key=Finding.sort_key)
     return report
@@ -203,7 +223,7 @@ def _classify(ctx: Context, base_ctx: Context, changed: dict, checked: set[str],
                     "REG050",
                     path,
                     Span.at_line(1) if path != gone.file else gone.span,
-                    f"the {gone.backend.value} registration (suite `{gone.suite}`) was removed: coverage drops on {gone.backend.value}",
+                    f"the {gone.backend.value} registration (suite {code(gone.suite)}) was removed: coverage drops on {gone.backend.value}",
                 )
             )
     # files deleted or renamed away in head: every registration they held is gone
@@ -217,7 +237,7 @@ def _classify(ctx: Context, base_ctx: Context, changed: dict, checked: set[str],
             gone.change = Change.REMOVED
             report.registrations.append(gone)
             findings.append(
-                make_finding("REG050", gone.file, gone.span, f"{gone.file} no longer exists: its {gone.backend.value} registration (suite `{gone.suite}`) is gone and coverage drops on {gone.backend.value}")
+                make_finding("REG050", gone.file, gone.span, f"{gone.file} no longer exists: its {gone.backend.value} registration (suite {code(gone.suite)}) is gone and coverage drops on {gone.backend.value}")
             )
 
 

@@ -2,8 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
+
+_BACKTICKS = re.compile(r"`+")
+
+
+def code(text: object) -> str:
+    """`text` as a code span in a finding's message: a backtick fence longer than any backtick run
+    inside it (CommonMark), padded with a space when the text starts or ends with a backtick, so a
+    suite name such as ``a`b`` cannot end the span early. Ordinary names read `like-this`."""
+    text = str(text).replace("\r", " ").replace("\n", " ")
+    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)
+    fence = "`" * (longest + 1)
+    if not text:
+        return fence + " " + fence
+    pad = " " if text[0] == "`" or text[-1] == "`" or (text[0] == " " and text[-1] == " " and text.strip()) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 class Backend(str, Enum):

@@ -17,7 +17,8 @@ import re
 from dataclasses import dataclass, field
 
 from checks.contract import REGISTER_FUNCTIONS, Contract, Signature
-from checks.model import Argument, Backend, Finding, Registration, Span
+from checks.limits import FILE_CHECKS, Budget
+from checks.model import code, Argument, Backend, Finding, Registration, Span
 from checks.rules import make_finding
 from checks.source import decode_source, node_span, source_segment
 
@@ -80,8 +81,10 @@ def _literal(node: ast.expr):
 
 
 def _did_you_mean(word: str, candidates) -> str:
+    if not candidates:
+        return ""
     close = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.6)
-    return f"; did you mean `{close[0]}`?" if close else ""
+    return f"; did you mean {code(close[0])}?" if close else ""
 
 
 class _FileReader:
@@ -146,7 +149,7 @@ class _FileReader:
                             self.finding(
                                 "REG003",
                                 alias,
-                                f"`{alias.name}` is imported as `{alias.asname}`: the runner only sees calls to the bare name `{alias.name}`, so calls through the alias are never registered",
+                                f"{code(alias.name)} is imported as {code(alias.asname)}: the runner only sees calls to the bare name {code(alias.name)}, so calls through the alias are never registered",
                             )
         num_gpus = _NUM_GPUS.search(self.text)
         if num_gpus:
@@ -179,7 +182,7 @@ class _FileReader:
                     func = child.func
                     target = why = None
                     if isinstance(func, ast.Name) and func.id in aliases:
-                        target, why = aliases[func.id], f"it calls the alias `{func.id}`, not the bare name `{aliases[func.id]}`"
+                        target, why = aliases[func.id], f"it calls the alias {code(func.id)}, not the bare name {code(aliases[func.id])}"
                     elif isinstance(func, ast.Name) and func.id in names and where is not None:
                         target, why = func.id, where
                     elif isinstance(func, ast.Attribute) and func.attr in REGISTER_FUNCTIONS:
@@ -203,7 +206,7 @@ class _FileReader:
                 elif where is None and isinstance(child, ast.If):
                     inner = "it is inside an `if` block"
                 elif where is None and isinstance(child, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match)):
-                    inner = f"it is inside a `{type(child).__name__.lower()}` block, not at module top level"
+                    inner = f"it is inside a {code(type(child).__name__.lower())} block, not at module top level"
                 elif where is None and is_module and isinstance(child, ast.stmt):
                     inner = "it is not a top-level expression statement (the runner reads only `register_...(...)` statements)"
                 stack.append((child, inner, False))
@@ -225,11 +228,11 @@ class _FileReader:
             self.finding(
                 "REG002",
                 call.func,
-                f"`{name}` is not defined in the repository's register module, so the runner cannot collect it (defined: {', '.join(sorted(self.contract.signatures)) or 'none'})",
+                f"{code(name)} is not defined in the repository's register module, so the runner cannot collect it (defined: {', '.join(sorted(self.contract.signatures)) or 'none'})",
             )
             signature = Signature(name, backend, ("est_time", "suite"), (), frozenset({"est_time", "suite"}), var_keyword=True)
         if self.implicit_cpu and backend.is_gpu:
-            self.finding("REG002", call.func, f"`{name}` in an implicit-CPU root: the runner registers files here as CPU and rejects a GPU registration")
+            self.finding("REG002", call.func, f"{code(name)} in an implicit-CPU root: the runner registers files here as CPU and rejects a GPU registration")
 
         for arg in call.args:
             if isinstance(arg, ast.Starred):
@@ -249,17 +252,17 @@ class _FileReader:
                 self.finding(
                     "REG002",
                     kw,
-                    f"unknown keyword `{kw.arg}` in {name}(): the signature accepts {', '.join(sorted(signature.accepted))}{_did_you_mean(kw.arg, signature.accepted)}",
+                    f"unknown keyword {code(kw.arg)} in {name}(): the signature accepts {', '.join(sorted(signature.accepted))}{_did_you_mean(kw.arg, signature.accepted)}",
                 )
                 continue
             if kw.arg in reg.arguments:
-                self.finding("REG002", kw, f"duplicated argument `{kw.arg}` in {name}(): the runner raises")
+                self.finding("REG002", kw, f"duplicated argument {code(kw.arg)} in {name}(): the runner raises")
                 continue
             self.take(reg, kw.arg, kw.value, kw)
         missing = sorted(p for p in signature.required if p not in reg.arguments)
         if missing:
             why = "GPU registrations need a non-empty `labels` list; " if backend.is_gpu and "labels" in missing else ""
-            self.finding("REG002", call, f"{name}() is missing {', '.join(f'`{m}`' for m in missing)}: {why}the runner raises")
+            self.finding("REG002", call, f"{name}() is missing {', '.join(f'{code(m)}' for m in missing)}: {why}the runner raises")
         self.validate_values(reg)
 
     def take(self, reg: Registration, name: str, value: ast.expr, where: ast.AST) -> None:
@@ -267,7 +270,7 @@ class _FileReader:
         span = node_span(value, self.scan.lines)
         reg.arguments[name] = Argument(name, None if literal is _UNSET else literal, literal is not _UNSET, span, source_segment(self.scan.lines, span))
         if literal is _UNSET:
-            self.finding("REG002", value, f"`{name}` must be a literal (number, string, list of strings, True/False/None): the runner reads it without executing the file")
+            self.finding("REG002", value, f"{code(name)} must be a literal (number, string, list of strings, True/False/None): the runner reads it without executing the file")
 
     def validate_values(self, reg: Registration) -> None:
         args = reg.arguments
@@ -315,7 +318,8 @@ class _FileReader:
         for i, label in enumerate(arg.value):
             if label not in known:
                 span = self._element_span(arg, i)
-                self.finding("REG002", span, f"unknown label `{label}`: not a key of KNOWN_LABELS{_did_you_mean(label, known)}")
+                hint = self.contract.near.lookup("label", label, known, "labels", _did_you_mean)
+                self.finding("REG002", span, f"unknown label {code(label)}: not a key of KNOWN_LABELS{hint}")
 
     def _element_span(self, arg: Argument, index: int) -> Span:
         try:
@@ -331,18 +335,21 @@ class _FileReader:
         return Span(line, col + 1, end_line, end_col + 1)
 
 
-def scan_file(path: str, data: bytes, contract: Contract, *, implicit_cpu: bool = False, exact: bool = True) -> FileScan:
+def scan_file(path: str, data: bytes, contract: Contract, *, implicit_cpu: bool = False, exact: bool = True, budget: Budget | None = None) -> FileScan:
     """Registrations and per-file findings (REG001/002/003) of one file.
 
     exact=False (whole-tree sweeps) parses only the part of the file that holds registrations, so
     a syntax error after the last registration goes unreported; the PR check (diff mode) reads
-    every changed file whole.
+    every changed file whole. A file with more tokens than the `ast_nodes` cap is not parsed: it
+    is marked unreadable (no REG004 either) and `budget` gets a REG902 finding.
     """
     text, error = decode_source(data)
     if text is None:
         scan = FileScan(path, unreadable=True)
         scan.findings.append(make_finding("REG001", path, Span.at_line(1), f"the file cannot be read as Python source: {error}"))
         return scan
+    if (exact or mentions_register_function(text)) and not (budget or Budget()).parse_allowed(text, path, FILE_CHECKS):
+        return FileScan(path, unreadable=True)
     if not mentions_register_function(text):
         if exact:
             try:

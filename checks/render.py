@@ -6,9 +6,10 @@ The analysis never knows how it will be shown; each renderer reads the same Repo
 from __future__ import annotations
 
 import json
+import re
 from itertools import groupby
 
-from checks.model import Finding, Registration, Report, Severity
+from checks.model import Finding, Registration, Report, Severity, code
 from checks.rules import RULES
 
 _TOOL_URI = "https://github.com/radixark/ci-registrar"
@@ -237,6 +238,70 @@ def to_sarif(report: Report, version: str | None = None, srcroot: str | None = N
 RENDERERS = {"text": to_text, "json": to_json, "github": to_github, "sarif": to_sarif}
 
 
+# -- Markdown posted to GitHub (check-run summaries, review comments) ------------------------------
+# Everything a pull request controls (suite names, paths, labels, source text) reaches GitHub only
+# as a code span or as escaped text: code spans are fenced longer than any backtick run inside
+# them, and plain text has its Markdown punctuation backslash-escaped and a zero-width space after
+# every `@`, `#` and `www`, and before every `://`, so it can produce no mention, reference or link.
+
+_ZWSP = "\u200b"
+_MD_PUNCT = re.compile(r"([\\`*_{}\[\]()<>#+!|~&$=^-])")
+_NEUTRALISE = re.compile(r"(@|#|://|(?i:www)\.)")
+_TICKS = re.compile(r"`+")
+
+
+def md_code(text: object) -> str:
+    """A Markdown code span holding `text` exactly (checks.model.code)."""
+    return code(text)
+
+
+def md_text(text: object) -> str:
+    """Plain text that renders as itself: no formatting, mention, reference, link, HTML or line break."""
+    text = " ".join(str(text).split("\n")).replace("\r", " ")
+    text = _MD_PUNCT.sub(r"\\\1", text)
+    return _NEUTRALISE.sub(lambda m: _ZWSP + m.group(1) if m.group(1) == "://" else m.group(1) + _ZWSP, text)
+
+
+def md_fence(text: str, info: str = "") -> str:
+    """A fenced code block holding `text`: its fence is longer than any backtick run inside."""
+    longest = max((len(m) for m in _TICKS.findall(text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+def md_message(message: str) -> str:
+    """A finding's message as Markdown: its code spans (CommonMark: a run of n backticks up to the
+    next run of exactly n) stay code, re-fenced from their content; everything else is md_text."""
+    out: list[str] = []
+    plain_start = 0
+    pos = 0
+    runs = list(_TICKS.finditer(message))
+    i = 0
+    while i < len(runs):
+        opener = runs[i]
+        if opener.start() < pos:
+            i += 1
+            continue
+        closer = next((r for r in runs[i + 1 :] if len(r.group()) == len(opener.group())), None)
+        if closer is None:
+            i += 1
+            continue  # an unmatched run is literal text (escaped below)
+        content = message[opener.end() : closer.start()]
+        if len(content) >= 2 and content[0] == " " and content[-1] == " " and content.strip():
+            content = content[1:-1]
+        out.append(md_text(message[plain_start : opener.start()]))
+        out.append(md_code(content))
+        plain_start = pos = closer.end()
+        i = runs.index(closer) + 1
+    out.append(md_text(message[plain_start:]))
+    return "".join(out)
+
+
+def _cell(markdown: str) -> str:
+    """A GFM table cell: pipes escaped (inside code spans too, as GFM tables read them first)."""
+    return markdown.replace("|", "\\|")
+
+
 # -- GitHub check run ---------------------------------------------------------------------------
 CHECK_RUN_NAME = "CI registrations"
 ANNOTATIONS_PER_REQUEST = 50  # GitHub appends annotations per PATCH, at most 50 each
@@ -261,8 +326,7 @@ def check_run_summary(report: Report) -> str:
     if report.findings:
         lines += ["| rule | severity | where | finding |", "| --- | --- | --- | --- |"]
         for f in report.findings:
-            msg = f.message.replace("|", "\\|").replace("\n", " ")
-            lines.append(f"| {f.rule} | {f.severity.value} | `{f.file}:{f.span.line}` | {msg} |")
+            lines.append(f"| {f.rule} | {f.severity.value} | {_cell(md_code(f'{f.file}:{f.span.line}'))} | {_cell(md_message(f.message))} |")
         lines.append("")
     shown = [r for r in report.registrations if not r.implicit]
     if shown:
@@ -270,7 +334,9 @@ def check_run_summary(report: Report) -> str:
         for r in shown:
             est = "" if r.est_time is None else f"{r.est_time:g}"
             change = r.change.value if r.change else ""
-            lines.append(f"| `{r.file}:{r.span.line}` | {r.backend.value} | `{r.suite}` | {est} | {', '.join(r.labels)} | {change} |")
+            suite = md_code(r.suite)
+            labels = ", ".join(md_code(label) for label in r.labels)
+            lines.append(f"| {_cell(md_code(f'{r.file}:{r.span.line}'))} | {r.backend.value} | {_cell(suite)} | {est} | {_cell(labels)} | {change} |")
         lines += ["", "</details>"]
     text = "\n".join(lines)
     if len(text) > SUMMARY_LIMIT:
@@ -302,5 +368,4 @@ def suggestion_comment(f: Finding) -> str | None:
     """A review-comment body with a GitHub ```suggestion``` block for a finding's fix."""
     if f.fix is None:
         return None
-    fence = "````" if "```" in f.fix.text else "```"
-    return f"**{f.rule}** {f.message}\n\n{fence}suggestion\n{f.fix.text}\n{fence}\n"
+    return f"**{f.rule}** {md_message(f.message)}\n\n{md_fence(f.fix.text, 'suggestion')}\n"

@@ -47,6 +47,7 @@ rule("REG040", "gpu-count-mismatch", W, "The GPU count in the suite name contrad
 rule("REG050", "registration-removed", N, "A registration was removed: coverage drops on that backend.")
 rule("REG900", "invalid-configuration", F, "`.github/ci-registrar.yml` is invalid: the check says what is wrong and where; defaults are not silently used instead.")
 rule("REG901", "unreadable-contract", W, "The suite inventory, register signatures or labels cannot be read statically; rules that depend on the unreadable part are skipped.")
+rule("REG902", "analysis-limit-reached", W, "A file is larger or more expanded than an analysis limit allows (bytes, syntax nodes, YAML nodes after aliases, names, shards, matrix values, files): it is analysed no further, and the finding names the limit, its value, the file and the checks skipped.")
 
 
 def make_finding(

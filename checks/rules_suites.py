@@ -6,10 +6,10 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 
-from checks.model import Backend, Change, Finding, Registration, Report, Severity
+from checks.model import code, Backend, Change, Finding, Registration, Report, Severity
 from checks.registrations import gpu_count_from_name
 from checks.rules import make_finding
-from checks.suites import close_suites, confident_correction, is_nightly, parse_suite_name
+from checks.suites import is_nightly, parse_suite_name
 from checks.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES
 
 
@@ -45,13 +45,13 @@ def _per_registration(ctx, reg: Registration, consumers_of) -> list[Finding]:
     # REG010
     if contract.inventory_known and reg.backend not in contract.partial_backends and not in_inventory:
         owners = [b for b in contract.owners(suite) if b is not reg.backend]
-        parts = [f"suite `{suite}` is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}), so this registration never runs"]
+        parts = [f"suite {code(suite)} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}), so this registration never runs"]
         if owners:
-            parts.append(f"`{suite}` belongs to {', '.join(b.value for b in owners)}")
-        near = close_suites(suite, known_here)
+            parts.append(f"{code(suite)} belongs to {', '.join(b.value for b in owners)}")
+        near = contract.near.close(suite, known_here, reg.backend)
         if near:
-            parts.append("did you mean " + " or ".join(f"`{n}`" for n in near) + "?")
-        fix_to = confident_correction(suite, known_here)
+            parts.append("did you mean " + " or ".join(f"{code(n)}" for n in near) + "?")
+        fix_to = contract.near.correction(suite, known_here, reg.backend)
         severity = Severity.WARNING if reg.disabled is not None else None
         out.append(
             make_finding("REG010", reg.file, span, "; ".join(parts), severity=severity, suggestion=_q(fix_to) if fix_to else None)
@@ -65,21 +65,21 @@ def _per_registration(ctx, reg: Registration, consumers_of) -> list[Finding]:
                     "REG011",
                     reg.file,
                     span,
-                    f"suite `{suite}` runs on {parsed.hardware} ({klass.value}) hardware, but {reg.function} registers the test for {reg.backend.value}",
+                    f"suite {code(suite)} runs on {parsed.hardware} ({klass.value}) hardware, but {reg.function} registers the test for {reg.backend.value}",
                 )
             )
     # REG012: moved across the nightly- namespace
     base = reg.base
     if reg.change is Change.CHANGED and base is not None and base.suite and base.suite != suite and is_nightly(base.suite) != is_nightly(suite):
         out.append(make_finding("REG012", reg.file, span, _namespace_message(base.suite, suite, consumers_of)))
-    # REG013
-    if reg.disabled is None and (in_inventory or not contract.inventory_known) and not consumers_of.get(suite):
+    # REG013 (not when a workflow could not be read whole: its suites may be the missing consumers)
+    if reg.disabled is None and (in_inventory or not contract.inventory_known) and not consumers_of.get(suite) and not getattr(ctx, "consumers_partial", False):
         out.append(
             make_finding(
                 "REG013",
                 reg.file,
                 span,
-                f"no consumer runs suite `{suite}`: no workflow in this repository passes `--suite {suite}` and no configured external consumer lists it, so this test never runs",
+                f"no consumer runs suite {code(suite)}: no workflow in this repository passes {code('--suite ' + suite)} and no configured external consumer lists it, so this test never runs",
             )
         )
     # REG040
@@ -90,7 +90,7 @@ def _per_registration(ctx, reg: Registration, consumers_of) -> list[Finding]:
         if scan is not None and scan.num_gpus_constant is not None:
             own, source = scan.num_gpus_constant[0], "its NUM_GPUS constant"
         if own is not None and own != parsed.gpus:
-            out.append(make_finding("REG040", reg.file, span, f"suite `{suite}` runs on {parsed.gpus} GPU(s) but the test says it needs {own} ({source})"))
+            out.append(make_finding("REG040", reg.file, span, f"suite {code(suite)} runs on {parsed.gpus} GPU(s) but the test says it needs {own} ({source})"))
     return out
 
 
@@ -106,7 +106,7 @@ def _namespace_message(old: str, new: str, consumers_of) -> str:
         cost = "it leaves the PR gate (which costs every ROCm PR) and runs only where the nightly consumer schedules it"
     else:
         cost = "it joins the PR gate: it will run (and cost GPU time) on every PR"
-    return f"registration moved from `{old}` (run by {_who(old, consumers_of)}) to `{new}` (run by {_who(new, consumers_of)}): {cost}"
+    return f"registration moved from {code(old)} (run by {_who(old, consumers_of)}) to {code(new)} (run by {_who(new, consumers_of)}): {cost}"
 
 
 def _stale_consumers(ctx) -> list[Finding]:
@@ -122,15 +122,15 @@ def _stale_consumers(ctx) -> list[Finding]:
         if contract.partial_backends:
             continue  # cannot tell a stale name from one we could not read
         reported.add((use.file, use.suite))
-        near = close_suites(use.suite, known)
-        hint = f"; did you mean {' or '.join(f'`{n}`' for n in near)}?" if near else ""
-        fix_to = confident_correction(use.suite, known)
+        near = contract.near.close(use.suite, known, "all")
+        hint = f"; did you mean {' or '.join(f'{code(n)}' for n in near)}?" if near else ""
+        fix_to = contract.near.correction(use.suite, known, "all")
         out.append(
             make_finding(
                 "REG014",
                 use.file,
                 use.span,
-                f"{use.consumer} runs suite `{use.suite}`, which is not in the inventory: that job selects no test (the runner raises for an unknown suite){hint}",
+                f"{use.consumer} runs suite {code(use.suite)}, which is not in the inventory: that job selects no test (the runner raises for an unknown suite){hint}",
                 suggestion=fix_to,
             )
         )
@@ -138,8 +138,12 @@ def _stale_consumers(ctx) -> list[Finding]:
 
 
 def shard_totals(est_times: list[tuple[str, float]], shards: int) -> list[float]:
-    """The runner's split: longest-processing-time-first greedy, ties by file name."""
-    heap = [(0.0, i) for i in range(max(shards, 1))]
+    """The runner's split: longest-processing-time-first greedy, ties by file name.
+
+    Shards beyond the number of files stay empty: the heap never holds more entries than files,
+    so the cost does not depend on the shard count (the empty shards are not listed).
+    """
+    heap = [(0.0, i) for i in range(max(min(shards, len(est_times)), 1))]
     for _name, est in sorted(est_times, key=lambda x: (-x[1], x[0])):
         total, i = heapq.heappop(heap)
         heapq.heappush(heap, (total + est, i))
@@ -167,6 +171,8 @@ def _budgets(ctx, checked: set[str], consumers_of, durations_index=None) -> list
         if not any(r.file in checked for r in regs):
             continue
         for use in consumers_of.get(suite, []):
+            if use.shards < 1:
+                continue  # a shard count over the `shards` cap: REG902 said REG030 is not checked
             timeout = use.timeout_minutes or GITHUB_DEFAULT_TIMEOUT_MINUTES
             timed = [(r.file, *seconds(r)) for r in regs]
             totals = shard_totals([(f, s) for f, s, _m in timed], use.shards)
@@ -181,7 +187,7 @@ def _budgets(ctx, checked: set[str], consumers_of, durations_index=None) -> list
                     "REG030",
                     file,
                     span,
-                    f"suite `{suite}` holds {sum(s for _f, s, _m in timed):.0f} s over {len(regs)} file(s); its longest of {use.shards} shard(s) needs {totals[0]:.0f} s, over the {timeout_note} timeout of {use.consumer}"
+                    f"suite {code(suite)} holds {sum(s for _f, s, _m in timed):.0f} s over {len(regs)} file(s); its longest of {use.shards} shard(s) needs {totals[0]:.0f} s, over the {timeout_note} timeout of {use.consumer}"
                     + (f" (measured p90 for {measured} file(s), est_time for the rest)" if measured else " (totals from est_time)"),
                 )
             )

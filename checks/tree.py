@@ -20,6 +20,45 @@ class Tree(Protocol):
         """A file's bytes, or None when the tree has no such file."""
 
 
+MAX_LINK_HOPS = 8  # a chain of symlinks longer than this leads nowhere (git itself stops at 5-40)
+MAX_LINK_BYTES = 4096  # PATH_MAX: a symlink's blob is its target path, never more
+
+
+def resolve_link(path: str, read_link, is_link, is_file) -> str | None:
+    """The file a symlink at `path` leads to inside the tree, as the runner on a checkout reads it,
+    or None: an absolute target, one that climbs above the root, a chain of more than
+    MAX_LINK_HOPS links, or one that ends at no file of the tree (a directory, nothing).
+
+    `read_link(p)` gives a link's target (its blob's bytes), `is_link(p)`/`is_file(p)` what a path is.
+    """
+    current = path
+    for _ in range(MAX_LINK_HOPS):
+        raw = read_link(current)
+        if raw is None or len(raw) > MAX_LINK_BYTES:
+            return None
+        try:
+            target = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if not target or target.startswith("/") or "\0" in target:
+            return None
+        parts = current.split("/")[:-1]
+        for part in target.split("/"):
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if not parts:
+                    return None  # escapes the repository
+                parts.pop()
+            else:
+                parts.append(part)
+        current = "/".join(parts)
+        if is_link(current):
+            continue
+        return current if is_file(current) else None
+    return None
+
+
 class MemoryTree:
     """A tree held in memory: tests, and callers that already have the contents."""
 
@@ -34,7 +73,8 @@ class MemoryTree:
 
 
 class DirectoryTree:
-    """A checkout on disk (the whole-tree mode of `ci-registrar check`)."""
+    """A checkout on disk (the whole-tree mode of `ci-registrar check`). A symlink is read as the
+    runner reads it (its target), unless the target lies outside the checkout."""
 
     SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"}
 
@@ -55,10 +95,15 @@ class DirectoryTree:
         return self._paths
 
     def read(self, path):
+        full = self.root / path
         try:
-            with open(self.root / path, "rb") as handle:
+            if full.is_symlink():
+                real = full.resolve(strict=True)
+                if not real.is_relative_to(self.root.resolve()):
+                    return None  # leads out of the checkout
+            with open(full, "rb") as handle:
                 return handle.read()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, RuntimeError, OSError):
             return None
 
 
@@ -101,22 +146,33 @@ class GitRevisionTree:
                     exc = again
             raise GitError(f"revision `{rev}`: {str(exc).replace('^{commit}', '')}") from None
         self._blobs: dict[str, str] = {}
+        self._links: dict[str, str] = {}  # symlinks (mode 120000): path -> blob of the target path
         for line in _git(self.repo, "ls-tree", "-r", "-z", "--full-tree", self.commit).split(b"\0"):
             if not line:
                 continue
             meta, path = line.split(b"\t", 1)
-            _mode, kind, sha = meta.split()
+            mode, kind, sha = meta.split()
             if kind == b"blob":
-                self._blobs[path.decode("utf-8", "surrogateescape")] = sha.decode()
+                target = self._links if mode == b"120000" else self._blobs
+                target[path.decode("utf-8", "surrogateescape")] = sha.decode()
         self._cache: dict[str, bytes] = {}
 
     def paths(self):
-        return self._blobs.keys()
+        return list(self._blobs) + list(self._links)
 
     def blob_sha(self, path: str) -> str | None:
         return self._blobs.get(path)
 
+    def _resolve(self, path: str) -> str | None:
+        def read_link(p):
+            return _git(self.repo, "cat-file", "blob", self._links[p])
+
+        return resolve_link(path, read_link, self._links.__contains__, self._blobs.__contains__)
+
     def read(self, path):
+        if path in self._links:
+            target = self._resolve(path)
+            return None if target is None else self.read(target)
         if path in self._cache:
             return self._cache[path]
         sha = self._blobs.get(path)

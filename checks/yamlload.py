@@ -35,3 +35,72 @@ def load(text: str):
 
 def compose(text: str):
     return yaml.compose(text, Loader=Yaml12Loader)
+
+
+class TooLarge(Exception):
+    """The document has more nodes than allowed once its aliases (and merge keys) are expanded."""
+
+    def __init__(self, nodes: int, limit: int):
+        super().__init__(f"more than {limit:,} YAML nodes once aliases are expanded")
+        self.nodes = nodes
+        self.limit = limit
+
+
+def expanded_size(root, limit: int) -> int:
+    """Nodes of the document as if every alias were written out, computed once per distinct node
+    (aliases compose to shared node objects), so a billion-laughs document costs its own size.
+    Counting stops (returns limit + 1) as soon as the expansion passes `limit`."""
+    size: dict[int, int] = {}
+    open_: set[int] = set()  # nodes whose children are being counted: meeting one again is a cycle
+    stack = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if key in size:
+            continue
+        if isinstance(node, yaml.ScalarNode):
+            size[key] = 1
+            continue
+        children = [c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode) else list(node.value)
+        if not children_done:
+            if key in open_:
+                return limit + 1  # a recursive alias expands without end
+            open_.add(key)
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if id(c) not in size)
+            continue
+        open_.discard(key)
+        total = 1
+        for c in children:
+            total += size[id(c)]
+        size[key] = min(total, limit + 1)
+        if total > limit:
+            return limit + 1
+    return size.get(id(root), 0)
+
+
+def compose_bounded(text: str, max_nodes: int):
+    """The node graph of one document, checked against `max_nodes` before anything is built from it."""
+    root = compose(text)
+    if root is None:
+        return None
+    nodes = expanded_size(root, max_nodes)
+    if nodes > max_nodes:
+        raise TooLarge(nodes, max_nodes)
+    return root
+
+
+def construct(root):
+    """Python objects from a composed node graph (the second half of `load`)."""
+    if root is None:
+        return None
+    loader = Yaml12Loader("")
+    try:
+        return loader.construct_document(root)
+    finally:
+        loader.dispose()
+
+
+def load_bounded(text: str, max_nodes: int):
+    """`load`, refusing (TooLarge) a document whose alias expansion passes `max_nodes` nodes."""
+    return construct(compose_bounded(text, max_nodes))

@@ -6,13 +6,13 @@ import datetime as dt
 
 from gidgethub.routing import Router
 
+from bot.analysis import LimitExceeded, run_check_bounded
 from bot.checkruns import STALE_TITLE
 from bot.routing import CURRENT_JOB, check_run_completed
 from bot.sources import GitHubTree, changed_paths
 from bot.store import service as store
 from bot.suggestions import post_suggestions
 from checks.config import CONFIG_PATH  # read from the default branch, never from the PR
-from checks.engine import check_tree
 from checks.render import ANNOTATIONS_PER_REQUEST, SUMMARY_LIMIT, CHECK_RUN_NAME as CHECK_NAME
 
 router = Router()
@@ -141,10 +141,10 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
     files = client.pull_files(repo, number) if number and base is not None else None
     changed = changed_paths(files) if files is not None else None
     config_text = client.file_at(repo, CONFIG_PATH, default_branch)  # the default branch's, never the PR's
-    report = check_tree(head, base, changed, config_text=config_text)
-    conclusion, output, annotations = render(report)
+    report = run_check_bounded(head, base, changed, config_text=config_text)  # a child process, time and memory capped
+    conclusion, output, annotations = report.check_run() if isinstance(report, LimitExceeded) else render(report)
     complete_run(client, repo, run["id"], conclusion, output, annotations)
-    if files is not None:
+    if files is not None and not isinstance(report, LimitExceeded):
         # After the check run: a suggestion is a convenience, the check is the verdict.
         post_suggestions(client, repo, number, head_sha, report, files)
     store.record_check_run(ctx.store_url, repository=repo, head_sha=head_sha, name=CHECK_NAME,
