@@ -49,6 +49,9 @@ ADVICE: dict[str, str] = {
               "locally; docs/configuration.md lists every key). The check does not fall back to defaults.",
     "REG901": "Keep the suite inventory, the register functions' signatures and the labels as literals the "
               "check can read without running code, or point `paths:` in `.github/ci-registrar.yml` at them.",
+    "REG902": "Shrink or simplify the file the finding names (a generated inventory, an alias-heavy workflow, "
+              "a huge test file), or, if the file is legitimate, raise that limit for the deployment with "
+              "`CI_REGISTRAR_LIMIT_<NAME>` (docs/limits.md). The checks the finding lists were skipped there.",
 }
 
 
