@@ -71,8 +71,11 @@ class Runtime:
     """What every job of one process shares: settings, the GitHub App client and its caches, the router."""
 
     def __init__(self, settings, queue):
+        from bot.fairness import Shares
+
         self.settings = settings
         self.queue = queue
+        self.shares = Shares()  # the consumer sets its limit from its thread count
         self._github = None
         self._router = None
         self._lock = threading.Lock()
@@ -122,12 +125,7 @@ def register(queue, settings) -> None:
 def run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: bytes,
                  store_down_since: float | None = None) -> None:
     from bot import payloads
-    from bot.github.retry import RateLimited, TransientError
-    from bot.routing import CURRENT_JOB, JobContext
-    from bot.store import service as store
-    from bot.store.locks import Busy
 
-    settings = runtime.settings
     try:
         # The intake's own decoder: what it accepted decodes here too. Then the fields this
         # delivery's handler reads, in the bounds the store holds, before any work starts.
@@ -139,6 +137,23 @@ def run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: byte
     action = envelope.action
     installation_id = envelope.installation.id if envelope.installation else None
     repository = envelope.repository.full_name if envelope.repository else None
+    with runtime.shares.slot(installation_id) as free:
+        if not free:
+            # This installation has its share of the threads busy: step back, attempts untouched.
+            metrics.DELIVERIES.labels(event_name, action or "", "deferred").inc()
+            raise RetryTask(delay=0.5 + runtime.github.policy.rng.random())
+        _run_delivery(runtime, delivery_id, event_name, body, data, action, installation_id, repository,
+                      store_down_since)
+
+
+def _run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: bytes, data: dict, action,
+                  installation_id, repository, store_down_since) -> None:
+    from bot.github.retry import RateLimited, TransientError
+    from bot.routing import CURRENT_JOB, JobContext
+    from bot.store import service as store
+    from bot.store.locks import Busy
+
+    settings = runtime.settings
     with bound(delivery_id=delivery_id, event=event_name, action=action, installation=installation_id,
                repository=repository):
         try:
