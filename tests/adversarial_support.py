@@ -1,0 +1,183 @@
+"""The adversarial harness (no tests here): `ci-registrar serve` as a real process on the simulator,
+an attacker's installation sending pull requests built to stop the App, and an ordinary
+repository's pull request that must still get its check within seconds.
+
+Used by tests/test_adversarial.py (in CI) and bench/adversarial.py (figures).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+
+from bot.handlers.pull_requests import CHECK_NAME
+from tests.fixtures.attacks import ATTACKS
+from tests.fixtures.miles import miles_tree, test_file
+from tests.test_service_support import ROOT, env_for, wait_for
+
+# Attacks whose file is a changed test file: they bite in the PR check's diff mode.
+ATTACK_PRS = 3  # pull requests per attack at once: more than one worker thread's worth
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Outcome:
+    attack: str
+    ordinary_s: float | None  # delivery to completed check run of the ordinary PR
+    attack_runs: list[dict] = field(default_factory=list)  # the attacker's check runs, as GitHub shows them
+    peak_rss_mb: float = 0.0
+    deliveries: dict = field(default_factory=dict)  # delivery id -> status in the App's store
+
+
+class Service:
+    """`ci-registrar serve` in its own process group, on the simulator, with its own data directory."""
+
+    def __init__(self, sim, gh_app, tmp: Path, threads: int = 4, **env_extra):
+        self.data_dir = tmp / "data"
+        self.port = _free_port()
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("GITHUB_", "CI_REGISTRAR_", "REDIS_", "DATABASE_"))}
+        env.update(env_for(sim, gh_app, self.data_dir), PORT=str(self.port), HOST="127.0.0.1", PYTHONPATH=str(ROOT),
+                   CI_REGISTRAR_LOG_LEVEL="warning")
+        env.update({k: str(v) for k, v in env_extra.items()})
+        self.log_path = tmp / "serve.log"
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--threads", str(threads)], cwd=ROOT,
+                                     env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.base = f"http://127.0.0.1:{self.port}"
+
+        def up():
+            try:
+                return requests.get(self.base + "/healthz", timeout=1).status_code == 200
+            except requests.RequestException:
+                return False
+
+        if not wait_for(up, timeout=60):
+            raise RuntimeError("serve did not start: " + self.log_path.read_text()[-2000:])
+
+    def deliver(self, sim, delivery) -> int:
+        return sim.deliver(self.base + "/webhook", delivery).status_code
+
+    def peak_rss_mb(self) -> float:
+        """The serving process's peak resident memory (VmHWM); an analysis child has its own cap."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def deliveries(self) -> dict[str, str]:
+        import sqlite3
+
+        conn = sqlite3.connect(self.data_dir / "ci-registrar.db")
+        try:
+            return dict(conn.execute("select delivery_id, status from deliveries").fetchall())
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        self._log.close()
+
+
+class Arena:
+    """A simulator with the App, an ordinary repository (radixark/miles) and an attacker's
+    installation (mallory/*, its own account), and the App serving it."""
+
+    def __init__(self, sim, tmp: Path, **env_extra):
+        self.sim = sim
+        self.app = sim.create_app(name="CI Registrar", owner="radixark")
+        self.miles = sim.create_repo("radixark/miles")
+        self.miles.commit(miles_tree(), branch="main")
+        sim.install(self.app, "radixark/miles")
+        self.evil = sim.create_repo("mallory/evil")
+        self.evil.commit(miles_tree(), branch="main")
+        sim.install(self.app, "mallory/evil")
+        self.service = Service(sim, self.app, tmp, **env_extra)
+        self.rounds = 0
+
+    def ordinary_pr(self):
+        """A fresh, ordinary pull request on radixark/miles (its own branch and head)."""
+        self.rounds += 1
+        branch = f"ordinary-{self.rounds}"
+        self.miles.commit({f"tests/e2e/test_ordinary_{self.rounds}.py": test_file(
+            'register_cuda_ci(est_time=120, suite="stage-c-4-gpu-h200", labels=["short"])')},
+            branch=branch, parent=self.miles.head("main"))
+        return self.sim.open_pull_request(self.miles, branch, "main", author="alice")
+
+    def attack_pr(self, attack: str, i: int):
+        branch = f"{attack}-{i}"
+        files = dict(ATTACKS[attack]())
+        files[f"tests/e2e/test_mark_{attack}_{i}.py"] = "x = 1\n"  # each PR its own head
+        self.evil.commit(files, branch=branch, parent=self.evil.head("main"))
+        if attack == "wide_config":  # the configuration is read from the default branch
+            self.evil.commit(files, branch="main")
+        return self.sim.open_pull_request(self.evil, branch, "main", author="mallory")
+
+    def opened(self, repo, pr):
+        return self.sim.webhook("pull_request", "opened", app=self.app, repo=repo, pull=pr, sender=pr.author)
+
+    def poison(self):
+        """A signed delivery the App cannot hold: an installation id above 2**63."""
+        from tests.simulator import sign
+
+        d = self.opened(self.evil, self.attack_pr("many_suites", 99))
+        payload = json.loads(d.body)
+        payload["installation"]["id"] = 2**64 + 1
+        d.body = json.dumps(payload).encode()
+        d.headers["X-Hub-Signature-256"] = sign(d.body, self.app.webhook_secret)
+        return d
+
+    def completed(self, repo, sha: str) -> list[dict]:
+        return [r for r in self.sim.check_runs(repo, sha=sha, name=CHECK_NAME) if r["status"] == "completed"]
+
+    def run(self, attack: str, settle_s: float = 60.0) -> Outcome:
+        """The attack's pull requests, then an ordinary one; until every check run is completed."""
+        default_branch = self.evil.head("main")  # wide_config changes it: put back afterwards
+        if attack == "poison":
+            attacks, deliveries = [], [self.poison()]
+        else:
+            attacks = [self.attack_pr(attack, i) for i in range(ATTACK_PRS)]
+            deliveries = [self.opened(self.evil, pr) for pr in attacks]
+        for d in deliveries:
+            self.service.deliver(self.sim, d)
+        ordinary = self.ordinary_pr()
+        d = self.opened(self.miles, ordinary)
+        started = time.monotonic()
+        self.service.deliver(self.sim, d)
+        done = wait_for(lambda: self.completed(self.miles, ordinary.head_sha), timeout=settle_s)
+        ordinary_s = time.monotonic() - started if done else None
+        wait_for(lambda: all(self.completed(self.evil, pr.head_sha) for pr in attacks), timeout=settle_s)
+        ids = [x.delivery_id for x in deliveries] + [d.delivery_id]
+        wait_for(lambda: all(self.service.deliveries().get(i) in ("done", "invalid", "failed", "dead") for i in ids),
+                 timeout=settle_s)
+        states = self.service.deliveries()
+        self.evil.set_branch("main", default_branch)
+        return Outcome(attack, ordinary_s,
+                       [r for pr in attacks for r in self.sim.check_runs(self.evil, sha=pr.head_sha, name=CHECK_NAME)],
+                       self.service.peak_rss_mb(), {i: states.get(i) for i in ids})
+
+    def close(self):
+        self.service.stop()
+
+
+ALL_ATTACKS = list(ATTACKS) + ["poison"]

@@ -1,0 +1,53 @@
+"""No pull request can stop the App: `ci-registrar serve` as a real process on the simulator,
+an attacker's installation sending every input built to stop it, and an ordinary pull request
+that must still be checked within seconds.
+
+Each case asserts four things: the ordinary PR's check completes within ORDINARY_S; the attacker's
+check runs end completed, with the reason; no delivery is lost or processed twice; the serving
+process's peak memory stays under PEAK_MB (each analysis child has its own 1 GiB cap).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.adversarial_support import ALL_ATTACKS, Arena
+from tests.simulator.fixtures import github_sim  # noqa: F401
+
+ORDINARY_S = 10.0  # generous for a loaded 2-core CI machine; bench/adversarial.py measures against 5 s
+PEAK_MB = 1024.0
+# Inputs that once cost the engine without bound and are now read in linear time under every cap:
+# their check is an ordinary verdict, with no limit to report.
+CHEAP_NOW = {"flat_alias_workflow", "starred_references"}
+
+
+@pytest.fixture(scope="module")
+def arena(tmp_path_factory):
+    from tests.simulator import GitHubSimulator
+
+    sim = GitHubSimulator().start()
+    arena = Arena(sim, tmp_path_factory.mktemp("adversarial"))
+    yield arena
+    arena.close()
+    sim.stop()
+    assert sim.violations == []
+
+
+@pytest.mark.parametrize("attack", ALL_ATTACKS)
+def test_an_attack_does_not_stop_an_ordinary_check(arena, attack):
+    outcome = arena.run(attack)
+    assert outcome.ordinary_s is not None and outcome.ordinary_s < ORDINARY_S, outcome
+    assert outcome.peak_rss_mb < PEAK_MB, outcome
+    assert all(state in ("done", "invalid") for state in outcome.deliveries.values()), outcome.deliveries
+    if attack == "poison":
+        assert list(outcome.deliveries.values())[0] == "invalid"
+        return
+    # One run per attacking PR (nothing processed twice), each completed, each saying why.
+    assert len(outcome.attack_runs) == 3 and all(r["status"] == "completed" for r in outcome.attack_runs)
+    for run in outcome.attack_runs:
+        said = run["output"].get("title", "") + run["output"].get("summary", "") + \
+            " ".join(a["message"] for a in run["annotations"])
+        if attack in CHEAP_NOW:
+            assert run["output"].get("title"), run  # read in linear time: an ordinary verdict
+        else:
+            assert any(word in said for word in ("REG902", "limit", "REG900")), (attack, run["output"])
