@@ -51,3 +51,27 @@ def test_an_attack_does_not_stop_an_ordinary_check(arena, attack):
             assert run["output"].get("title"), run  # read in linear time: an ordinary verdict
         else:
             assert any(word in said for word in ("REG902", "limit", "REG900")), (attack, run["output"])
+
+
+def test_an_outage_longer_than_the_retry_budget_leaves_no_check_in_progress(github_sim, tmp_path):
+    """GitHub answers 502 to every check-run update until well after the job gave up; once it is
+    back, the check run is completed (by the job's failure report or the reconciler), none stays
+    in progress. Retry budgets are shortened here; docs/failure-modes.md gives the defaults."""
+    from tests.test_service_support import wait_for
+
+    arena = Arena(github_sim, tmp_path, CI_REGISTRAR_HTTP_ATTEMPTS=2, CI_REGISTRAR_HTTP_BACKOFF_S=0.05,
+                  CI_REGISTRAR_JOB_ATTEMPTS=2, CI_REGISTRAR_JOB_BACKOFF_S=0.2, CI_REGISTRAR_STALE_CHECK_S=5,
+                  CI_REGISTRAR_RECONCILE_EVERY_S=2)
+    try:
+        fault = github_sim.inject_fault("PATCH", r"/check-runs/\d+$", "502", times=None)
+        pr = arena.ordinary_pr()
+        d = arena.opened(arena.miles, pr)
+        arena.service.deliver(github_sim, d)
+        assert wait_for(lambda: arena.service.deliveries().get(d.delivery_id) == "failed", timeout=60)
+        runs = github_sim.check_runs(arena.miles, sha=pr.head_sha)
+        assert runs and all(r["status"] == "in_progress" for r in runs) and fault.hits >= 2
+        github_sim.clear_faults()  # GitHub is back
+        assert wait_for(lambda: all(r["status"] == "completed" for r in github_sim.check_runs(arena.miles)), timeout=60)
+        assert arena.service.peak_rss_mb() < PEAK_MB
+    finally:
+        arena.close()
