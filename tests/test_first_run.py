@@ -1,0 +1,76 @@
+"""From a clean start to a checked pull request, as a new user goes: `ci-registrar serve` with a
+webhook proxy channel, the setup link from its log, one click through onboarding on the simulated
+github.com, the App installed, a pull request opened: its check run arrives through the channel."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from html import unescape
+from urllib.parse import urlsplit
+
+import requests
+
+from bot.handlers.pull_requests import CHECK_NAME
+from tests.simulator.fixtures import github_sim  # noqa: F401
+from tests.test_service_support import ROOT, wait_for
+from tests.test_webhook_proxy import Channel
+
+
+def test_make_run_then_one_click_gives_a_working_app(github_sim, tmp_path):
+    from tests.adversarial_support import _free_port
+
+    sim = github_sim
+    channel = Channel()
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI_REGISTRAR_", "REDIS_", "DATABASE_"))}
+    env.update(CI_REGISTRAR_DATA_DIR=str(tmp_path / "data"), GITHUB_API_URL=sim.url, GITHUB_WEB_URL=sim.web_url,
+               CI_REGISTRAR_WEBHOOK_PROXY_URL=channel.url, PORT=str(port), PYTHONPATH=str(ROOT))
+    log_path = tmp_path / "serve.log"
+    log = open(log_path, "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--threads", "2"], cwd=ROOT, env=env,
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        link = wait_for(lambda: re.search(r"http://127\.0\.0\.1:\d+/\?token=\S+", log_path.read_text()), timeout=60)
+        assert link, log_path.read_text()
+        browser = requests.Session()
+        assert browser.get(link.group(0), timeout=10).status_code == 200  # the token becomes a cookie
+        page = browser.get(f"http://127.0.0.1:{port}/", timeout=10).text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+        public_url = re.search(r'name="public_url" value="([^"]*)"', page).group(1)
+        assert public_url == f"http://127.0.0.1:{port}"  # filled in: nothing to type
+        # The one click: start, the browser posts the manifest to github.com and comes back.
+        started = browser.post(f"http://127.0.0.1:{port}/onboarding/start", timeout=10,
+                               data={"csrf": csrf, "public_url": public_url, "owner": "personal", "org": ""}).text
+        action = unescape(re.search(r'<form action="([^"]+)"', started).group(1))
+        manifest = unescape(re.search(r'name="manifest" value="([^"]+)"', started).group(1))
+        assert json.loads(manifest)["hook_attributes"]["url"] == channel.url
+        back = requests.post(action, data={"manifest": manifest}, allow_redirects=False, timeout=10)
+        callback = urlsplit(back.headers["Location"])
+        done = browser.get(f"http://127.0.0.1:{port}{callback.path}?{callback.query}", timeout=30)
+        assert done.status_code == 200 and "is registered" in done.text
+        [app] = sim.apps.values()
+
+        # The user installs the App on a repository and opens a pull request; GitHub delivers to the channel.
+        repo = sim.create_repo("radixark/miles")
+        repo.commit({"README.md": "x\n"}, branch="main")
+        sim.install(app, "radixark/miles")
+        repo.commit({"tests/e2e/test_a.py": "x = 1\n"}, branch="feature")
+        pr = sim.open_pull_request(repo, "feature", "main", author="bob")
+        d = sim.webhook("pull_request", "opened", app=app, repo=repo, pull=pr, sender="bob")
+        channel.publish(d.headers, d.body, raw=True)
+        assert wait_for(lambda: [r for r in sim.check_runs(repo, sha=pr.head_sha, name=CHECK_NAME)
+                                 if r["status"] == "completed"], timeout=60), log_path.read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+        channel.close()
