@@ -3,7 +3,8 @@
 Builds (or takes with --repo) a tree of 400 test files shaped like radixark/miles (about 7 KB each,
 a third with registrations), then prints, best of --repeat runs each:
   - in-process: check_tree over the tree vs reading + ast.parse of every discovered file;
-  - whole process: `ci-registrar check` vs a `python -c` that parses every discovered file with ast;
+  - whole process: `ci-registrar check` vs a `python -c` that parses every discovered file with ast,
+    as JSON (no fix rendered) and as text with the tree's --fixes misspelt suites' fixes shown;
   - diff mode: re-checking one changed file (`check --base HEAD~1 --head HEAD`).
 Ends with one JSON line of the figures. Not a timed test: CI does not gate on it.
 """
@@ -60,12 +61,14 @@ SUITES = {
 }
 
 
-def make_test_file(i: int, registered: bool, rng: random.Random) -> str:
+def make_test_file(i: int, registered: bool, rng: random.Random, misspelt: bool = False) -> str:
     parts = [HEADER.format(i=i)]
     if registered:
         parts.append("from tests.ci.ci_register import register_cuda_ci, register_rocm_ci\n\n")
         parts.append(f'register_cuda_ci(est_time={rng.randint(1, 60) * 10}, suite="{rng.choice(SUITES["cuda"])}", labels=["megatron"])\n')
-        if rng.random() < 0.6:
+        if misspelt:  # a suite one keystroke off: a REG010 with a fix the text output renders (libcst)
+            parts.append(f'register_rocm_ci(est_time={rng.randint(1, 60) * 10}, suite="nightly-stage-c-4-gpu-mi35", labels=["long"])\n')
+        elif rng.random() < 0.6:
             parts.append(f'register_rocm_ci(est_time={rng.randint(1, 60) * 10}, suite="{rng.choice(SUITES["rocm"])}", labels=["long"])\n')
     n = 0
     while sum(len(p) for p in parts) < 7000:
@@ -74,14 +77,14 @@ def make_test_file(i: int, registered: bool, rng: random.Random) -> str:
     return "".join(parts)
 
 
-def build_tree(target: Path, files: int = 400, seed: int = 7) -> None:
+def build_tree(target: Path, files: int = 400, seed: int = 7, fixes: int = 5) -> None:
     rng = random.Random(seed)
     tree = miles_tree()
     for i in range(files):
         registered = i % 3 == 0
         # unregistered files live in the implicit-CPU root, as tests/fast files do
         folder = "tests/e2e/megatron" if registered else "tests/fast/unit"
-        tree[f"{folder}/test_case_{i:03d}.py"] = make_test_file(i, registered, rng)
+        tree[f"{folder}/test_case_{i:03d}.py"] = make_test_file(i, registered, rng, misspelt=registered and i // 3 < fixes)
     for path, text in tree.items():
         p = target / path
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -147,6 +150,9 @@ def main() -> None:
     run = lambda cmd: subprocess.run(cmd, capture_output=True, check=False)  # noqa: E731
     t_ast_proc = best(lambda: run(ast_cmd), args.repeat)
     t_check_proc = best(lambda: run(check_cmd), args.repeat)
+    # The text output shows each fix, formatted by a libcst codemod: the whole cost of fixes present.
+    fixes_shown = run([exe, "check", "--repo", str(repo)]).stdout.decode().count("fix:")
+    t_check_fix_proc = best(lambda: run([exe, "check", "--repo", str(repo)]), args.repeat)
 
     # diff mode: one changed file (an est_time edit) on top of a commit of the whole tree
     t_diff = t_diff_proc = None
@@ -174,12 +180,17 @@ def main() -> None:
         "ast_process_s": round(t_ast_proc, 4),
         "check_process_s": round(t_check_proc, 4),
         "process_ratio": round(t_check_proc / t_ast_proc, 3),
+        "fixes_shown": fixes_shown,
+        "check_with_fixes_process_s": round(t_check_fix_proc, 4),
+        "process_ratio_with_fixes": round(t_check_fix_proc / t_ast_proc, 3),
         "diff_one_file_s": round(t_diff, 4) if t_diff is not None else None,
         "diff_one_file_process_s": round(t_diff_proc, 4) if t_diff_proc is not None else None,
     }
     print(f"discovered test files: {figures['files']}")
     print(f"in-process:   check {t_check:.3f} s vs ast.parse of every file {t_ast:.3f} s -> ratio {figures['ratio']} (target <= 0.5)")
     print(f"whole process: ci-registrar check {t_check_proc:.3f} s vs python+ast {t_ast_proc:.3f} s -> ratio {figures['process_ratio']} (target <= 0.5)")
+    print(f"whole process, {fixes_shown} fixes shown (text output): {t_check_fix_proc:.3f} s -> ratio "
+          f"{figures['process_ratio_with_fixes']} (target <= 0.5)")
     if t_diff is not None:
         print(f"diff mode, one changed file: {t_diff:.3f} s in-process, {t_diff_proc:.3f} s as a process")
     print(json.dumps(figures))

@@ -126,14 +126,22 @@ def test_check_without_fixes_imports_no_service_library_nor_libcst(tmp_path):
     assert done.stdout.strip().splitlines()[-1] == "LOADED [] 0"
 
 
-def test_check_loads_libcst_only_to_render_a_fix(tmp_path):
-    repo = make_tree(tmp_path / "miles", **{PPO: test_file(TYPO)})
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "bot.cli", "check", "--repo", str(repo)],
-                          capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 1
-    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    assert "libcst" in imported
-    assert not imported & {"flask", "sqlalchemy", "github", "gidgethub", "huey", "redis", "structlog"}
+def test_check_loads_libcst_only_for_a_fix_a_text_edit_cannot_make(tmp_path):
+    """A corrected literal on a one-line call that still fits is a text edit; a call the fix makes
+    too long for the line is wrapped the way black does, by a libcst codemod."""
+    def imported_by(repo) -> set[str]:
+        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "bot.cli", "check", "--repo", str(repo)],
+                              capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 1 and "fix:" in done.stdout, done.stdout + done.stderr
+        return {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+    simple = imported_by(make_tree(tmp_path / "simple", **{PPO: test_file(TYPO)}))
+    assert "libcst" not in simple
+    assert not simple & {"flask", "sqlalchemy", "github", "gidgethub", "huey", "redis", "structlog"}
+    long_call = 'register_rocm_ci(est_time=2400, suite="nightly-stage-c-4-gpu-mi35", labels=["long"])  # calibrated'
+    long_call += " on MI355X".ljust(120 - len(long_call), ".")
+    assert len(long_call) == 120  # the fixed line is one character longer than black allows
+    assert "libcst" in imported_by(make_tree(tmp_path / "long", **{PPO: test_file(long_call)}))
 
 
 def test_outputs_that_show_no_fix_never_load_libcst(tmp_path):
