@@ -9,6 +9,12 @@ from bot.logging import get_logger
 log = get_logger("ci_registrar.checkruns")
 
 STALE_TITLE = "Check did not finish"
+FAILED_TITLE = "Could not finish the check"
+DEAD_TITLE = "Check stopped: its job kept crashing"
+FAILED_SUMMARY = (
+    "CI Registrar could not finish this check: {reason}.\n\n"
+    "It tried within its retry budget and gave up; use **Re-run** to try again."
+)
 STALLED_SUMMARY = (
     "CI Registrar could not finish this check: {reason}.\n\n"
     "Use **Re-run** to try again; if it keeps happening, the App's operator has the details."
@@ -51,3 +57,27 @@ def _record(url: str, run_id: int, conclusion: str) -> None:
         store.set_check_run_conclusion(url, run_id, conclusion)
     except Exception as exc:
         log.warning("could not record a check run's conclusion", check_run_id=run_id, error=type(exc).__name__)
+
+
+def failure_report(repo: str, run_id: int, *, title: str = FAILED_TITLE, head_sha: str | None = None,
+                   name: str | None = None) -> dict:
+    """What to do about one check run if its job fails for good: plain data, so a report GitHub
+    refused now can be queued and sent later (bot.tasks.run_report). With head_sha and name, GitHub
+    is asked first and a run completed meanwhile is left as it is."""
+    return {"repo": repo, "run_id": run_id, "title": title, "head_sha": head_sha, "name": name}
+
+
+def complete_failed(client, reason: str, report: dict, store_url: str | None = None) -> None:
+    """Complete the report's check run as failed, with `reason` (public text: never an exception's)."""
+    from checks.render import SUMMARY_LIMIT
+
+    if "call" in report:  # a report queued by an older version: {"call": ..., "kwargs": {...}}
+        report = {"title": FAILED_TITLE, **report.get("kwargs", {})}
+    if report.get("head_sha") and report.get("name"):
+        complete_stalled(client, reason, repo=report["repo"], head_sha=report["head_sha"], name=report["name"],
+                         run_id=report["run_id"], title=report.get("title") or STALE_TITLE, store_url=store_url)
+        return
+    client.update_check_run(report["repo"], report["run_id"], {
+        "status": "completed", "conclusion": "failure", "completed_at": _now(),
+        "output": {"title": report.get("title") or FAILED_TITLE,
+                   "summary": FAILED_SUMMARY.format(reason=reason)[:SUMMARY_LIMIT]}})

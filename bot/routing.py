@@ -71,20 +71,19 @@ class JobContext:
     def log(self):
         return get_logger("ci_registrar.handlers")
 
-    def on_failure(self, target: str, **kwargs) -> None:
-        """If this job fails for good, call `target` ("module:function") as target(client, reason, **kwargs).
+    def report_on_failure(self, repo: str, run_id: int) -> None:
+        """If this job fails for good, complete this check run as failed, with a public reason."""
+        from bot.checkruns import failure_report
 
-        Named, not a closure: when GitHub itself is what failed, the report is queued to run later.
-        """
-        entry = {"call": target, "kwargs": kwargs}
-        if kwargs.get("run_id") in self.disarmed or entry in self.failure_reporters:
+        entry = failure_report(repo, run_id)
+        if run_id in self.disarmed or entry in self.failure_reporters:
             return
         self.failure_reporters.append(entry)
 
     def disarm(self, run_id: int) -> None:
         """No failure report of this job may touch this check run (its verdict stands)."""
         self.disarmed.add(run_id)
-        self.failure_reporters[:] = [r for r in self.failure_reporters if r["kwargs"].get("run_id") != run_id]
+        self.failure_reporters[:] = [r for r in self.failure_reporters if r.get("run_id") != run_id]
 
     @contextlib.contextmanager
     def exclusive(self, repository: str, head_sha: str, name: str):

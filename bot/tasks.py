@@ -297,6 +297,7 @@ def _store_refused(runtime: Runtime, delivery_id: str, event_name: str, exc) -> 
 
 def _dead(runtime: Runtime, delivery_id: str, event_name: str, action: str | None, crashes: int) -> None:
     """A job that keeps killing its process: set aside (a dead letter), its check runs completed."""
+    from bot.checkruns import DEAD_TITLE, failure_report
     from bot.store import service as store
 
     url = runtime.settings.database_url
@@ -306,9 +307,8 @@ def _dead(runtime: Runtime, delivery_id: str, event_name: str, action: str | Non
     store.finish_delivery(url, delivery_id, "dead", f"dead letter: the process running it died {crashes} times")
     reason = public_reason(PUBLIC_DEAD.format(n=crashes), delivery_id)
     for record, installation_id in _open_runs(url, delivery_id):
-        report = {"call": "bot.checkruns:complete_stalled",
-                  "kwargs": {"repo": record.repository, "head_sha": record.head_sha, "name": record.name,
-                             "run_id": record.check_run_id, "title": "Check stopped: its job kept crashing"}}
+        report = failure_report(record.repository, record.check_run_id, title=DEAD_TITLE, head_sha=record.head_sha,
+                                name=record.name)
         run_report(runtime, delivery_id, installation_id, report, reason, 1)
     _forget(runtime, delivery_id)
 
@@ -346,16 +346,14 @@ def run_report(runtime: Runtime, delivery_id: str, installation_id: int, report:
                since: float | None = None) -> None:
     """Tell the user a job failed (complete its check run); when GitHub is what fails, try again
     later, with backoff, until a deadline (hours: a GitHub outage does not leave the check running)."""
-    import importlib
-
+    from bot.checkruns import complete_failed
     from bot.github.retry import RateLimited, TransientError
 
     since = since or time.time()
-    module, _, name = report["call"].partition(":")
     with bound(delivery_id=delivery_id, installation=installation_id):
         try:
             client = runtime.github.for_installation(installation_id)
-            getattr(importlib.import_module(module), name)(client, reason, **report["kwargs"])
+            complete_failed(client, reason, report, store_url=runtime.settings.database_url)
         except TransientError as exc:
             waited = time.time() - since
             if waited > report_deadline_s():

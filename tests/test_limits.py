@@ -481,7 +481,7 @@ def test_run_check_completes_neutral_on_a_limit(monkeypatch):
         update_check_run=lambda repo, run_id, body: updates.append(body),
         tree=lambda repo, sha: {"tree": []},
     )
-    ctx = SimpleNamespace(client=client, settings=SimpleNamespace(app_id=None), delivery_id="d1", on_failure=lambda *a, **k: None,
+    ctx = SimpleNamespace(client=client, settings=SimpleNamespace(app_id=None), delivery_id="d1", report_on_failure=lambda *a, **k: None,
                           log=SimpleNamespace(info=lambda *a, **k: None), store_url=None)
     recorded = {}
     monkeypatch.setattr(pull_requests, "run_check_bounded", lambda *a, **k: LimitExceeded("timeout_s", 60, "it ran longer than 60 s", P))

@@ -7,24 +7,19 @@ import datetime as dt
 from gidgethub.routing import Router
 
 from bot.analysis import LimitExceeded, run_check_bounded
-from bot.checkruns import STALE_TITLE
+from bot.checkruns import DEAD_TITLE, FAILED_TITLE, STALE_TITLE
 from bot.routing import CURRENT_JOB, check_run_completed
 from bot.sources import GitHubTree, changed_paths
 from bot.store import service as store
 from bot.suggestions import post_suggestions
 from checks.config import CONFIG_PATH  # read from the default branch, never from the PR
-from checks.render import ANNOTATIONS_PER_REQUEST, SUMMARY_LIMIT, CHECK_RUN_NAME as CHECK_NAME
+from checks.render import ANNOTATIONS_PER_REQUEST, CHECK_RUN_NAME as CHECK_NAME
 
 router = Router()
 
-FAILED_TITLE = "Could not finish the check"
 # Titles of runs that report a job which did not finish (this handler's, a dead letter's, the
 # reconciler's): such a run is never reused, the next attempt or re-run gets a fresh one.
-FAILED_TITLES = (FAILED_TITLE, STALE_TITLE, "Check stopped: its job kept crashing")
-FAILED_SUMMARY = (
-    "CI Registrar could not finish this check: {reason}.\n\n"
-    "It tried within its retry budget and gave up; use **Re-run** to try again."
-)
+FAILED_TITLES = (FAILED_TITLE, STALE_TITLE, DEAD_TITLE)
 
 
 def _now() -> str:
@@ -118,7 +113,7 @@ def _create_run(client, ctx, repo: str, head_sha: str) -> dict:
                                          "external_id": ctx.delivery_id, "started_at": _now()})
     # Armed and recorded at once: if this job dies from here on, the run is completed with the
     # reason (by this job's failure report, a dead letter's, or the reconciler, which finds it here).
-    ctx.on_failure("bot.handlers.pull_requests:report_failure", repo=repo, run_id=run["id"])
+    ctx.report_on_failure(repo, run["id"])
     _record(ctx, repo, head_sha, run, None)
     return run
 
@@ -135,7 +130,7 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
     if done:
         ctx.log.info("check already completed", check_run_id=run["id"], head_sha=head_sha)
         return
-    ctx.on_failure("bot.handlers.pull_requests:report_failure", repo=repo, run_id=run["id"])
+    ctx.report_on_failure(repo, run["id"])
     head = GitHubTree(client, repo, head_sha)
     base = GitHubTree(client, repo, base_sha) if base_sha else None
     files = client.pull_files(repo, number) if number and base is not None else None
@@ -178,12 +173,6 @@ def complete_run(client, repo: str, run_id: int, conclusion: str, output: dict, 
             store.set_check_run_conclusion(ctx.store_url, run_id, conclusion)
         except Exception as exc:
             ctx.log.warning("could not record a completed check run", check_run_id=run_id, error=type(exc).__name__)
-
-
-def report_failure(client, reason: str, *, repo: str, run_id: int) -> None:
-    client.update_check_run(repo, run_id, {
-        "status": "completed", "conclusion": "failure", "completed_at": _now(),
-        "output": {"title": FAILED_TITLE, "summary": FAILED_SUMMARY.format(reason=reason)[:SUMMARY_LIMIT]}})
 
 
 # -- rendering lives in checks.render (analysis never knows how it is shown) ----------------------
