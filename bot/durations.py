@@ -11,13 +11,15 @@ import csv
 import hashlib
 import io
 import json
+import re
 import time
-from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Annotated, Any, Iterable, Iterator, Literal, Mapping, Sequence
+
+import msgspec
 
 import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
@@ -26,7 +28,6 @@ from sqlalchemy.orm import Session
 from bot.store.db import session_scope
 from bot.store.measurements import NATURAL_KEY, UNKNOWN_HARDWARE, Measurement, ensure_store, measurements
 from checks.durations import (
-    OUTCOMES,
     CalibrationParams,
     DurationStats,
     duration_stats,
@@ -44,7 +45,6 @@ REQUIRED_FIELDS = ("repository", "file", "elapsed_s", "outcome")
 # Accepted spellings of a column (the runner's own words on the left).
 ALIASES = {"elapsed": "elapsed_s", "status": "outcome", "filename": "file", "timeout_after": "timeout_after_s",
            "exit": "exit_code", "_estimated_time": "est_time", "repo": "repository"}
-BACKENDS = ("cpu", "cuda", "rocm")
 
 NO_SUMMARY_LINES = "no per-file summary lines ('[i/n] <file>  PASS  elapsed=<N>s') found: nothing imported"
 
@@ -266,91 +266,99 @@ def _empty(value: Any) -> bool:
     return value is None or (isinstance(value, str) and value.strip() == "")
 
 
-def _row_from_item(item: Mapping[str, Any], defaults: Mapping[str, Any], mapping) -> dict:
-    """One JSON object or CSV row as a measurements row; ValueError says what is wrong."""
+class MeasurementItem(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
+    """One measurement as a JSON object or CSV row gives it (docs/durations.md), after the runner's
+    own spellings (ALIASES) and the command line's defaults are applied: the import's schema."""
+
+    repository: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+    file: Annotated[str, msgspec.Meta(min_length=1, max_length=500)]
+    elapsed_s: Annotated[float, msgspec.Meta(ge=0)]
+    outcome: Literal["PASS", "FAIL", "TIMEOUT"]
+    backend: Literal["cpu", "cuda", "rocm"] = "rocm"
+    suite: str | None = None
+    hardware: str | None = None
+    attempt: Annotated[int, msgspec.Meta(ge=1)] = 1
+    exit_code: int | None = None
+    timeout_after_s: int | None = None
+    est_time: float | None = None
+    run_id: int = 0
+    job_id: int = 0
+    head_sha: str | None = None
+    workflow: str | None = None
+    measured_at: datetime | None = None
+    source: str | None = None
+    runner_labels: list[str] | str | None = None
+
+
+_INTEGERS = ("attempt", "exit_code", "timeout_after_s", "run_id", "job_id")
+
+
+def _normalised(item: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict:
+    """The item in the schema's spelling: aliases, defaults for what is empty, the runner's `812s`."""
     data = {ALIASES.get(k, k): v for k, v in item.items() if k is not None}
     for key, value in defaults.items():
         if value is not None and _empty(data.get(key)):
             data[key] = value
-    for key in REQUIRED_FIELDS:
-        if _empty(data.get(key)):
-            raise ValueError(f"missing {key}")
-    outcome = str(data["outcome"]).strip().upper()
-    if outcome not in OUTCOMES:
-        raise ValueError(f"outcome {data['outcome']!r} is not PASS, FAIL or TIMEOUT")
+    out = {}
+    for key, value in data.items():
+        if _empty(value):
+            continue
+        if isinstance(value, str):
+            value = value.strip()
+            if key in ("elapsed_s", *_INTEGERS):
+                value = value.rstrip("s")
+            if key == "outcome":
+                value = value.upper()
+            elif key == "backend":
+                value = value.lower()
+            elif key in _INTEGERS:
+                value = _integer_text(value)
+        if key == "measured_at" and not isinstance(value, datetime):
+            try:
+                value = _parse_time(value)
+            except (TypeError, ValueError, OverflowError, OSError):
+                raise ValueError(f"measured_at {value!r} is not an ISO-8601 time") from None
+        out[key] = value
+    return out
+
+
+def _integer_text(text: str):
+    """`"12"` and `"12.0"` are 12 (a spreadsheet's export); anything else is left for the schema to refuse."""
     try:
-        elapsed = float(str(data["elapsed_s"]).strip().rstrip("s"))
+        return int(text)  # exactly: job ids and hashed log ids exceed a float's 53 bits
     except ValueError:
-        raise ValueError(f"elapsed_s {data['elapsed_s']!r} is not a number of seconds") from None
-    if elapsed < 0 or elapsed != elapsed:
-        raise ValueError(f"elapsed_s {data['elapsed_s']!r} is negative")
-
-    def integer(key, default=None):
-        value = data.get(key)
-        if _empty(value):
-            return default
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raw = str(value).strip().rstrip("s")
         try:
-            return int(raw)  # exactly: job ids and hashed log ids exceed a float's 53 bits
+            number = float(text)
         except ValueError:
-            pass
-        try:
-            number = float(raw)
-        except ValueError:
-            raise ValueError(f"{key} {value!r} is not an integer") from None
-        if not number.is_integer():
-            raise ValueError(f"{key} {value!r} is not an integer")
-        return int(number)
+            return text
+        return int(number) if number.is_integer() else text
 
-    def number(key):
-        value = data.get(key)
-        if _empty(value):
-            return None
-        try:
-            return float(str(value).strip())
-        except ValueError:
-            raise ValueError(f"{key} {value!r} is not a number") from None
 
-    def text(key):
-        value = data.get(key)
-        return None if _empty(value) else str(value).strip()
+_PATH = re.compile(r"`\$\.([A-Za-z_]+)`")
 
-    backend = (text("backend") or "rocm").lower()
-    if backend not in BACKENDS:
-        raise ValueError(f"backend {backend!r} is not one of cpu, cuda, rocm")
-    hardware = text("hardware")
-    if hardware is None and not _empty(data.get("runner_labels")):
-        labels = data["runner_labels"]
-        labels = labels.split(",") if isinstance(labels, str) else labels
-        hardware = hardware_for_labels(labels, mapping)
-    attempt = integer("attempt", 1)
-    if attempt < 1:
-        raise ValueError("attempt must be 1 or more")
+
+def _row_from_item(item: Mapping[str, Any], defaults: Mapping[str, Any], mapping) -> dict:
+    """One JSON object or CSV row as a measurements row; ValueError says what is wrong."""
+    data = _normalised(item, defaults)
     try:
-        measured_at = _parse_time(data["measured_at"]) if not _empty(data.get("measured_at")) else None
-    except (TypeError, ValueError, OverflowError, OSError):
-        raise ValueError(f"measured_at {data.get('measured_at')!r} is not an ISO-8601 time") from None
+        m = msgspec.convert(data, MeasurementItem, strict=False)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        field = _PATH.search(message)
+        if field and field.group(1) in data:
+            raise ValueError(f"{field.group(1)} {data[field.group(1)]!r}: {message.split(' - at ')[0]}") from None
+        raise ValueError(message.replace("Object missing required field", "missing")) from None
+    hardware = m.hardware
+    if hardware is None and m.runner_labels:
+        labels = m.runner_labels.split(",") if isinstance(m.runner_labels, str) else m.runner_labels
+        hardware = hardware_for_labels(labels, mapping)
     return {
-        "repository": text("repository"),
-        "file": text("file"),
-        "backend": backend,
-        "suite": text("suite"),
-        "hardware": hardware or UNKNOWN_HARDWARE,
-        "elapsed_s": elapsed,
-        "outcome": outcome,
-        "attempt": attempt,
-        "exit_code": integer("exit_code"),
-        "timeout_after_s": integer("timeout_after_s"),
-        "est_time": number("est_time"),
-        "run_id": integer("run_id", 0),
-        "job_id": integer("job_id", 0),
-        "head_sha": text("head_sha"),
-        "workflow": text("workflow"),
-        "runner_labels": None,
-        "measured_at": measured_at,
-        "source": text("source") or defaults.get("source") or "import",
+        "repository": m.repository, "file": m.file, "backend": m.backend, "suite": m.suite,
+        "hardware": hardware or UNKNOWN_HARDWARE, "elapsed_s": m.elapsed_s, "outcome": m.outcome,
+        "attempt": m.attempt, "exit_code": m.exit_code, "timeout_after_s": m.timeout_after_s,
+        "est_time": m.est_time, "run_id": m.run_id, "job_id": m.job_id, "head_sha": m.head_sha,
+        "workflow": m.workflow, "runner_labels": None, "measured_at": m.measured_at,
+        "source": m.source or defaults.get("source") or "import",
     }
 
 

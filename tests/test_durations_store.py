@@ -386,3 +386,25 @@ def test_two_processes_creating_a_fresh_store_at_once(backend, tmp_path):
             with admin.connect() as conn:
                 conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
             admin.dispose()
+
+
+def test_imported_items_follow_the_schema_with_the_runners_spellings(store, repo):
+    """The importer's schema (bot.durations.MeasurementItem): the runner's names and `812s`, a
+    spreadsheet's `2.0`, and a clear reason for each value it refuses."""
+    items = [
+        {"repo": repo, "filename": "tests/e2e/test_a.py", "elapsed": "812s", "status": "pass", "attempt": "2.0",
+         "run_id": "7", "backend": "CUDA", "runner_labels": "self-hosted,mi350"},
+        {"repository": repo, "file": "tests/e2e/test_b.py", "elapsed_s": -1, "outcome": "PASS"},
+        {"repository": repo, "file": "tests/e2e/test_b.py", "elapsed_s": 1, "outcome": "PASS", "attempt": 0},
+        {"repository": repo, "file": "tests/e2e/test_b.py", "elapsed_s": 1, "outcome": "PASS", "backend": "tpu"},
+        {"repository": repo, "elapsed_s": 1, "outcome": "PASS"},
+        {"repository": repo, "file": "tests/e2e/test_b.py", "elapsed_s": 1, "outcome": "PASS", "measured_at": "soon"},
+    ]
+    result = svc.ingest_json(store, json.dumps(items))
+    assert result.inserted == 1
+    reasons = dict(result.malformed)
+    assert "elapsed_s -1" in reasons[2] and "attempt 0" in reasons[3] and "tpu" in reasons[4]
+    assert "missing" in reasons[5] and "file" in reasons[5] and "measured_at 'soon'" in reasons[6]
+    [row] = rows(store, repo)
+    assert (row.elapsed_s, row.outcome, row.attempt, row.run_id, row.backend, row.hardware) == \
+        (812, "PASS", 2, 7, "cuda", "MI355X")
