@@ -12,25 +12,30 @@ import hashlib
 import io
 import json
 import re
-import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Iterator, Literal, Mapping, Sequence
+from typing import Annotated, Any, Iterable, Literal, Mapping, Sequence
 
 import msgspec
 
-import sqlalchemy as sa
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from bot.store.db import session_scope
-from bot.store.measurements import NATURAL_KEY, UNKNOWN_HARDWARE, Measurement, ensure_store, measurements
+from bot.store.measurements import (  # noqa: F401  (the statistics are this service's API too)
+    NATURAL_KEY,
+    UNKNOWN_HARDWARE,
+    Measurement,
+    StatRow,
+    insert_rows,
+    latest_est_times,
+    query_stats,
+    repositories,
+    select_measurements,
+    stats_select,
+    iso,
+    utc as _utc,
+)
 from checks.durations import (
-    CalibrationParams,
-    DurationStats,
-    duration_stats,
     parse_job_log,
 )
 from checks.hardware import hardware_for_labels
@@ -76,100 +81,12 @@ class IngestResult:
 
 
 # ----------------------------------------------------------------------------------------------
-# Sessions
-
-
-@contextmanager
-def _session(target: Session | str) -> Iterator[Session]:
-    """The caller's session (its transaction), or one transaction on a store URL."""
-    if isinstance(target, Session):
-        yield target
-        return
-    ensure_store(target)
-    with session_scope(target) as session:
-        yield session
-
-
-def _is_retryable(exc: DBAPIError) -> bool:
-    code = getattr(getattr(exc, "orig", None), "sqlstate", None)
-    return code in ("40P01", "40001")  # deadlock detected, serialization failure
-
-
-def _store_rows(target: Session | str, rows: list[dict]) -> int:
-    """Insert rows, skipping those already stored; returns how many were new. One transaction."""
-    if not rows:
-        return 0
-    # A global order on the natural key: concurrent writers take row locks in the same order and
-    # cannot deadlock each other.
-    rows.sort(key=lambda r: tuple(r[k] for k in NATURAL_KEY))
-    attempts = 1 if isinstance(target, Session) else 3
-    for attempt in range(attempts):
-        try:
-            with _session(target) as session:
-                return _insert(session, rows)
-        except DBAPIError as exc:
-            if attempt + 1 == attempts or not _is_retryable(exc):
-                raise
-            time.sleep(0.05 * (attempt + 1))
-    raise AssertionError("unreachable")
-
-
-_INSERT_COLUMNS = [c.name for c in measurements.c if c.name not in ("id", "ingested_at")]
-
-
-def _insert(session: Session, rows: list[dict]) -> int:
-    """INSERT ... ON CONFLICT (natural key) DO NOTHING; returns the number of new rows."""
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        return _insert_postgresql(session, rows)
-    if dialect != "sqlite":  # pragma: no cover - the store supports SQLite and PostgreSQL only
-        raise RuntimeError(f"unsupported database dialect {dialect}")
-    from sqlalchemy.dialects.sqlite import insert
-
-    # executemany: sqlite3 sums the rows really inserted into rowcount (ignored conflicts add 0).
-    stmt = insert(measurements).on_conflict_do_nothing(index_elements=list(NATURAL_KEY))
-    return int(session.execute(stmt, rows).rowcount)
-
-
-def _insert_postgresql(session: Session, rows: list[dict]) -> int:
-    # One statement per 5,000 rows, its columns sent as arrays and unnested server-side:
-    # several times faster than a multi-row VALUES list (which PostgreSQL must parse and plan),
-    # and RETURNING counts exactly the rows this transaction inserted.
-    from sqlalchemy.dialects.postgresql import ARRAY, insert
-
-    inserted = 0
-    for start in range(0, len(rows), 5000):
-        chunk = rows[start:start + 5000]
-        columns = []
-        for name in _INSERT_COLUMNS:
-            if name == "measured_at":
-                values, item_type = [_utc(r[name]) for r in chunk], sa.DateTime(timezone=True)
-            else:
-                values, item_type = [r.get(name) for r in chunk], measurements.c[name].type
-            columns.append(sa.func.unnest(sa.bindparam(f"v_{name}", value=values, type_=ARRAY(item_type))).label(name))
-        stmt = (
-            insert(measurements)
-            .from_select(_INSERT_COLUMNS, sa.select(*columns))
-            .on_conflict_do_nothing(index_elements=list(NATURAL_KEY))
-            .returning(measurements.c.id)
-        )
-        inserted += len(session.execute(stmt).all())
-    return inserted
-
-
-# ----------------------------------------------------------------------------------------------
 # Job logs
 
 
 def log_job_id(log_text: str) -> int:
     """A stable stand-in job id for a log imported without one: the same log maps to the same id."""
     return int(hashlib.sha256(log_text.encode("utf-8", "surrogatepass")).hexdigest()[:15], 16)
-
-
-def _utc(value: datetime | None) -> datetime:
-    if value is None:
-        return datetime.now(timezone.utc)
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 
 def ingest_job_log(
@@ -237,7 +154,7 @@ def ingest_job_log(
         for r in parsed.records
     ]
     result.parsed = len(rows)
-    result.inserted = _store_rows(target, rows)
+    result.inserted = insert_rows(target, rows)
     result.duplicates = result.parsed - result.inserted
     return result
 
@@ -385,7 +302,7 @@ def _store_items(target, items: Iterable[tuple[int, Mapping]], result: IngestRes
     if not rows:
         result.error = "no valid measurements found: nothing imported"
         return result
-    result.inserted = _store_rows(target, rows)
+    result.inserted = insert_rows(target, rows)
     result.duplicates = result.parsed - result.inserted
     return result
 
@@ -466,156 +383,14 @@ def import_file(target, path: str | Path, *, fmt: str = "auto", repository=None,
 
 
 # ----------------------------------------------------------------------------------------------
-# Statistics
-
-
-@dataclass
-class StatRow:
-    repository: str
-    file: str
-    backend: str
-    suite: str | None
-    hardware: str
-    n: int
-    median: float | None
-    p90: float | None
-    max: float | None
-    since: datetime | None  # the oldest measurement in the window
-    latest: datetime | None
-    est_time: float | None  # the latest est_time the runner logged for the file
-
-    @property
-    def stats(self) -> DurationStats:
-        return DurationStats(self.n, self.median, self.p90, self.max)
-
-    def as_json(self, details: bool = False) -> dict:
-        """`durations show --format json`'s object; details adds repository, since, latest, est_time."""
-        out = {"file": self.file, "backend": self.backend, "suite": self.suite, "hardware": self.hardware,
-               "n": self.n, "median": self.median, "p90": self.p90, "max": self.max}
-        if details:
-            out.update(repository=self.repository, since=_iso(self.since), latest=_iso(self.latest),
-                       est_time=self.est_time)
-        return out
-
-
-def stats_select(
-    *,
-    repository: str | None = None,
-    file: str | None = None,
-    suite: str | None = None,
-    backend: str | None = None,
-    hardware: str | None = None,
-    window_runs: int = 10,
-    window_days: float = 30,
-    now: datetime | None = None,
-    dialect: str = "sqlite",
-) -> sa.Select:
-    """The window and its aggregates in one query.
-
-    Passing attempts ranked newest first per (repository, hardware, backend, file), the first
-    window_runs of them within window_days days, grouped: n, max, oldest and newest time, the
-    newest row's suite and est_time, and the percentiles (PostgreSQL's percentile_cont is numpy's
-    linear interpolation; SQLite has none, so it hands back the window's values to compute them).
-    """
-    since = _utc(now) - timedelta(days=window_days)
-    m = measurements.c
-    rank = sa.func.row_number().over(
-        partition_by=(m.repository, m.hardware, m.backend, m.file), order_by=m.measured_at.desc()
-    )
-    # A literal, not a bound parameter: SQLite uses a partial index only for a literal match.
-    where = [sa.text("measurements.outcome = 'PASS'"), m.measured_at >= since]
-    for column, value in ((m.repository, repository), (m.file, file), (m.suite, suite), (m.backend, backend),
-                          (m.hardware, hardware)):
-        if value is not None:
-            where.append(column == value)
-    w = (
-        sa.select(m.repository, m.hardware, m.backend, m.file, m.elapsed_s, m.measured_at, m.suite,
-                  m.est_time, rank.label("rn"))
-        .where(*where)
-        .subquery("w")
-    )
-    if dialect == "postgresql":
-        values = (
-            sa.func.percentile_cont(0.5).within_group(w.c.elapsed_s).label("median"),
-            sa.func.percentile_cont(0.9).within_group(w.c.elapsed_s).label("p90"),
-        )
-    else:
-        values = (sa.func.group_concat(w.c.elapsed_s).label("values"),)
-    return (
-        sa.select(
-            w.c.repository, w.c.hardware, w.c.backend, w.c.file,
-            sa.func.count().label("n"),
-            sa.func.max(w.c.elapsed_s).label("max"),
-            sa.func.min(w.c.measured_at).label("since"),
-            sa.func.max(w.c.measured_at).label("latest"),
-            sa.func.max(sa.case((w.c.rn == 1, w.c.suite))).label("suite"),
-            sa.func.max(sa.case((w.c.rn == 1, w.c.est_time))).label("est_time"),
-            *values,
-        )
-        .where(w.c.rn <= int(window_runs))
-        .group_by(w.c.repository, w.c.hardware, w.c.backend, w.c.file)
-    )
-
-
-def query_stats(
-    target: Session | str,
-    *,
-    repository: str | None = None,
-    file: str | None = None,
-    suite: str | None = None,
-    backend: str | None = None,
-    hardware: str | None = None,
-    window_runs: int | None = None,
-    window_days: float | None = None,
-    params: Any = None,
-    now: datetime | None = None,
-) -> list[StatRow]:
-    """n, median, p90, max per (repository, file, backend, hardware) over the last window_runs
-    passing runs within window_days days (defaults from params, else the `calibration:` defaults
-    of checks/config.py: 10 runs, 30 days).
-
-    The database filters, ranks (ROW_NUMBER over the partial PASS index) and aggregates; rows
-    come sorted by repository, file, backend, hardware.
-    """
-    params = params or CalibrationParams()
-    runs = int(window_runs if window_runs is not None else getattr(params, "window_runs", 10))
-    days = float(window_days if window_days is not None else getattr(params, "window_days", 30))
-    out = []
-    with _session(target) as session:
-        dialect = session.get_bind().dialect.name
-        query = stats_select(repository=repository, file=file, suite=suite, backend=backend, hardware=hardware,
-                             window_runs=runs, window_days=days, now=now, dialect=dialect)
-        for row in session.execute(query):
-            if dialect == "postgresql":
-                median, p90 = row.median, row.p90
-            else:
-                st = duration_stats(float(v) for v in row.values.split(","))
-                median, p90 = st.median, st.p90
-            out.append(StatRow(row.repository, row.file, row.backend, row.suite, row.hardware, row.n,
-                               median, p90, row.max, _utc(row.since), _utc(row.latest), row.est_time))
-    out.sort(key=lambda r: (r.repository, r.file, r.backend, r.hardware))
-    return out
-
-
-# ----------------------------------------------------------------------------------------------
-# History and export
+# History and export (the SQL, statistics included, lives with its table: bot.store.measurements)
 
 
 def history(target: Session | str, repository: str, file: str, *, backend: str | None = None,
             hardware: str | None = None) -> list[dict]:
     """Every stored attempt of one test file, oldest first (the dashboard's plot)."""
-    stmt = sa.select(Measurement).where(Measurement.repository == repository, Measurement.file == file)
-    if backend:
-        stmt = stmt.where(Measurement.backend == backend)
-    if hardware:
-        stmt = stmt.where(Measurement.hardware == hardware)
-    stmt = stmt.order_by(Measurement.measured_at, Measurement.id)
-    with _session(target) as session:
-        return [_as_record(m) for m in session.scalars(stmt)]
-
-
-def _iso(value: datetime | None) -> str | None:
-    return None if value is None else _utc(value).isoformat().replace("+00:00", "Z")
+    return [_as_record(m) for m in select_measurements(target, repository=repository, file=file, backend=backend,
+                                                       hardware=hardware)]
 
 
 def _as_record(m: Measurement) -> dict:
@@ -623,17 +398,13 @@ def _as_record(m: Measurement) -> dict:
     for key in FIELDS:
         value = getattr(m, key)
         if isinstance(value, datetime):
-            value = _utc(value).isoformat().replace("+00:00", "Z")
+            value = iso(value)
         out[key] = value
     return out
 
 
 def export_records(target: Session | str, *, repository: str | None = None) -> list[dict]:
-    stmt = sa.select(Measurement).order_by(Measurement.repository, Measurement.measured_at, Measurement.id)
-    if repository:
-        stmt = stmt.where(Measurement.repository == repository)
-    with _session(target) as session:
-        return [_as_record(m) for m in session.scalars(stmt)]
+    return [_as_record(m) for m in select_measurements(target, repository=repository, by_repository=True)]
 
 
 def export_text(target: Session | str, fmt: str = "json", *, repository: str | None = None) -> str:
@@ -647,22 +418,6 @@ def export_text(target: Session | str, fmt: str = "json", *, repository: str | N
         writer.writerows({k: ("" if v is None else v) for k, v in r.items()} for r in records)
         return buf.getvalue()
     raise ValueError(f"unknown export format {fmt!r}: json or csv")
-
-
-def latest_est_times(target: Session | str, repository: str) -> dict[tuple[str, str], float]:
-    """The latest est_time the runner logged per (file, backend) in one repository."""
-    m = measurements.c
-    rank = sa.func.row_number().over(partition_by=(m.file, m.backend), order_by=(m.measured_at.desc(), m.id.desc()))
-    inner = (sa.select(m.file, m.backend, m.est_time, rank.label("rn"))
-             .where(m.repository == repository, m.est_time.is_not(None)).subquery())
-    with _session(target) as session:
-        rows = session.execute(sa.select(inner.c.file, inner.c.backend, inner.c.est_time).where(inner.c.rn == 1))
-        return {(f, b): e for f, b, e in rows}
-
-
-def repositories(target: Session | str) -> list[str]:
-    with _session(target) as session:
-        return list(session.scalars(sa.select(measurements.c.repository).distinct().order_by(measurements.c.repository)))
 
 
 __all__ = [

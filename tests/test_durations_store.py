@@ -128,13 +128,15 @@ def test_log_without_summary_lines_imports_nothing_and_says_so(store, repo):
 
 
 def test_an_error_mid_file_leaves_nothing_written(store, repo, monkeypatch):
-    real = svc._insert
+    from bot.store import measurements as table
+
+    real = table._insert
 
     def insert_then_fail(session, batch):
         real(session, batch)
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(svc, "_insert", insert_then_fail)
+    monkeypatch.setattr(table, "_insert", insert_then_fail)
     with pytest.raises(RuntimeError):
         svc.ingest_job_log(store, make_log([("tests/e2e/test_a.py", "PASS", 10)]), repository=repo, run_id=1, job_id=1)
     monkeypatch.undo()

@@ -1,17 +1,26 @@
-"""The measurements table: one row per attempt of one test file in one job (migration 0002)."""
+"""The measurements table (migration 0002): one row per attempt of one test file in one job, and
+the SQL that reads and writes it: idempotent inserts, the window and its statistics, lookups.
+
+bot.durations turns logs and files into rows and rows into exports; it never writes SQL itself.
+"""
 
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any, Iterator
 
 import sqlalchemy as sa
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Mapped, Session, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-from bot.store.db import Base, get_engine, upgrade
+from bot.store.db import Base, get_engine, session_scope, upgrade
+from checks.durations import CalibrationParams, DurationStats, duration_stats
 
 UNKNOWN_HARDWARE = "unknown"
 NATURAL_KEY = ("repository", "run_id", "job_id", "file", "attempt")
@@ -134,3 +143,271 @@ def _file_lock(url: str):
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# -- the measurement SQL: inserts, windows and statistics, lookups -----------------------------
+@contextmanager
+def session_for(target: Session | str) -> Iterator[Session]:
+    """The caller's session (its transaction), or one transaction on a store URL."""
+    if isinstance(target, Session):
+        yield target
+        return
+    ensure_store(target)
+    with session_scope(target) as session:
+        yield session
+
+
+
+
+def _is_retryable(exc: DBAPIError) -> bool:
+    code = getattr(getattr(exc, "orig", None), "sqlstate", None)
+    return code in ("40P01", "40001")  # deadlock detected, serialization failure
+
+
+
+
+def insert_rows(target: Session | str, rows: list[dict]) -> int:
+    """Insert rows, skipping those already stored; returns how many were new. One transaction."""
+    if not rows:
+        return 0
+    # A global order on the natural key: concurrent writers take row locks in the same order and
+    # cannot deadlock each other.
+    rows.sort(key=lambda r: tuple(r[k] for k in NATURAL_KEY))
+    attempts = 1 if isinstance(target, Session) else 3
+    for attempt in range(attempts):
+        try:
+            with session_for(target) as session:
+                return _insert(session, rows)
+        except DBAPIError as exc:
+            if attempt + 1 == attempts or not _is_retryable(exc):
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+
+
+_INSERT_COLUMNS = [c.name for c in measurements.c if c.name not in ("id", "ingested_at")]
+
+
+def _insert(session: Session, rows: list[dict]) -> int:
+    """INSERT ... ON CONFLICT (natural key) DO NOTHING; returns the number of new rows."""
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        return _insert_postgresql(session, rows)
+    if dialect != "sqlite":  # pragma: no cover - the store supports SQLite and PostgreSQL only
+        raise RuntimeError(f"unsupported database dialect {dialect}")
+    from sqlalchemy.dialects.sqlite import insert
+
+    # executemany: sqlite3 sums the rows really inserted into rowcount (ignored conflicts add 0).
+    stmt = insert(measurements).on_conflict_do_nothing(index_elements=list(NATURAL_KEY))
+    return int(session.execute(stmt, rows).rowcount)
+
+
+def _insert_postgresql(session: Session, rows: list[dict]) -> int:
+    # One statement per 5,000 rows, its columns sent as arrays and unnested server-side:
+    # several times faster than a multi-row VALUES list (which PostgreSQL must parse and plan),
+    # and RETURNING counts exactly the rows this transaction inserted.
+    from sqlalchemy.dialects.postgresql import ARRAY, insert
+
+    inserted = 0
+    for start in range(0, len(rows), 5000):
+        chunk = rows[start:start + 5000]
+        columns = []
+        for name in _INSERT_COLUMNS:
+            if name == "measured_at":
+                values, item_type = [utc(r[name]) for r in chunk], sa.DateTime(timezone=True)
+            else:
+                values, item_type = [r.get(name) for r in chunk], measurements.c[name].type
+            columns.append(sa.func.unnest(sa.bindparam(f"v_{name}", value=values, type_=ARRAY(item_type))).label(name))
+        stmt = (
+            insert(measurements)
+            .from_select(_INSERT_COLUMNS, sa.select(*columns))
+            .on_conflict_do_nothing(index_elements=list(NATURAL_KEY))
+            .returning(measurements.c.id)
+        )
+        inserted += len(session.execute(stmt).all())
+    return inserted
+
+
+
+
+@dataclass
+class StatRow:
+    repository: str
+    file: str
+    backend: str
+    suite: str | None
+    hardware: str
+    n: int
+    median: float | None
+    p90: float | None
+    max: float | None
+    since: datetime | None  # the oldest measurement in the window
+    latest: datetime | None
+    est_time: float | None  # the latest est_time the runner logged for the file
+
+    @property
+    def stats(self) -> DurationStats:
+        return DurationStats(self.n, self.median, self.p90, self.max)
+
+    def as_json(self, details: bool = False) -> dict:
+        """`durations show --format json`'s object; details adds repository, since, latest, est_time."""
+        out = {"file": self.file, "backend": self.backend, "suite": self.suite, "hardware": self.hardware,
+               "n": self.n, "median": self.median, "p90": self.p90, "max": self.max}
+        if details:
+            out.update(repository=self.repository, since=iso(self.since), latest=iso(self.latest),
+                       est_time=self.est_time)
+        return out
+
+
+
+
+def stats_select(
+    *,
+    repository: str | None = None,
+    file: str | None = None,
+    suite: str | None = None,
+    backend: str | None = None,
+    hardware: str | None = None,
+    window_runs: int = 10,
+    window_days: float = 30,
+    now: datetime | None = None,
+    dialect: str = "sqlite",
+) -> sa.Select:
+    """The window and its aggregates in one query.
+
+    Passing attempts ranked newest first per (repository, hardware, backend, file), the first
+    window_runs of them within window_days days, grouped: n, max, oldest and newest time, the
+    newest row's suite and est_time, and the percentiles (PostgreSQL's percentile_cont is numpy's
+    linear interpolation; SQLite has none, so it hands back the window's values to compute them).
+    """
+    since = utc(now) - timedelta(days=window_days)
+    m = measurements.c
+    rank = sa.func.row_number().over(
+        partition_by=(m.repository, m.hardware, m.backend, m.file), order_by=m.measured_at.desc()
+    )
+    # A literal, not a bound parameter: SQLite uses a partial index only for a literal match.
+    where = [sa.text("measurements.outcome = 'PASS'"), m.measured_at >= since]
+    for column, value in ((m.repository, repository), (m.file, file), (m.suite, suite), (m.backend, backend),
+                          (m.hardware, hardware)):
+        if value is not None:
+            where.append(column == value)
+    w = (
+        sa.select(m.repository, m.hardware, m.backend, m.file, m.elapsed_s, m.measured_at, m.suite,
+                  m.est_time, rank.label("rn"))
+        .where(*where)
+        .subquery("w")
+    )
+    if dialect == "postgresql":
+        values = (
+            sa.func.percentile_cont(0.5).within_group(w.c.elapsed_s).label("median"),
+            sa.func.percentile_cont(0.9).within_group(w.c.elapsed_s).label("p90"),
+        )
+    else:
+        values = (sa.func.group_concat(w.c.elapsed_s).label("values"),)
+    return (
+        sa.select(
+            w.c.repository, w.c.hardware, w.c.backend, w.c.file,
+            sa.func.count().label("n"),
+            sa.func.max(w.c.elapsed_s).label("max"),
+            sa.func.min(w.c.measured_at).label("since"),
+            sa.func.max(w.c.measured_at).label("latest"),
+            sa.func.max(sa.case((w.c.rn == 1, w.c.suite))).label("suite"),
+            sa.func.max(sa.case((w.c.rn == 1, w.c.est_time))).label("est_time"),
+            *values,
+        )
+        .where(w.c.rn <= int(window_runs))
+        .group_by(w.c.repository, w.c.hardware, w.c.backend, w.c.file)
+    )
+
+
+
+
+def query_stats(
+    target: Session | str,
+    *,
+    repository: str | None = None,
+    file: str | None = None,
+    suite: str | None = None,
+    backend: str | None = None,
+    hardware: str | None = None,
+    window_runs: int | None = None,
+    window_days: float | None = None,
+    params: Any = None,
+    now: datetime | None = None,
+) -> list[StatRow]:
+    """n, median, p90, max per (repository, file, backend, hardware) over the last window_runs
+    passing runs within window_days days (defaults from params, else the `calibration:` defaults
+    of checks/config.py: 10 runs, 30 days).
+
+    The database filters, ranks (ROW_NUMBER over the partial PASS index) and aggregates; rows
+    come sorted by repository, file, backend, hardware.
+    """
+    params = params or CalibrationParams()
+    runs = int(window_runs if window_runs is not None else getattr(params, "window_runs", 10))
+    days = float(window_days if window_days is not None else getattr(params, "window_days", 30))
+    out = []
+    with session_for(target) as session:
+        dialect = session.get_bind().dialect.name
+        query = stats_select(repository=repository, file=file, suite=suite, backend=backend, hardware=hardware,
+                             window_runs=runs, window_days=days, now=now, dialect=dialect)
+        for row in session.execute(query):
+            if dialect == "postgresql":
+                median, p90 = row.median, row.p90
+            else:
+                st = duration_stats(float(v) for v in row.values.split(","))
+                median, p90 = st.median, st.p90
+            out.append(StatRow(row.repository, row.file, row.backend, row.suite, row.hardware, row.n,
+                               median, p90, row.max, utc(row.since), utc(row.latest), row.est_time))
+    out.sort(key=lambda r: (r.repository, r.file, r.backend, r.hardware))
+    return out
+
+
+
+
+def latest_est_times(target: Session | str, repository: str) -> dict[tuple[str, str], float]:
+    """The latest est_time the runner logged per (file, backend) in one repository."""
+    m = measurements.c
+    rank = sa.func.row_number().over(partition_by=(m.file, m.backend), order_by=(m.measured_at.desc(), m.id.desc()))
+    inner = (sa.select(m.file, m.backend, m.est_time, rank.label("rn"))
+             .where(m.repository == repository, m.est_time.is_not(None)).subquery())
+    with session_for(target) as session:
+        rows = session.execute(sa.select(inner.c.file, inner.c.backend, inner.c.est_time).where(inner.c.rn == 1))
+        return {(f, b): e for f, b, e in rows}
+
+
+
+
+def repositories(target: Session | str) -> list[str]:
+    with session_for(target) as session:
+        return list(session.scalars(sa.select(measurements.c.repository).distinct().order_by(measurements.c.repository)))
+
+
+
+
+def iso(value: datetime | None) -> str | None:
+    return None if value is None else utc(value).isoformat().replace("+00:00", "Z")
+
+
+def utc(value: datetime | None) -> datetime:
+    if value is None:
+        return datetime.now(timezone.utc)
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+
+
+def select_measurements(target: Session | str, *, repository: str | None = None, file: str | None = None,
+                        backend: str | None = None, hardware: str | None = None,
+                        by_repository: bool = False) -> list[Measurement]:
+    """Stored attempts, oldest first (by repository first, for an export), filtered as asked."""
+    stmt = sa.select(Measurement)
+    for column, value in ((Measurement.repository, repository), (Measurement.file, file),
+                          (Measurement.backend, backend), (Measurement.hardware, hardware)):
+        if value:
+            stmt = stmt.where(column == value)
+    order = (Measurement.repository,) if by_repository else ()
+    stmt = stmt.order_by(*order, Measurement.measured_at, Measurement.id)
+    with session_for(target) as session:
+        return list(session.scalars(stmt))
