@@ -242,6 +242,33 @@ def test_blobs_fetched_in_parallel_share_one_installation_client(gh):
     assert len([r for r in sim.requests_log if "/git/blobs/" in r["path"]]) == len(files)
 
 
+def test_threads_wanting_one_blob_fetch_it_once(gh):
+    """Single-flight: four threads reading one cold blob at once (GitHub slow to answer) make one request."""
+    import threading
+
+    sim, github, client, repo, sha = gh
+    sim.inject_fault("GET", r"/git/blobs/", "slow", times=None, delay=0.3)
+    trees = [GitHubTree(github.for_installation(client.installation_id), "radixark/miles", sha) for _ in range(4)]
+    results = []
+    threads = [threading.Thread(target=lambda t=t: results.append(t.read("dir/c.py"))) for t in trees]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert results == [b"other\n"] * 4
+    assert len([r for r in sim.requests_log if "/git/blobs/" in r["path"]]) == 1
+    assert github._flights == {}
+
+
+def test_tree_listings_are_kept_compact_and_bounded(gh):
+    sim, github, client, repo, sha = gh
+    tree = GitHubTree(client, "radixark/miles", sha)
+    assert sorted(tree.paths()) == ["a.py", "dir/b.py", "dir/c.py"]
+    [cached] = [v for k, v in github.trees._data.items() if k[0] == "radixark/miles"]
+    assert all(set(e) <= {"path", "type", "mode", "sha", "size"} for e in cached["tree"])  # no urls
+    assert github.trees.max_bytes and 0 < github.trees._bytes < 2000
+
+
 def test_a_job_log_comes_from_the_redirect_without_the_token(gh):
     sim, github, client, repo, sha = gh
     run = sim.add_workflow_run(repo, "pr-test-rocm.yml", head_sha=sha, event="pull_request", status="completed",

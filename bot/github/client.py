@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -120,6 +121,15 @@ class BlobCache:
                 pass
 
 
+_TREE_FIELDS = ("path", "type", "mode", "sha", "size")
+
+
+def _compact_tree(raw: dict) -> dict:
+    """A recursive listing with only what bot.sources reads of each entry."""
+    return {"sha": raw.get("sha"), "truncated": bool(raw.get("truncated")),
+            "tree": [{k: e[k] for k in _TREE_FIELDS if k in e} for e in raw.get("tree", [])]}
+
+
 def git_blob_sha(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
@@ -174,10 +184,29 @@ class GitHub:
         self.policy = policy or RetryPolicy.from_env()
         self.etags = _LRU(max_items=4096)
         self.blobs = BlobCache(blob_dir)
-        self.trees = _LRU(max_items=256)
+        # Listings kept compact (path, type, mode, sha, size of each entry) and bounded in bytes:
+        # a miles-sized recursive listing is ~1.4 MB as GitHub sends it, ~0.2 MB like this.
+        self.trees = _LRU(max_items=256, max_bytes=32 * 1024 * 1024)
+        self._flights: dict[str, list] = {}  # blob sha -> [lock, waiters]: one fetch per blob at a time
+        self._flights_lock = threading.Lock()
         self._blocked: dict[int | None, float] = {}  # installation -> rate limited until (epoch s)
         self.auth = AppAuth(app_id, private_key, self._fetch_token) if app_id and private_key else None
         self._app_gh: Github | None = None
+
+    @contextlib.contextmanager
+    def single_flight(self, key: str):
+        """Threads that want the same blob queue here: the first fetches it, the rest find it cached."""
+        with self._flights_lock:
+            flight = self._flights.setdefault(key, [threading.Lock(), 0])
+            flight[1] += 1
+        try:
+            with flight[0]:
+                yield
+        finally:
+            with self._flights_lock:
+                flight[1] -= 1
+                if flight[1] == 0:
+                    self._flights.pop(key, None)
 
     def pygithub(self, auth: Auth.Auth) -> Github:
         """A Github object on this App's API URL that never sleeps: no retries, no throttling.
@@ -363,9 +392,11 @@ class InstallationClient:
         key = (repo, sha)
         cached = self.github.trees.get(key)
         if cached is None:
-            cached = self.call("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}",
-                               lambda: self._repo(repo).get_git_tree(sha, recursive=True).raw_data)
-            self.github.trees.put(key, cached)
+            raw = self.call("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}",
+                            lambda: self._repo(repo).get_git_tree(sha, recursive=True).raw_data)
+            cached = _compact_tree(raw)
+            size = sum(len(e["path"]) + 80 for e in cached["tree"])
+            self.github.trees.put(key, cached, size)
         return cached
 
     def tree_level(self, repo: str, sha: str) -> dict:
@@ -377,13 +408,18 @@ class InstallationClient:
         data = self.github.blobs.get(sha)
         if data is not None:
             return data
-        blob = self.call("GET", "/repos/{owner}/{repo}/git/blobs/{file_sha}", lambda: self._repo(repo).get_git_blob(sha))
-        if blob.encoding == "base64":
-            data = base64.b64decode(blob.content or "")
-        else:
-            data = (blob.content or "").encode()
-        self.github.blobs.put(sha, data)
-        return data
+        with self.github.single_flight(sha):
+            data = self.github.blobs.get(sha)  # fetched by another thread while this one waited
+            if data is not None:
+                return data
+            blob = self.call("GET", "/repos/{owner}/{repo}/git/blobs/{file_sha}",
+                             lambda: self._repo(repo).get_git_blob(sha))
+            if blob.encoding == "base64":
+                data = base64.b64decode(blob.content or "")
+            else:
+                data = (blob.content or "").encode()
+            self.github.blobs.put(sha, data)
+            return data
 
     def file_at(self, repo: str, path: str, ref: str | None) -> bytes | None:
         """A file's bytes at a ref (a branch: so asked with If-None-Match, a 304 costs nothing); None if absent.
