@@ -41,6 +41,15 @@ class Settings:
         return bool(self.app_id and self.private_key and self.webhook_secret)
 
 
+def env_float(name: str, default: float) -> float:
+    """A number from the environment (tuning knobs such as CI_REGISTRAR_JOB_BACKOFF_S); the
+    default when unset or not a number."""
+    try:
+        return float(os.environ.get(name) or default)
+    except ValueError:
+        return default
+
+
 def read_credentials(path: Path) -> dict:
     try:
         data = json.loads(path.read_text())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 
@@ -12,17 +11,13 @@ from huey.exceptions import RetryTask
 
 from bot import metrics
 from bot.logging import bound, get_logger
+from bot.settings import env_float as _env_float
 
 log = get_logger("ci_registrar.worker")
 
 STORE_DOWN_RETRY_S = 5.0
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name) or default)
-    except ValueError:
-        return default
 
 
 def max_crashes() -> int:

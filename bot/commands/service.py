@@ -9,14 +9,11 @@ import threading
 
 import click
 
+from bot.settings import env_float as _env_float
+
 DEFAULT_THREADS = 4
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name) or default)
-    except ValueError:
-        return default
 
 
 def shutdown_grace_s() -> float:

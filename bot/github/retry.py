@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from dataclasses import dataclass, field
+
+from bot.settings import env_float as _env_float
 
 
 class GitHubError(Exception):
@@ -28,11 +29,6 @@ class RateLimited(TransientError):
         self.wait_s, self.installation = wait_s, installation
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name) or default)
-    except ValueError:
-        return default
 
 
 @dataclass(frozen=True)
