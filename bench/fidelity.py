@@ -52,6 +52,7 @@ paths:
   test_roots: [test/registered]
   implicit_cpu_roots: []
   test_pattern: "*.py"
+  test_excludes: [conftest.py, __init__.py]
 consumers: []
 """
 

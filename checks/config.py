@@ -39,6 +39,7 @@ class Paths(_Struct):
     test_roots: list[str] = msgspec.field(default_factory=lambda: ["tests/fast", "tests/fast-gpu", "tests/e2e", "tests/ci"])
     implicit_cpu_roots: list[str] = msgspec.field(default_factory=lambda: ["tests/fast"])
     test_pattern: str = "test_*.py"
+    test_excludes: list[str] = msgspec.field(default_factory=list)  # file names (fnmatch) never discovered
     workflows_dir: str = ".github/workflows"
 
 

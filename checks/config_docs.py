@@ -46,6 +46,8 @@ FIELDS: dict[str, str] = {
     "Paths.test_roots": "Directories the runner discovers test files in.",
     "Paths.implicit_cpu_roots": "Discovery roots where a file without a registration is the runner's implicit CPU registration.",
     "Paths.test_pattern": "File name pattern (fnmatch) of a test file.",
+    "Paths.test_excludes": "File name patterns (fnmatch) the runner never discovers although they match "
+                           "`test_pattern`, e.g. `[conftest.py, __init__.py]` for sglang's `*.py` discovery.",
     "Paths.workflows_dir": "Directory of the repository's workflows (read for `--suite <name>` consumers).",
     "Consumer.repository": "`owner/name` of the repository whose workflow runs the suites. Required.",
     "Consumer.workflow": "Path of that workflow in its repository. Required.",

@@ -51,11 +51,13 @@ def _under(path: str, roots: list[str]) -> bool:
 
 
 def discover(paths, config: Config) -> list[str]:
-    """Test files the runner discovers: under a discovery root and named like test_*.py."""
+    """Test files the runner discovers: under a discovery root, named like `test_pattern`, not excluded."""
     p = config.paths
     out = []
     for path in paths:
-        if path.endswith(".py") and _under(path, p.test_roots) and fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], p.test_pattern):
+        name = path.rsplit("/", 1)[-1]
+        if path.endswith(".py") and _under(path, p.test_roots) and fnmatch.fnmatchcase(name, p.test_pattern) \
+                and not any(fnmatch.fnmatchcase(name, exclude) for exclude in p.test_excludes):
             out.append(path)
     return sorted(out)
 

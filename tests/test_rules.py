@@ -1019,3 +1019,16 @@ def test_workflow_yaml_alias_bomb_does_not_hang_the_check():
     # takes ~30 s (10**7: minutes); the check must stay linear in the file's size
     report = check(**{".github/workflows/bomb.yml": _alias_bomb(6)})
     assert report is not None
+
+
+def test_excluded_file_names_are_not_discovered():
+    """paths.test_excludes: sglang discovers every *.py under test/registered but conftest.py and __init__.py."""
+    from checks.config import load_config
+    from checks.engine import discover
+
+    config, findings = load_config("paths:\n  test_roots: [test/registered]\n  test_pattern: '*.py'\n"
+                                   "  test_excludes: [conftest.py, __init__.py]\n")
+    assert findings == []
+    paths = ["test/registered/a/__init__.py", "test/registered/a/conftest.py", "test/registered/a/test_x.py",
+             "test/registered/a/helper.py", "test/other/test_y.py"]
+    assert discover(paths, config) == ["test/registered/a/helper.py", "test/registered/a/test_x.py"]
