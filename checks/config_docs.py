@@ -40,7 +40,9 @@ SECTIONS: dict[str, str] = {
 FIELDS: dict[str, str] = {
     "Paths.register_module": "Module that defines `register_<backend>_ci`; their signatures are the registration contract.",
     "Paths.suites_module": "Module that holds the suite inventory.",
-    "Paths.suites_variables": "Module-level names of the inventory (a dict keyed by `HWBackend.X`); several are united.",
+    "Paths.suites_variables": "Module-level names of the inventory (a dict keyed by `HWBackend.X`); several are united. "
+                              "When the default `CI_SUITES` is not in the module, every module-level dict keyed by "
+                              "`HWBackend.X` is read instead (older layouts: `PER_COMMIT_SUITES`, `NIGHTLY_SUITES`).",
     "Paths.labels_module": "Module that holds the known labels.",
     "Paths.labels_variable": "Module-level name of the known labels (a dict whose keys are the labels, or a list of strings).",
     "Paths.test_roots": "Directories the runner discovers test files in.",

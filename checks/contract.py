@@ -273,6 +273,17 @@ _LABELS_SKIPPED = "the known labels are not read: label names are not checked"
 _SIGNATURES_SKIPPED = "the register functions are not read: the documented signatures are used"
 
 
+DEFAULT_INVENTORY_VARIABLES = ["CI_SUITES"]
+
+
+def inventory_variables(bindings: dict[str, ast.expr]) -> list[str]:
+    """Module-level dict literals keyed by HWBackend members (or `**` of another): the inventory's
+    variables as the module declares them, in source order."""
+    return [name for name, node in bindings.items()
+            if isinstance(node, ast.Dict) and node.keys
+            and all(k is None or (isinstance(k, ast.Attribute) and _backend_key(k) is not None) for k in node.keys)]
+
+
 def read_inventory(path: str, data: bytes | None, variables: list[str], contract: Contract, budget: Budget | None = None) -> None:
     budget = budget or Budget()
     tree, lines = _parse_module(path, data, contract, "the suite inventory", budget, _INVENTORY_SKIPPED)
@@ -284,6 +295,11 @@ def read_inventory(path: str, data: bytes | None, variables: list[str], contract
     comments = _Comments(lines)
     steps = _Steps(budget.limits.resolved_names)
     found_any = False
+    if list(variables) == DEFAULT_INVENTORY_VARIABLES and not any(v in bindings for v in variables):
+        # The default names nothing this module binds: read the dicts the module itself keys by
+        # HWBackend (miles before July 2026: PER_COMMIT_SUITES and NIGHTLY_SUITES) rather than check
+        # no suite at all. A configured list is taken as it is.
+        variables = inventory_variables(bindings) or variables
     for variable in variables:
         value = bindings.get(variable)
         if value is None:

@@ -822,10 +822,18 @@ def test_reg901_per_commit_and_nightly_suites_via_config():
     assert only(report.findings, "REG010").suggestion == '"nightly-stage-c-4-gpu-mi350"'
 
 
-def test_reg901_per_commit_layout_without_config():
+def test_per_commit_layout_without_config_is_read_from_the_module():
+    """The default names CI_SUITES; a module that binds none reads as the dicts it keys by HWBackend."""
     report = check(**{"tests/ci/run_suite.py": PER_COMMIT_AND_NIGHTLY})
+    assert report.findings == []
+    report = check(**{"tests/ci/run_suite.py": PER_COMMIT_AND_NIGHTLY, P: test_file('register_rocm_ci(est_time=10, suite="nightly-stage-c-4-gpu-mi35", labels=["long"])')})
+    assert only(report.findings, "REG010").suggestion == '"nightly-stage-c-4-gpu-mi350"'
+
+
+def test_reg901_a_configured_variable_the_module_lacks():
+    report = check(**{"tests/ci/run_suite.py": PER_COMMIT_AND_NIGHTLY, CFG: "paths:\n  suites_variables: [SUITES]\n"})
     f = only(report.findings, "REG901")
-    assert "CI_SUITES" in f.message
+    assert "SUITES" in f.message
     assert "REG010" not in rules_of(report.findings) and "REG014" not in rules_of(report.findings)
 
 
