@@ -123,8 +123,8 @@ def test_miles_may_explicit_registrations_agree():
     assert keys(run(MILES_MAY)) == MILES_MAY_EXPLICIT
 
 
-@xfail("labels rule: the engine requires non-empty labels on GPU whenever the signature has `labels`; in May labels=None was allowed on every backend")
 def test_miles_may_cuda_without_labels_is_accepted():
+    """In May `labels: list[str] | None = None` on every backend: a GPU test without a label was accepted."""
     assert failures(run(MILES_MAY)) == set()
 
 
