@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -39,22 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 COLLECTOR = ROOT / "bench" / "fidelity_collector.py"
 
-# The engine's configuration for sglang: the best the current schema allows (docs/fidelity.md).
-# It cannot say: more register functions than cpu/cuda/rocm, composed suites (stage=, runner_config=),
-# positional `nightly`, or "every .py except conftest.py and __init__.py".
-SGLANG_CONFIG = """\
-# written by bench/fidelity.py into the exported tree (not part of sglang)
-paths:
-  register_module: python/sglang/test/ci/ci_register.py
-  suites_module: test/run_suite.py
-  suites_variables: [PER_COMMIT_SUITES, NIGHTLY_SUITES, OTHER_SUITES]
-  labels_module: test/no-labels-module.py   # sglang has no labels: a path that does not exist
-  test_roots: [test/registered]
-  implicit_cpu_roots: []
-  test_pattern: "*.py"
-  test_excludes: [conftest.py, __init__.py]
-consumers: []
-"""
+sys.path.insert(0, str(ROOT))
+from tests.fixtures.sglang import SGLANG_CONFIG  # noqa: E402  (the configuration the tests check with)
 
 TARGETS = {
     "miles": {

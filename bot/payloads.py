@@ -239,9 +239,3 @@ def validate(event: str, data: dict) -> Envelope:
     except RecursionError:
         raise PayloadError("payload is nested too deeply") from None
 
-
-def safe_text(value, limit: int) -> str | None:
-    """A string fit for a bounded, NUL-free column (or None)."""
-    if not isinstance(value, str):
-        return None
-    return value.replace("\x00", "\ufffd")[:limit]

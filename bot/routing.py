@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import importlib
-import os
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -93,11 +92,9 @@ class JobContext:
         bot.store.locks.Busy and the job comes back a moment later, its attempt not counted.
         """
         from bot.checkruns import head_key
+        from bot.settings import env_float
         from bot.store.locks import claim
 
-        try:
-            wait = float(os.environ.get("CI_REGISTRAR_CLAIM_WAIT_S") or 30)
-        except ValueError:
-            wait = 30.0
+        wait = env_float("CI_REGISTRAR_CLAIM_WAIT_S", 30)
         with claim(self.store_url, head_key(repository, head_sha, name), wait_s=wait):
             yield

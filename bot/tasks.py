@@ -35,11 +35,6 @@ def report_deadline_s() -> float:
     return _env_float("CI_REGISTRAR_REPORT_DEADLINE_S", 6 * 3600)
 
 
-def claim_wait_s() -> float:
-    """How long a job waits for another job on the same head before it steps back and comes later."""
-    return _env_float("CI_REGISTRAR_CLAIM_WAIT_S", 30)
-
-
 def stale_check_s() -> float:
     """A check run recorded in progress this long, with no job working on it, is completed by the
     reconciler. Longer than any job's whole budget (5 attempts, backoff capped at 5 min, one wait

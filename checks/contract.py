@@ -264,10 +264,6 @@ class _Comments:
         return " ".join(c for c in comments if c)
 
 
-def _comment_for(lines: list[str], node: ast.Constant) -> str:
-    return _Comments(lines).for_node(node)
-
-
 _INVENTORY_SKIPPED = "the suite inventory is not read: unknown-suite (REG010) and stale-consumer (REG014) checks are skipped"
 _LABELS_SKIPPED = "the known labels are not read: label names are not checked"
 _SIGNATURES_SKIPPED = "the register functions are not read: the documented signatures are used"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,16 +21,10 @@ import requests
 from bot.handlers.pull_requests import CHECK_NAME
 from tests.fixtures.attacks import ATTACKS
 from tests.fixtures.miles import miles_tree, test_file
-from tests.test_service_support import ROOT, env_for, wait_for
+from tests.test_service_support import ROOT, env_for, free_port, wait_for
 
 # Attacks whose file is a changed test file: they bite in the PR check's diff mode.
 ATTACK_PRS = 3  # pull requests per attack at once: more than one worker thread's worth
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -48,7 +41,7 @@ class Service:
 
     def __init__(self, sim, gh_app, tmp: Path, threads: int = 4, **env_extra):
         self.data_dir = tmp / "data"
-        self.port = _free_port()
+        self.port = free_port()
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("GITHUB_", "CI_REGISTRAR_", "REDIS_", "DATABASE_"))}
         env.update(env_for(sim, gh_app, self.data_dir), PORT=str(self.port), HOST="127.0.0.1", PYTHONPATH=str(ROOT),

@@ -20,6 +20,7 @@ from checks.contract import read_contract
 from checks.engine import check_tree
 from checks.model import Backend
 from checks.tree import DirectoryTree, MemoryTree
+from tests.fixtures.sglang import SGLANG_CONFIG  # what bench/fidelity.py writes for sglang
 
 TARGETS = Path(__file__).parent / "fixtures" / "targets"
 MILES_APR = TARGETS / "miles" / "r2026-04-22-110e7c9"
@@ -28,21 +29,6 @@ MILES_AUG = TARGETS / "miles" / "r2026-08-21-778227d"
 SGLANG_APR = TARGETS / "sglang" / "r2026-04-20-6cc2eee"
 SGLANG_JUN = TARGETS / "sglang" / "r2026-06-29-3e16be2"
 SGLANG_AUG = TARGETS / "sglang" / "r2026-08-22-382343f"
-
-# The best the configuration schema allows for sglang today (the same text bench/fidelity.py
-# writes into an exported sglang tree).
-SGLANG_CONFIG = """\
-paths:
-  register_module: python/sglang/test/ci/ci_register.py
-  suites_module: test/run_suite.py
-  suites_variables: [PER_COMMIT_SUITES, NIGHTLY_SUITES, OTHER_SUITES]
-  labels_module: test/no-labels-module.py
-  test_roots: [test/registered]
-  implicit_cpu_roots: []
-  test_pattern: "*.py"
-  test_excludes: [conftest.py, __init__.py]
-consumers: []
-"""
 
 
 def run(root: Path, config: str | None = None):

@@ -17,16 +17,14 @@ import requests
 
 from bot.handlers.pull_requests import CHECK_NAME
 from tests.simulator.fixtures import github_sim  # noqa: F401
-from tests.test_service_support import ROOT, wait_for
+from tests.test_service_support import ROOT, free_port, wait_for
 from tests.test_webhook_proxy import Channel
 
 
 def test_make_run_then_one_click_gives_a_working_app(github_sim, tmp_path):
-    from tests.adversarial_support import _free_port
-
     sim = github_sim
     channel = Channel()
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI_REGISTRAR_", "REDIS_", "DATABASE_"))}
     env.update(CI_REGISTRAR_DATA_DIR=str(tmp_path / "data"), GITHUB_API_URL=sim.url, GITHUB_WEB_URL=sim.web_url,
                CI_REGISTRAR_WEBHOOK_PROXY_URL=channel.url, PORT=str(port), PYTHONPATH=str(ROOT))

@@ -12,7 +12,7 @@ from bot.handlers.pull_requests import CHECK_NAME
 from bot.store.db import session_scope
 from bot.store.service import Delivery
 from tests.conftest import REDIS_TEST_URL
-from tests.test_service_support import Workers, build_world, wait_for, worker_env
+from tests.test_service_support import Workers, build_world, free_port, wait_for, worker_env
 from tests.simulator.fixtures import github_sim  # noqa: F401
 
 DELIVERIES = 200
@@ -24,14 +24,6 @@ def workers(tmp_path):
     w = Workers(tmp_path)
     yield w
     w.stop_all()
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_two_workers_process_200_deliveries_each_exactly_once(github_sim, tmp_path, pg_url, redis_prefix, workers):
@@ -50,7 +42,7 @@ def test_two_workers_process_200_deliveries_each_exactly_once(github_sim, tmp_pa
     assert len(ids) == DELIVERIES
 
     env = worker_env(world)
-    port = _free_port()
+    port = free_port()
     web = workers.start_web(env, port)
     procs = [workers.start(env, threads=3), workers.start(env, threads=3)]
     url = f"http://127.0.0.1:{port}/webhook"

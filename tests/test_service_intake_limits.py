@@ -16,13 +16,7 @@ import requests
 
 from bot.handlers.pull_requests import CHECK_NAME
 from tests.simulator.fixtures import github_sim  # noqa: F401
-from tests.test_service_support import ROOT, Workers, build_world, env_for, wait_for, worker_env
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.test_service_support import ROOT, Workers, build_world, env_for, free_port, wait_for, worker_env
 
 
 def _up(base):
@@ -78,7 +72,7 @@ def test_serve_answers_deliveries_under_slow_clients_exits_on_sigterm_with_a_stu
     repo.commit({"tests/e2e/test_a.py": "x = 1\n"}, branch="feature")
     pr = sim.open_pull_request(repo, "feature", "main", author="bob")
     data_dir = tmp_path / "data"
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI_REGISTRAR_", "REDIS_", "DATABASE_"))}
     env.update(env_for(sim, gh_app, data_dir), PORT=str(port), HOST="127.0.0.1", PYTHONPATH=str(ROOT),
                CI_REGISTRAR_BODY_TIMEOUT_S="2", CI_REGISTRAR_SHUTDOWN_GRACE_S="2", CI_REGISTRAR_HTTP_TIMEOUT_S="120")
@@ -134,7 +128,7 @@ def workers(tmp_path):
 
 def test_gunicorn_keeps_answering_github_in_time_while_slow_clients_trickle(github_sim, tmp_path, workers):
     world = build_world(github_sim, tmp_path)
-    port = _free_port()
+    port = free_port()
     env = worker_env(world, CI_REGISTRAR_BODY_TIMEOUT_S=3)
     web = workers.start_web(env, port, workers=2)
     base = f"http://127.0.0.1:{port}"

@@ -4,21 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 
 import requests
 
 from bot.handlers.pull_requests import CHECK_NAME
-from tests.test_service_support import ROOT, env_for, wait_for
+from tests.test_service_support import ROOT, env_for, free_port, wait_for
 from tests.simulator.fixtures import github_sim  # noqa: F401
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_serve_alone_takes_a_webhook_to_a_check_run(github_sim, tmp_path):
@@ -31,7 +24,7 @@ def test_serve_alone_takes_a_webhook_to_a_check_run(github_sim, tmp_path):
     pr = sim.open_pull_request(repo, "feature", "main", author="bob")
 
     data_dir = tmp_path / "fresh" / "data"  # does not exist yet
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI_REGISTRAR_", "REDIS_", "DATABASE_"))}
     env.update(env_for(sim, gh_app, data_dir), PORT=str(port), HOST="127.0.0.1", PYTHONPATH=str(ROOT))
     log = open(tmp_path / "serve.log", "wb")

@@ -102,6 +102,15 @@ def build_world(sim, tmp_path, *, database_url: str | None = None, redis_url: st
     return World(sim, gh_app, repo, inst, settings, queue, create_app(settings, queue=queue), pr)
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nothing listens on now (for a server a test starts)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05):
     deadline = time.time() + timeout
     while time.time() < deadline:

@@ -300,6 +300,8 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
         react(pull, comment_id, "confused")
         reply(pull, key, texts.over_budget(actor, request.suite, request.cost_gpu_hours, used, limit), step="refused")
         return "over_budget"
+    target = dispatch_cfg.repository or pull.repo
+    client = _client_for(pull, target)  # before the claim: a failure here leaves nothing half-dispatched
     running = running_for(pull, request.suite)
     claimed = running is None and store.transition(pull.store_url, request.id, RETRYABLE, store.DISPATCHING,
                                                    dispatched_at=store.now(), decided_by=approved_by)
@@ -319,10 +321,8 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
             reply(pull, key, texts.in_flight(actor, request.suite, running.run_url, running.requester), step="refused")
             return "in_flight"
         return "not_approved"
-    target = dispatch_cfg.repository or pull.repo
     since = store.now()
     try:
-        client = _client_for(pull, target)
         answer = client.dispatch_workflow(target, dispatch_cfg.workflow, dispatch_cfg.ref,
                                           _inputs(pull, request, dispatch_cfg))
     except GitHubError as exc:
@@ -335,7 +335,7 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
         return "failed"
     except TransientError:
         # GitHub did not answer: the dispatch may or may not have happened. Look before trying again.
-        run = _find_run(_client_for(pull, target), target, request, since)
+        run = _find_run(client, target, request, since)
         if run is None:
             store.transition(pull.store_url, request.id, [store.DISPATCHING], "failed",
                              reason="GitHub did not confirm the dispatch", dispatched_at=None)

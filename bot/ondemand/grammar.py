@@ -192,7 +192,7 @@ def parse(body: str | None, *, roots: list[str] | None = None, pattern: str = "t
     if rest and not rest[0].isspace():
         return Refusal(f"`{_printable(line.split()[0])}` is not a command word", word)
     tokens = rest.split()
-    if any(not t.isascii() for t in [rest]):
+    if not rest.isascii():
         for token in tokens:
             bad = _non_ascii(token)
             if bad:
