@@ -80,7 +80,8 @@ def test_a_delivery_on_the_channel_is_queued_by_the_app(served, raw):
     headers = dict(d.headers, **({} if raw else {"X-Hub-Signature-256": sign(body, world.app.webhook_secret)}))
     channel.publish(headers, body, raw)
     assert wait_for(lambda: world.queue.depth() == 1, timeout=10)
-    assert proxy.forwarded == 1
+    # The App answers (and queues) before the forwarder counts the delivery: wait for both.
+    assert wait_for(lambda: proxy.forwarded == 1, timeout=10)
 
 
 def test_a_forged_delivery_on_the_channel_is_refused_by_the_app(served):
