@@ -117,6 +117,9 @@ class _ProxyTree:
         self._conn, self._name, self._paths = conn, name, paths
 
     def paths(self):
+        if self._paths is None:  # an unlisted tree (the base): asked for only if the engine needs it
+            self._conn.send(("paths", self._name))
+            self._paths = self._conn.recv()
         return self._paths
 
     def read(self, path: str) -> bytes | None:
@@ -124,7 +127,12 @@ class _ProxyTree:
         return self._conn.recv()
 
     def prefetch(self, paths) -> None:
-        self._conn.send(("prefetch", self._name, list(paths)))
+        self._conn.send(("prefetch", [(self._name, list(paths))]))
+        self._conn.recv()
+
+    def prefetch_many(self, pairs) -> None:
+        """checks.tree.prefetch: head and base paths in one message, so the parent reads them in one go."""
+        self._conn.send(("prefetch", [(tree._name, list(paths)) for tree, paths in pairs]))
         self._conn.recv()
 
 
@@ -168,7 +176,7 @@ def _child_main() -> None:
         run = getattr(importlib.import_module(module), name)
         listings = job["listings"]
         head = _ProxyTree(conn, "head", listings["head"])
-        base = _ProxyTree(conn, "base", listings["base"]) if listings.get("base") is not None else None
+        base = _ProxyTree(conn, "base", listings["base"]) if job["has_base"] else None
         report = run(head, base, job["changed"], config_text=job["config_text"], limits=job["limits"])
         del head, base
         conn.send(("report", report))
@@ -213,7 +221,10 @@ def run_check_bounded(
 
         config_text = head.read(CONFIG_PATH)
     trees = {"head": head, "base": base}
-    listings = {"head": list(head.paths()), "base": list(base.paths()) if base is not None else None}
+    # The head is listed up front (discovery needs every path); a base only where it has a listing
+    # already (bot.sources reads an unlisted base at the paths the engine asks for).
+    listings = {"head": list(head.paths()),
+                "base": list(base.paths()) if base is not None and getattr(base, "listed", True) else None}
     answers_r, answers_w = os.pipe()
     try:
         proc = subprocess.Popen([sys.executable, "-m", "bot.analysis", str(answers_w)], stdin=subprocess.PIPE,
@@ -226,7 +237,8 @@ def run_check_bounded(
     last_file: str | None = None
     try:
         try:
-            parent_conn.send({"engine": engine, "listings": listings, "changed": changed, "config_text": config_text,
+            parent_conn.send({"engine": engine, "listings": listings, "has_base": base is not None,
+                              "changed": changed, "config_text": config_text,
                               "limits": limits, "memory_bytes": memory_bytes, "cpu_s": int(timeout_s) + 10})
         except (BrokenPipeError, OSError):
             pass  # the child is gone already: its exit status says why, below
@@ -256,11 +268,12 @@ def run_check_bounded(
                 except (BrokenPipeError, OSError):
                     pass  # the child died meanwhile: the next recv says how
             elif kind == "prefetch":
-                _, name, paths = message
-                prefetch = getattr(trees[name], "prefetch", None)
-                if prefetch is not None:
-                    prefetch(paths)
+                from checks.tree import prefetch
+
+                prefetch([(trees[name], paths) for name, paths in message[1]])
                 parent_conn.send(None)
+            elif kind == "paths":
+                parent_conn.send(list(trees[message[1]].paths()))
             elif kind == "report":
                 return message[1]
             elif kind == "memory":

@@ -1,30 +1,42 @@
-"""A pull request's files as checks/ reads them: a lazy Tree over GitHub's git data, blobs cached by SHA."""
+"""A pull request's files as checks/ reads them: a lazy Tree over GitHub's git data, read in bulk, blobs cached by SHA."""
 
 from __future__ import annotations
-
-from concurrent.futures import ThreadPoolExecutor
 
 from checks.tree import MAX_LINK_BYTES, resolve_link
 
 
 class GitHubTree:
-    """The files of one commit, listed with one git/trees call and read blob by blob on demand.
+    """The files of one commit, read from GitHub with as few requests as the check allows.
 
-    Implements checks.tree.Tree. Blob contents go through the App's blob cache, so a re-push only
-    fetches the files whose content changed.
+    Implements checks.tree.Tree. Two ways to know a commit:
+    - listed (the head): one git/trees call lists every path with its blob SHA, so discovery sees
+      the whole tree and a file whose blob is cached (or indexed) is never read again;
+    - unlisted (the base, `listed=False`): no listing at all. The check reads a base only at
+      known paths (the contract, the changed files' old versions), and one GraphQL request gives
+      those by `<sha>:<path>` whatever their number; a path absent at that commit reads as None.
+
+    Reads are gathered: `prefetch` (or prefetch_trees for several trees at once, head and base in
+    one request) fetches every listed path whose blob is not cached and every unlisted path not
+    yet read, through InstallationClient.read_paths (GraphQL, a few hundred files a request). A
+    single missing blob is one REST blob call, the same price.
 
     A symlink (an entry of mode 120000, whose blob holds the target path) is read as the runner on
     a checkout reads it: the file it leads to inside the tree (checks.tree.resolve_link: relative
     target, never above the root, a bounded number of hops); a link that leads nowhere in the
-    tree reads as absent.
+    tree reads as absent. An unlisted tree cannot tell a link from a file: its paths read as the
+    blob GitHub stores there (the base side only compares registrations).
     """
 
-    def __init__(self, client, repo: str, sha: str):
-        self.client, self.repo, self.sha = client, repo, sha
+    def __init__(self, client, repo: str, sha: str, *, listed: bool = True):
+        self.client, self.repo, self.sha, self.listed = client, repo, sha, listed
         self._blobs: dict[str, str] | None = None
+        self._sizes: dict[str, int] = {}
         self._links: dict[str, tuple[str, int | None]] = {}  # path -> (blob sha, size)
+        self._by_path: dict[str, tuple[str, bytes] | None] = {}  # unlisted: what read_paths gave
 
     def _listing(self) -> dict[str, str]:
+        if not self.listed:
+            raise TypeError("an unlisted tree has no listing: read it at known paths")
         if self._blobs is None:
             blobs: dict[str, str] = {}
             self._walk(self.sha, "", blobs, recursive=True)
@@ -39,6 +51,8 @@ class GitHubTree:
                 self._links[prefix + entry["path"]] = (entry["sha"], entry.get("size"))
             elif entry.get("type") == "blob":
                 out[prefix + entry["path"]] = entry["sha"]
+                if entry.get("size") is not None:
+                    self._sizes[prefix + entry["path"]] = entry["size"]
             elif truncated and entry.get("type") == "tree" and "/" not in entry["path"]:
                 # GitHub cut the recursive listing (100,000 entries / 7 MB): walk subtrees one by one.
                 self._walk(entry["sha"], prefix + entry["path"] + "/", out, recursive=True)
@@ -47,6 +61,9 @@ class GitHubTree:
         return list(self._listing()) + list(self._links)
 
     def blob_sha(self, path: str) -> str | None:
+        if not self.listed:
+            found = self._by_path.get(path)
+            return found[0] if found else None
         return self._listing().get(path)
 
     def _read_link(self, path: str) -> bytes | None:
@@ -56,6 +73,11 @@ class GitHubTree:
         return self.client.blob(self.repo, sha)
 
     def read(self, path: str) -> bytes | None:
+        if not self.listed:
+            if path not in self._by_path:
+                prefetch_trees([(self, [path])])
+            found = self._by_path.get(path)
+            return found[1] if found else None
         sha = self._listing().get(path)
         if sha is None:
             if path not in self._links:
@@ -64,16 +86,51 @@ class GitHubTree:
             return None if target is None else self.read(target)
         return self.client.blob(self.repo, sha)
 
-    def prefetch(self, paths, workers: int = 4) -> None:
-        """Fetch many blobs at once (a few in parallel); cached ones cost nothing."""
-        shas = [s for s in (self._listing().get(p) for p in paths) if s is not None]
-        missing = [s for s in dict.fromkeys(shas) if self.client.github.blobs.get(s) is None]
-        if len(missing) <= 1:
-            for sha in missing:
-                self.client.blob(self.repo, sha)
+    def prefetch(self, paths) -> None:
+        """Fetch many files at once; cached ones cost nothing."""
+        prefetch_trees([(self, paths)])
+
+    def prefetch_many(self, pairs) -> None:
+        """checks.tree.prefetch: several trees of this repository in one bulk read."""
+        prefetch_trees(pairs)
+
+
+def prefetch_trees(pairs) -> None:
+    """One bulk read for the given paths of several GitHubTrees of one repository (head and base)."""
+    pairs = [(tree, list(paths)) for tree, paths in pairs if tree is not None]
+    if not pairs:
+        return
+    client, repo = pairs[0][0].client, pairs[0][0].repo
+    cache = client.github.blobs
+    wanted: dict[str, tuple[GitHubTree, str]] = {}
+    sizes: dict[str, int] = {}
+    listed_shas: set[str] = set()
+    for tree, paths in pairs:
+        if tree.client is not client or tree.repo != repo:
+            raise ValueError("prefetch_trees reads one repository with one client")
+        for path in paths:
+            if tree.listed:
+                sha = tree._listing().get(path)
+                if sha is None or sha in listed_shas or cache.get(sha) is not None:
+                    continue  # absent or a link (read on demand), asked already, or cached
+                listed_shas.add(sha)
+            elif path in tree._by_path:
+                continue
+            expression = f"{tree.sha}:{path}"
+            wanted.setdefault(expression, (tree, path))
+            if tree.listed and path in tree._sizes:
+                sizes[expression] = tree._sizes[path]
+    if not wanted:
+        return
+    if len(wanted) == 1:
+        (tree, path), = wanted.values()
+        if tree.listed:  # one blob: the REST call is as cheap and needs no GraphQL
+            client.blob(repo, tree._listing()[path])
             return
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(lambda s: self.client.blob(self.repo, s), missing))
+    found = client.read_paths(repo, list(wanted), sizes)
+    for expression, (tree, path) in wanted.items():
+        if not tree.listed:
+            tree._by_path[path] = found.get(expression)
 
 
 def changed_paths(files: list[dict]) -> dict[str, str | None]:

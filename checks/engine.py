@@ -119,6 +119,7 @@ def check_tree(
     if config_text is _FROM_TREE:
         config_text = head.read(CONFIG_PATH)
     config, config_findings = load_config(config_text, limits=limits)
+    _read_ahead(head, base, changed, config)
     ctx, all_paths, findings = build_context(head, config, budget)
     findings = config_findings + list(ctx.contract.findings) + findings
     discovered = discover(all_paths, config)
@@ -181,6 +182,27 @@ def check_tree(
     report.findings = _apply_overrides(findings, config)
     report.findings.sort(key=Finding.sort_key)
     return report
+
+
+def _read_ahead(head, base, changed, config: Config) -> None:
+    """Name, up front, the files every check reads: a remote tree fetches them in one bulk read.
+
+    Head: the contract, the workflows and the changed test files; base: the contract and the
+    changed files' old paths. Other test files (suite totals, a whole-tree check) are read when a
+    rule needs them, through _scan. A local tree ignores this.
+    """
+    from checks.tree import prefetch
+
+    contract = sorted(contract_paths(config) - {CONFIG_PATH})
+    head_paths = list(head.paths())
+    workflows = [p for p in head_paths if is_workflow_path(p, config)]
+    if base is None or changed is None:
+        prefetch([(head, contract + workflows)])
+        return
+    changed = changed if isinstance(changed, dict) else {p: p for p in changed}
+    head_tests = discover([p for p in changed if p in set(head_paths)], config)
+    base_tests = discover([b for b in changed.values() if b], config)
+    prefetch([(head, contract + workflows + head_tests), (base, contract + base_tests)])
 
 
 def _root_of(path: str, config: Config) -> str:

@@ -20,6 +20,25 @@ class Tree(Protocol):
         """A file's bytes, or None when the tree has no such file."""
 
 
+def prefetch(pairs) -> None:
+    """Tell trees which paths the check will read, so a remote tree fetches them in bulk.
+
+    `pairs`: (tree, paths). Trees that share a bulk reader (`prefetch_many`, the App's GitHub
+    trees of one repository) get one call for all pairs (head and base in one request); others
+    get their own `prefetch`, if any; a local tree has neither and reads on demand.
+    """
+    pairs = [(tree, list(paths)) for tree, paths in pairs if tree is not None]
+    pairs = [(tree, paths) for tree, paths in pairs if paths]
+    if not pairs:
+        return
+    if all(getattr(tree, "prefetch_many", None) is not None for tree, _ in pairs):
+        pairs[0][0].prefetch_many(pairs)
+        return
+    for tree, paths in pairs:
+        if hasattr(tree, "prefetch"):
+            tree.prefetch(paths)
+
+
 MAX_LINK_HOPS = 8  # a chain of symlinks longer than this leads nowhere (git itself stops at 5-40)
 MAX_LINK_BYTES = 4096  # PATH_MAX: a symlink's blob is its target path, never more
 

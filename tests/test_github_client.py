@@ -9,7 +9,7 @@ import pytest
 
 from bot.github.auth import REFRESH_MARGIN_S, AppAuth
 from bot.github.client import GitHub, git_blob_sha
-from bot.github.retry import RateLimited, RetryPolicy, TransientError, rate_limit_wait
+from bot.github.retry import GitHubError, RateLimited, RetryPolicy, TransientError, rate_limit_wait
 from bot.sources import GitHubTree, changed_paths
 from tests.simulator.fixtures import github_sim  # noqa: F401
 
@@ -232,14 +232,66 @@ def test_a_file_over_a_megabyte_comes_from_its_blob(gh):
     assert len([r for r in sim.requests_log if "/git/blobs/" in r["path"]]) == 1
 
 
-def test_blobs_fetched_in_parallel_share_one_installation_client(gh):
+def test_many_files_come_in_one_graphql_request(gh):
     sim, github, client, repo, sha = gh
     files = {f"many/f{i}.py": f"n = {i}\n" for i in range(24)}
     head = repo.commit(files, branch="main")
     tree = GitHubTree(client, "radixark/miles", head)
-    tree.prefetch(list(files), workers=6)
-    assert {p: tree.read(p).decode() for p in files} == files
-    assert len([r for r in sim.requests_log if "/git/blobs/" in r["path"]]) == len(files)
+    tree.prefetch(list(files))
+    reads = lambda: [r["operation"] for r in sim.requests_log if r["operation"] not in ("apps/create-installation-access-token", "git/get-tree")]  # noqa: E731
+    assert reads() == ["graphql"]
+    assert {p: tree.read(p).decode() for p in files} == files  # from the blob cache: no request
+    assert reads() == ["graphql"]
+
+
+def test_graphql_reads_are_batched_by_count(gh, monkeypatch):
+    from bot.github import client as client_module
+
+    sim, github, client, repo, sha = gh
+    monkeypatch.setattr(client_module, "GRAPHQL_BATCH", 10)
+    files = {f"many/f{i}.py": f"n = {i}\n" for i in range(25)}
+    head = repo.commit(files, branch="main")
+    found = client.read_paths("radixark/miles", [f"{head}:{p}" for p in files])
+    assert {e.split(":", 1)[1]: data.decode() for e, (_, data) in found.items()} == files
+    assert len([r for r in sim.requests_log if r["operation"] == "graphql"]) == 3
+
+
+def test_an_unlisted_tree_reads_known_paths_without_a_listing(gh):
+    sim, github, client, repo, sha = gh
+    base = GitHubTree(client, "radixark/miles", sha, listed=False)
+    base.prefetch(["a.py", "dir/b.py", "gone.py"])
+    assert base.read("a.py") == b"same\n" and base.read("gone.py") is None
+    assert base.read("dir/c.py") == b"other\n"  # not asked ahead: one more request for it
+    assert [r["operation"] for r in sim.requests_log if not r["operation"].startswith("apps/")] == ["graphql", "graphql"]
+    assert base.blob_sha("a.py") == git_blob_sha(b"same\n")
+
+
+def test_bytes_graphql_cannot_carry_exactly_come_from_the_blob(gh):
+    """Binary content, invalid UTF-8 and text GitHub cut (isTruncated) are read again over REST."""
+    sim, github, client, repo, sha = gh
+    sim.graphql.text_limit = 64
+    files = {"bin.py": b"\x00\x01", "latin.py": "x = '\xe9'\n".encode("latin-1"), "long.py": b"y = 1\n" * 40, "ok.py": b"z = 2\n"}
+    head = repo.commit(files, branch="main")
+    tree = GitHubTree(client, "radixark/miles", head)
+    tree.prefetch(list(files))
+    assert {p: tree.read(p) for p in files} == files
+    blobs = [r for r in sim.requests_log if "/git/blobs/" in r["path"]]
+    assert len(blobs) == 3  # everything but ok.py
+
+
+def test_a_repository_graphql_cannot_see_is_an_error_not_empty_files(gh):
+    sim, github, client, repo, sha = gh
+    sim.create_repo("radixark/private")
+    with pytest.raises(GitHubError) as err:
+        client.read_paths("radixark/private", [f"{sha}:a.py", f"{sha}:dir/b.py"])
+    assert err.value.status == 404
+
+
+def test_graphql_5xx_is_retried(gh):
+    sim, github, client, repo, sha = gh
+    sim.inject_fault("POST", r"^/graphql$", "502", times=1)
+    found = client.read_paths("radixark/miles", [f"{sha}:a.py", f"{sha}:dir/b.py"])
+    assert found[f"{sha}:a.py"][1] == b"same\n"
 
 
 def test_threads_wanting_one_blob_fetch_it_once(gh):

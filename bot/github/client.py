@@ -122,6 +122,10 @@ class BlobCache:
 
 
 _TREE_FIELDS = ("path", "type", "mode", "sha", "size")
+# Expressions per GraphQL read (GitHub caps a query at 500,000 nodes; an `object` is one) and the
+# text one request should carry at most, so a read stays well inside GitHub's 10 s query timeout.
+GRAPHQL_BATCH = 250
+GRAPHQL_BATCH_BYTES = 8 * 1024 * 1024
 
 
 def _compact_tree(raw: dict) -> dict:
@@ -420,6 +424,60 @@ class InstallationClient:
                 data = (blob.content or "").encode()
             self.github.blobs.put(sha, data)
             return data
+
+    def read_paths(self, repo: str, expressions: list[str], sizes: dict[str, int] | None = None) -> dict[str, tuple[str, bytes] | None]:
+        """Many files in few requests: {"<commit sha>:<path>": (blob sha, bytes) or None if absent}.
+
+        GraphQL `repository { f0: object(expression: $e0) { ... on Blob { ... } } ... }`, up to
+        GRAPHQL_BATCH expressions (and about GRAPHQL_BATCH_BYTES of text, from `sizes` when the
+        caller knows them) per request: one POST costs one point of the GraphQL budget whatever the
+        number of files. Expressions travel as variables, never spliced into the query text.
+
+        A file GraphQL gives no exact text for (binary, cut by isTruncated, or text whose git blob
+        SHA is not the oid GitHub reported, e.g. invalid UTF-8) is read again from its blob over
+        REST, so no caller ever sees half a file. Everything read lands in the blob cache.
+        """
+        out: dict[str, tuple[str, bytes] | None] = {}
+        pending = list(dict.fromkeys(expressions))
+        batches: list[list[str]] = []
+        batch: list[str] = []
+        weight = 0
+        for expression in pending:
+            size = (sizes or {}).get(expression, 0)
+            if batch and (len(batch) >= GRAPHQL_BATCH or weight + size > GRAPHQL_BATCH_BYTES):
+                batches.append(batch)
+                batch, weight = [], 0
+            batch.append(expression)
+            weight += size
+        if batch:
+            batches.append(batch)
+        owner, _, name = repo.partition("/")
+        for batch in batches:
+            names = [f"e{i}" for i in range(len(batch))]
+            query = ("query($owner: String!, $name: String!, " + ", ".join(f"${n}: String!" for n in names) + ") {"
+                     " repository(owner: $owner, name: $name) {"
+                     + "".join(f" f{i}: object(expression: ${n}) {{ ... on Blob {{ oid byteSize isBinary isTruncated text }} }}"
+                               for i, n in enumerate(names))
+                     + " } }")
+            variables = {"owner": owner, "name": name, **dict(zip(names, batch))}
+            _, data = self.call("POST", "/graphql", lambda: self.gh.requester.graphql_query(query, variables),
+                                idempotent=True)  # a read: safe to send again
+            found = ((data or {}).get("data") or {}).get("repository")
+            if found is None:
+                raise GitHubError(404, f"{repo} is not readable by this installation", "/graphql")
+            for i, expression in enumerate(batch):
+                obj = found.get(f"f{i}")
+                if not obj or "oid" not in obj:
+                    out[expression] = None  # nothing at that path (or a directory, a submodule)
+                    continue
+                oid, text = obj["oid"], obj.get("text")
+                data_bytes = text.encode("utf-8") if isinstance(text, str) else None
+                if data_bytes is None or obj.get("isBinary") or obj.get("isTruncated") or git_blob_sha(data_bytes) != oid:
+                    data_bytes = self.blob(repo, oid)
+                else:
+                    self.github.blobs.put(oid, data_bytes)
+                out[expression] = (oid, data_bytes)
+        return out
 
     def file_at(self, repo: str, path: str, ref: str | None) -> bytes | None:
         """A file's bytes at a ref (a branch: so asked with If-None-Match, a 304 costs nothing); None if absent.

@@ -132,7 +132,7 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
         return
     ctx.report_on_failure(repo, run["id"])
     head = GitHubTree(client, repo, head_sha)
-    base = GitHubTree(client, repo, base_sha) if base_sha else None
+    base = GitHubTree(client, repo, base_sha, listed=False) if base_sha else None  # read at known paths only
     files = client.pull_files(repo, number) if number and base is not None else None
     changed = changed_paths(files) if files is not None else None
     config_text = client.file_at(repo, CONFIG_PATH, default_branch)  # the default branch's, never the PR's

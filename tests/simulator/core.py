@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from .model import (GENERIC_STATUSES, JWT_PATHS, LEVELS, OPERATION_PERMISSIONS,  # noqa: F401
                     RATE_DOCS, SECONDARY_MESSAGE, ApiError, App, Delivery, Fault, Installation, PullRequest, Repo,
                     SimulatorError, iso, sign)
+from .graphql import GraphQLEndpoint
 from .operations import RestOperations
 from .schemas import BAD_JSON, NO_BODY, RestDescription, WebhookDescription
 from .server import LoopbackServer, Request, Response
@@ -69,6 +70,7 @@ class GitHubSimulator(JsonViews, RestOperations):
         self._last_bucket = None
         self._auth_app = None
         self._auth_inst = None
+        self.graphql = GraphQLEndpoint(self)
         self._api = LoopbackServer(self._handle_api, "127.0.0.1")
         self._web = LoopbackServer(self._handle_web, "127.0.0.2")
         self.url = self._api.url
@@ -391,6 +393,8 @@ class GitHubSimulator(JsonViews, RestOperations):
 
     def _handle_api(self, req: Request) -> Response:
         try:
+            if req.raw_path == "/graphql":  # PyGithub's graphql_url for this base URL
+                return self.graphql.handle(req)
             return self._handle_api_request(req)
         except Exception as exc:  # a simulator bug must fail the test that hit it
             self._violation(f"simulator error on {req.method} {req.raw_path}: {exc!r}")
