@@ -376,12 +376,15 @@ class InstallationClient:
             self.github.etags.put(etag_key, (headers["etag"], data))
         return data
 
-    def paginate(self, path: str, endpoint: str, *, key: str | None = None, params=None, limit: int = 3000):
+    def paginate(self, path: str, endpoint: str, *, key: str | None = None, params=None, limit: int = 3000,
+                 expected: int | None = None):
         """Every item of a paged list (per_page 100), following page numbers up to `limit` items; each
-        page asked for conditionally (PyGithub's PaginatedList cannot send If-None-Match)."""
+        page asked for conditionally (PyGithub's PaginatedList cannot send If-None-Match).
+        `expected`: the list's length when the caller knows it (a PR's changed_files), so a list of
+        exactly 100·k items needs no empty page to end."""
         items: list = []
         page = 1
-        while len(items) < limit:
+        while len(items) < min(limit, expected if expected is not None else limit):
             data = self.get_json(path, endpoint, {**(params or {}), "per_page": 100, "page": page}, conditional=True)
             batch = data.get(key, []) if key else data
             items.extend(batch)
@@ -499,8 +502,9 @@ class InstallationClient:
             return content.decoded_content
         return self.blob(repo, content.sha)
 
-    def pull_files(self, repo: str, number: int) -> list[dict]:
-        return self.paginate(f"/repos/{repo}/pulls/{number}/files", "/repos/{owner}/{repo}/pulls/{pull_number}/files")
+    def pull_files(self, repo: str, number: int, expected: int | None = None) -> list[dict]:
+        return self.paginate(f"/repos/{repo}/pulls/{number}/files", "/repos/{owner}/{repo}/pulls/{pull_number}/files",
+                             expected=expected)
 
     # -- checks ----------------------------------------------------------------------------------
     def check_runs_for_ref(self, repo: str, ref: str, name: str) -> list[dict]:

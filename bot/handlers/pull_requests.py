@@ -38,7 +38,7 @@ async def pull_request_changed(event, ctx):
     repo = event.data["repository"]["full_name"]
     with ctx.exclusive(repo, pr["head"]["sha"], CHECK_NAME):  # opened + ready_for_review together: one run
         run_check(ctx, repo=repo, head_sha=pr["head"]["sha"], base_sha=pr["base"]["sha"], number=pr["number"],
-                  rerun=False, default_branch=_default_branch(event))
+                  rerun=False, default_branch=_default_branch(event), changed_files=pr.get("changed_files"))
 
 
 def _default_branch(event) -> str:
@@ -83,6 +83,11 @@ def find_or_create_run(client, ctx, repo: str, head_sha: str, rerun: bool) -> tu
     run go back to in progress). Only when the last run reports a job that did not finish does a
     re-run start a new run straight away.
     """
+    if not rerun and not store.has_check_run(ctx.store_url, repo, head_sha, CHECK_NAME):
+        # The first job for this head: every run this App creates is recorded at once (_create_run),
+        # so none exists yet and listing GitHub's would cost a call to learn nothing. A duplicate
+        # delivery, a retry or a re-run finds the record and asks GitHub, as below.
+        return _create_run(client, ctx, repo, head_sha), False
     runs = client.check_runs_for_ref(repo, head_sha, CHECK_NAME)
     app_id = str(ctx.settings.app_id or "")
     ours = [r for r in runs if r.get("name") == CHECK_NAME and r.get("head_sha") == head_sha
@@ -124,7 +129,7 @@ def _record(ctx, repo: str, head_sha: str, run: dict, conclusion: str | None) ->
 
 
 def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: int | None, rerun: bool,
-              default_branch: str) -> None:
+              default_branch: str, changed_files: int | None = None) -> None:
     client = ctx.client
     run, done = find_or_create_run(client, ctx, repo, head_sha, rerun)
     if done:
@@ -133,7 +138,7 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
     ctx.report_on_failure(repo, run["id"])
     head = GitHubTree(client, repo, head_sha)
     base = GitHubTree(client, repo, base_sha, listed=False) if base_sha else None  # read at known paths only
-    files = client.pull_files(repo, number) if number and base is not None else None
+    files = client.pull_files(repo, number, expected=changed_files) if number and base is not None else None
     changed = changed_paths(files) if files is not None else None
     config_text = client.file_at(repo, CONFIG_PATH, default_branch)  # the default branch's, never the PR's
     report = run_check_bounded(head, base, changed, config_text=config_text)  # a child process, time and memory capped

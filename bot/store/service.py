@@ -233,6 +233,14 @@ def record_check_run(url: str, *, repository: str, head_sha: str, name: str, che
                 row.delivery_id = delivery_id
 
 
+def has_check_run(url: str, repository: str, head_sha: str, name: str) -> bool:
+    """Has any job recorded a check run of this name on this head? (No: the first check of a new head.)"""
+    with session_scope(url) as session:
+        return session.scalar(select(CheckRunRecord.check_run_id).where(
+            CheckRunRecord.repository == repository, CheckRunRecord.head_sha == head_sha,
+            CheckRunRecord.name == name).limit(1)) is not None
+
+
 def set_check_run_conclusion(url: str, check_run_id: int, conclusion: str) -> None:
     with session_scope(url) as session:
         session.execute(update(CheckRunRecord).where(CheckRunRecord.check_run_id == check_run_id).values(
