@@ -96,14 +96,19 @@ def test_reg001_syntax_error_on_later_line_in_diff_mode():
     assert span(f)[:2] == (8, 12)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known limitation, documented in README (Benchmarks): whole-tree sweeps parse each file up to its last "
-    "registration; the PR check (diff mode) parses changed files whole and reports this",
-)
 def test_reg001_syntax_error_on_later_line_whole_tree():
     f = only(at(P, BROKEN_AFTER_REGISTRATION), "REG001")
     assert span(f)[:2] == (8, 12)
+
+
+@pytest.mark.parametrize("path", [P, "tests/fast/test_broken_fast.py"])
+def test_reg001_whole_tree_file_without_any_registration(path):
+    """A discovered file that names no register function is parsed too: its syntax error is REG001
+    (not REG004, and not silence in an implicit-CPU root)."""
+    found = at(path, "import os\n\ndef broken(:\n    pass\n")
+    f = only(found, "REG001")
+    assert span(f)[:2] == (3, 12)
+    assert "REG004" not in rules_of(found)
 
 
 def test_reg001_negative_valid_file():
