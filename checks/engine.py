@@ -19,9 +19,11 @@ from checks.limits import FILE_CHECKS, Budget, Limits
 from checks.model import code, Change, Finding, Registration, Report, Severity, Span
 from checks.registrations import FileScan, implicit_registration, scan_file
 from checks.rules import RULES, make_finding
+from checks.source import decode_source
 from checks.workflows import SuiteUse, is_workflow_path, read_consumers
 
 _FROM_TREE = object()
+_SCAN_BATCH = 256  # files per scan-cache lookup
 
 
 @dataclass
@@ -34,6 +36,7 @@ class Context:
     scans: dict[str, FileScan] = field(default_factory=dict)
     implicit: dict[str, Registration] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
+    scan_cache: object | None = None  # get_many/put_many of scan facts (checks/scan_facts.py)
 
     @property
     def consumers_partial(self) -> bool:
@@ -68,20 +71,79 @@ def contract_paths(config: Config) -> set[str]:
 
 
 def _scan(ctx: Context, tree, paths: list[str], exact_paths: set[str] | frozenset = frozenset(), prefetch: bool = True) -> None:
-    if prefetch and hasattr(tree, "prefetch"):
-        tree.prefetch(paths)
+    """Scan `paths` into ctx.scans, through ctx.scan_cache when there is one (checks/scan_facts.py
+    describes the hook: keys by git blob SHA + contract fingerprint + implicit-CPU + exact)."""
     implicit_roots = ctx.config.paths.implicit_cpu_roots
     budget = ctx.budget
+    taken = []
     for i, path in enumerate(paths):
         if not budget.take_file(path, len(paths) - i, "test files"):
             break
-        data = budget.read(tree, path, FILE_CHECKS)
-        if data is None:
-            continue  # absent (a symlink that leads nowhere in the tree) or over the byte cap
-        implicit = _under(path, implicit_roots)
-        scan = scan_file(path, data, ctx.contract, implicit_cpu=implicit, exact=path in exact_paths, budget=budget)
+        taken.append(path)
+    cache = ctx.scan_cache
+    results: dict[str, FileScan] = {}
+    fingerprint = None
+    if cache is not None:
+        from checks import scan_facts
+
+        fingerprint = scan_facts.contract_fingerprint(ctx.contract)
+
+        def key_of(path: str, blob_sha: str) -> str:
+            return scan_facts.scan_key(blob_sha, fingerprint, _under(path, implicit_roots), path in exact_paths)
+
+        def take_hits(keys: dict[str, str]) -> None:
+            if not keys:
+                return
+            found = cache.get_many(list(keys.values()))
+            for path, key in keys.items():
+                facts = found.get(key)
+                if facts is None:
+                    continue
+                try:
+                    results[path] = scan_facts.from_facts(facts, path)
+                except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+                    pass  # a corrupt or foreign entry: scan the file again
+
+        # A tree that knows blob SHAs without reading (a git revision, the App's GitHub tree)
+        # answers from the cache before any blob is fetched.
+        blob_sha = getattr(tree, "blob_sha", None)
+        if blob_sha is not None:
+            take_hits({p: key_of(p, sha) for p in taken if (sha := blob_sha(p))})
+    to_read = [p for p in taken if p not in results]
+    if prefetch and to_read and hasattr(tree, "prefetch"):
+        tree.prefetch(to_read)
+    fresh: dict[str, dict] = {}
+    # In batches: one cache lookup per batch, and never more than a batch of file contents held.
+    for at in range(0, len(to_read), _SCAN_BATCH):
+        datas: dict[str, bytes] = {}
+        for path in to_read[at : at + _SCAN_BATCH]:
+            data = budget.read(tree, path, FILE_CHECKS)
+            if data is not None:
+                datas[path] = data  # else absent (a symlink that leads nowhere in the tree) or over the byte cap
+        new_keys: dict[str, str] = {}
+        if cache is not None:
+            keys = {p: key_of(p, scan_facts.git_blob_sha(d)) for p, d in datas.items()}
+            take_hits(keys)
+            new_keys = {p: k for p, k in keys.items() if p not in results}
+        for path, data in datas.items():
+            if path in results:
+                continue
+            reported = len(budget.findings)
+            scan = scan_file(path, data, ctx.contract, implicit_cpu=_under(path, implicit_roots), exact=path in exact_paths, budget=budget)
+            results[path] = scan
+            if path in new_keys and len(budget.findings) == reported:  # a scan cut short by a cap is not kept
+                try:
+                    fresh[new_keys[path]] = scan_facts.to_facts(scan)
+                except scan_facts.UnfitForFacts:
+                    pass
+    if fresh:
+        cache.put_many(fresh)
+    for path in taken:
+        scan = results.get(path)
+        if scan is None:
+            continue
         ctx.scans[path] = scan
-        if not scan.registrations and not scan.unreadable and implicit:
+        if not scan.registrations and not scan.unreadable and _under(path, implicit_roots):
             ctx.implicit[path] = implicit_registration(path)
 
 
@@ -102,6 +164,7 @@ def check_tree(
     durations=None,
     fixes: bool = True,
     limits: Limits | None = None,
+    scan_cache=None,
 ) -> Report:
     """Check `head`; with `base` and `changed` (head path -> base path), check the diff.
 
@@ -113,6 +176,8 @@ def check_tree(
     `fixes`: format each suggestion as a whole-line Fix (libcst); a caller whose output shows no
     fix (JSON, workflow commands) passes False and never loads libcst.
     `limits`: the caps of checks/limits.py (default Limits()); a cap hit is a REG902 finding.
+    `scan_cache`: an object with get_many(keys)/put_many(entries) that keeps per-file scan facts
+    by content (checks/scan_facts.py; the command line's is checks/scan_cache.DiskScanCache).
     """
     limits = limits or Limits()
     budget = Budget(limits)
@@ -121,6 +186,7 @@ def check_tree(
     config, config_findings = load_config(config_text, limits=limits)
     _read_ahead(head, base, changed, config)
     ctx, all_paths, findings = build_context(head, config, budget)
+    ctx.scan_cache = scan_cache
     findings = config_findings + list(ctx.contract.findings) + findings
     discovered = discover(all_paths, config)
 
@@ -132,9 +198,11 @@ def check_tree(
     contract_files = contract_paths(config)
     recheck_all = not diff_mode or any(p in contract_files or is_workflow_path(p, config) for p in changed)
     to_check = discovered if recheck_all else [p for p in discovered if p in changed]
-    # A PR's changed files are read whole (REG001 anywhere in them); a whole-tree sweep reads the
-    # registration part of each file only (see registrations.registration_prefix).
-    _scan(ctx, head, to_check, exact_paths=set(changed) if diff_mode else frozenset())
+    # Every file whose findings are reported for its own sake is read whole (REG001 anywhere in
+    # it): each discovered file of a whole-tree check, each changed file of a diff. Files read only
+    # for their registrations (the base, untouched files re-checked for a contract change) are
+    # read up to their last registration (see registrations.registration_prefix).
+    _scan(ctx, head, to_check, exact_paths=set(changed) if diff_mode else set(to_check))
     to_check = [p for p in to_check if p in ctx.scans]  # not: absent, or skipped by a cap (REG902)
 
     report = Report(files_checked=len(to_check))
@@ -151,7 +219,7 @@ def check_tree(
     base_ctx = None
     if diff_mode:
         # The base is read only to compare registrations: its contract, not its workflows.
-        base_ctx = Context(config, read_contract(base, config, budget), [], budget=budget)
+        base_ctx = Context(config, read_contract(base, config, budget), [], budget=budget, scan_cache=scan_cache)
         head_paths = set(all_paths)
         base_paths = sorted({changed[p] for p in checked if changed.get(p)} | {b for h, b in changed.items() if b and h not in head_paths})
         base_discovered = set(discover(base_paths, config))
@@ -177,7 +245,7 @@ def check_tree(
     if fixes and any(f.suggestion is not None for f in findings):
         from checks.fixes import attach_fixes  # libcst loads only when there is a fix to make
 
-        attach_fixes(findings, report.registrations, lambda path: ctx.scans[path].lines if path in ctx.scans else [])
+        attach_fixes(findings, report.registrations, lambda path: _lines(ctx, head, path))
     findings.extend(budget.findings)
     report.findings = _apply_overrides(findings, config)
     report.findings.sort(key=Finding.sort_key)
@@ -203,6 +271,20 @@ def _read_ahead(head, base, changed, config: Config) -> None:
     head_tests = discover([p for p in changed if p in set(head_paths)], config)
     base_tests = discover([b for b in changed.values() if b], config)
     prefetch([(head, contract + workflows + head_tests), (base, contract + base_tests)])
+
+
+def _lines(ctx: Context, tree, path: str) -> list[str]:
+    """A scanned file's lines for a fix: kept by the scan, or read again (a scan from the cache
+    holds no text)."""
+    scan = ctx.scans.get(path)
+    if scan is None:
+        return []
+    if not scan.lines and scan.parsed:
+        data = tree.read(path)
+        text = decode_source(data)[0] if data is not None else None
+        if text is not None:
+            scan.lines = text.split("\n")
+    return scan.lines
 
 
 def _root_of(path: str, config: Config) -> str:

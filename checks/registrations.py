@@ -343,9 +343,11 @@ class _FileReader:
 def scan_file(path: str, data: bytes, contract: Contract, *, implicit_cpu: bool = False, exact: bool = True, budget: Budget | None = None) -> FileScan:
     """Registrations and per-file findings (REG001/002/003) of one file.
 
-    exact=False (whole-tree sweeps) parses only the part of the file that holds registrations, so
-    a syntax error after the last registration goes unreported; the PR check (diff mode) reads
-    every changed file whole. A file with more tokens than the `ast_nodes` cap is not parsed: it
+    exact=True reads the whole file (REG001 anywhere in it, also in a file that names no register
+    function): the engine passes it for every file whose findings it reports (each discovered file
+    of a whole-tree check, each changed file of a diff). exact=False parses only the part of the
+    file that holds registrations and skips files that name no register function: for files read
+    only for their registrations (a diff's base, untouched files). A file with more tokens than the `ast_nodes` cap is not parsed: it
     is marked unreadable (no REG004 either) and `budget` gets a REG902 finding.
     """
     text, error = decode_source(data)

@@ -9,7 +9,7 @@ from collections import defaultdict
 from checks.model import code, Backend, Change, Finding, Registration, Report, Severity
 from checks.registrations import gpu_count_from_name
 from checks.rules import make_finding
-from checks.suites import is_nightly, parse_suite_name
+from checks.suites import HardwareIndex, is_nightly, parse_suite_name
 from checks.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES
 
 
@@ -24,15 +24,20 @@ def apply(ctx, checked: set[str], base_ctx, report: Report, durations_index=None
     for use in ctx.uses:
         consumers_of[use.suite].append(use)
     regs = [r for r in ctx.registrations() if not r.implicit]
+    hardware = _hardware_index(contract)
     for reg in regs:
         if reg.file in checked:
-            findings.extend(_per_registration(ctx, reg, consumers_of))
-    findings.extend(_stale_consumers(ctx))
+            findings.extend(_per_registration(ctx, reg, consumers_of, hardware))
+    findings.extend(_stale_consumers(ctx, hardware))
     findings.extend(_budgets(ctx, checked, consumers_of, durations_index))
     return findings
 
 
-def _per_registration(ctx, reg: Registration, consumers_of) -> list[Finding]:
+def _hardware_index(contract) -> HardwareIndex:
+    return HardwareIndex({name for suites in contract.suites.values() for name in suites})
+
+
+def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIndex | None = None) -> list[Finding]:
     out: list[Finding] = []
     contract = ctx.contract
     suite = reg.suite
@@ -48,10 +53,17 @@ def _per_registration(ctx, reg: Registration, consumers_of) -> list[Finding]:
         parts = [f"suite {code(suite)} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}), so this registration never runs"]
         if owners:
             parts.append(f"{code(suite)} belongs to {', '.join(b.value for b in owners)}")
-        near = contract.near.close(suite, known_here, reg.backend)
+        # did-you-mean and fixes keep the GPU count and hardware the name states (b200 never
+        # becomes h200, an 8-GPU suite never a 4-GPU one)
+        keep = (hardware or _hardware_index(contract)).same_hardware
+        near = contract.near.close(suite, known_here, reg.backend, keep)
         if near:
             parts.append("did you mean " + " or ".join(f"{code(n)}" for n in near) + "?")
-        fix_to = contract.near.correction(suite, known_here, reg.backend)
+        fix_to = contract.near.correction(suite, known_here, reg.backend, keep)
+        if reg.disabled is not None and fix_to is not None:
+            # disabled on purpose (its hardware may have no CI yet): a hint, never a one-click move
+            parts.append("no fix is offered for a disabled registration")
+            fix_to = None
         severity = Severity.WARNING if reg.disabled is not None else None
         out.append(
             make_finding("REG010", reg.file, span, "; ".join(parts), severity=severity, suggestion=_q(fix_to) if fix_to else None)
@@ -109,7 +121,7 @@ def _namespace_message(old: str, new: str, consumers_of) -> str:
     return f"registration moved from {code(old)} (run by {_who(old, consumers_of)}) to {code(new)} (run by {_who(new, consumers_of)}): {cost}"
 
 
-def _stale_consumers(ctx) -> list[Finding]:
+def _stale_consumers(ctx, hardware: HardwareIndex | None = None) -> list[Finding]:
     contract = ctx.contract
     if not contract.inventory_known:
         return []
@@ -122,9 +134,10 @@ def _stale_consumers(ctx) -> list[Finding]:
         if contract.partial_backends:
             continue  # cannot tell a stale name from one we could not read
         reported.add((use.file, use.suite))
-        near = contract.near.close(use.suite, known, "all")
+        keep = (hardware or _hardware_index(contract)).same_hardware
+        near = contract.near.close(use.suite, known, "all", keep)
         hint = f"; did you mean {' or '.join(f'{code(n)}' for n in near)}?" if near else ""
-        fix_to = contract.near.correction(use.suite, known, "all")
+        fix_to = contract.near.correction(use.suite, known, "all", keep)
         out.append(
             make_finding(
                 "REG014",

@@ -100,12 +100,17 @@ class NearNames:
                 self._memo[memo_key] = compute(name, candidates)
         return self._memo[memo_key]
 
-    def close(self, name: str, candidates, key) -> list[str]:
-        return self.lookup("close", name, candidates, key, close_suites)
+    def close(self, name: str, candidates, key, keep=None) -> list[str]:
+        """Near names among `candidates`; `keep(name, candidates)` narrows them first (inside the
+        budget), e.g. HardwareIndex.same_hardware."""
+        return self.lookup("close", name, candidates, key, lambda n, c: close_suites(n, keep(n, c) if keep and c else c))
 
-    def correction(self, name: str, candidates, key) -> str | None:
+    def correction(self, name: str, candidates, key, keep=None) -> str | None:
         # the nightly- rename needs no search: it stays offered whatever the budget
-        return self.lookup("correction", name, candidates, key, lambda n, c: confident_correction(n, c) or _namespace_twin(n, candidates))
+        return self.lookup(
+            "correction", name, candidates, key,
+            lambda n, c: confident_correction(n, keep(n, c) if keep and c else c) or _namespace_twin(n, candidates),
+        )
 
 
 def _namespace_twin(name: str, candidates) -> str | None:
@@ -138,3 +143,66 @@ def confident_correction(name: str, candidates) -> str | None:
     if scored and scored[0][0] <= 2 and (len(scored) == 1 or scored[1][0] > scored[0][0]):
         return scored[0][1]
     return None
+
+
+# -- hardware a suite name claims ---------------------------------------------------------------
+# A did-you-mean or a fix never moves a registration to other hardware: a suite name's GPU count
+# (`-8-gpu-`, `-2-npu-`) and hardware tokens (`h200`, `mi350`, `b200`, `cpu`, `amd`, `small`,
+# `large` ...) must be the candidate's too. A token of the typed name that is no known hardware
+# model and appears in no inventory name (`mi35`, `smal`) is taken for a typo: the candidate may
+# state a hardware token there that is within two edits of it (`mi350`, `small`).
+
+_DEVICES = {"gpu": "gpu", "gpus": "gpu", "npu": "npu", "npus": "npu"}
+_MODEL = re.compile(r"^(?:mi\d+[a-z]*|gb\d+[a-z]*|[abhlvt]\d{1,4}[a-z]*|rtx\d+[a-z]*|\d{4}[a-z]*|a[23])$")
+HARDWARE_CLASSES = frozenset({"cpu", "amd", "nvidia", "intel", "xpu", "musa", "mlx", "ascend", "small", "large"})
+# Real accelerator models (a name naming one claims that hardware even when no inventory lists it).
+KNOWN_MODELS = frozenset({
+    "v100", "t4", "a10", "a10g", "a30", "a40", "a100", "a800", "l4", "l20", "l40", "l40s",
+    "h20", "h100", "h200", "h800", "h20e", "b100", "b200", "b300", "gb200", "gb300", "rtx4090", "rtx5090", "5090", "4090",
+    "mi100", "mi200", "mi210", "mi250", "mi250x", "mi300", "mi300a", "mi300x", "mi308", "mi308x", "mi30x",
+    "mi325", "mi325x", "mi350", "mi350x", "mi355", "mi355x", "mi35x", "mi400", "mi450",
+    "a2", "a3", "910b",
+})
+
+
+@dataclass(frozen=True)
+class HardwareClaim:
+    count: tuple[int, str] | None  # (8, "gpu") for `-8-gpu-`
+    hardware: frozenset[str]  # the hardware tokens the name states
+    typos: tuple[str, ...]  # tokens that are neither hardware nor any inventory name's word
+
+
+class HardwareIndex:
+    """What suite names claim about hardware, read against one inventory's vocabulary."""
+
+    def __init__(self, inventory_names):
+        self.vocabulary = {t for n in inventory_names for t in n.split("-")}
+        self.models = KNOWN_MODELS | {t for t in self.vocabulary if _MODEL.match(t)}
+        self._memo: dict[str, HardwareClaim] = {}
+
+    def claim(self, name: str) -> HardwareClaim:
+        found = self._memo.get(name)
+        if found is None:
+            tokens = name.split("-")
+            count = None
+            hardware, typos = set(), []
+            for i, tok in enumerate(tokens):
+                if tok.isdigit() and i + 1 < len(tokens) and tokens[i + 1] in _DEVICES:
+                    count = (int(tok), _DEVICES[tokens[i + 1]])
+                elif tok in self.models or tok in HARDWARE_CLASSES:
+                    hardware.add(tok)
+                elif tok not in self.vocabulary and tok not in _DEVICES and not tok.isdigit():
+                    typos.append(tok)
+            found = self._memo[name] = HardwareClaim(count, frozenset(hardware), tuple(typos))
+        return found
+
+    def compatible(self, name: str, candidate: str) -> bool:
+        """`candidate` keeps the GPU count and hardware `name` states."""
+        a, b = self.claim(name), self.claim(candidate)
+        if a.count != b.count or not a.hardware <= b.hardware:
+            return False
+        extra = b.hardware - a.hardware  # allowed only as the correction of a misspelt token
+        return len(extra) <= len(a.typos) and all(any(within_edits(t, x, 2) <= 2 for t in a.typos) for x in extra)
+
+    def same_hardware(self, name: str, candidates) -> set[str]:
+        return {c for c in candidates if self.compatible(name, c)}

@@ -56,3 +56,15 @@ import sys as _sys
 from pathlib import Path as _Path
 
 CLI = str(_Path(_sys.executable).with_name("ci-registrar"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _scan_cache_dir(tmp_path_factory):
+    """`ci-registrar check` keeps scan facts under ~/.cache by default: tests use their own directory."""
+    old = os.environ.get("CI_REGISTRAR_CACHE_DIR")
+    os.environ["CI_REGISTRAR_CACHE_DIR"] = str(tmp_path_factory.mktemp("scan-cache"))
+    yield
+    if old is None:
+        os.environ.pop("CI_REGISTRAR_CACHE_DIR", None)
+    else:
+        os.environ["CI_REGISTRAR_CACHE_DIR"] = old

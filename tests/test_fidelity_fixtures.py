@@ -148,6 +148,37 @@ def test_miles_august_rejects_what_that_revisions_collector_rejects(call):
     assert ("REG002", path) in failures(check_tree(MemoryTree(files)))
 
 
+def _miles_aug_with(path: str, old: str, new: str) -> dict[str, bytes]:
+    files = _miles_aug_files()
+    text = files[path].decode()
+    assert old in text
+    files[path] = text.replace(old, new).encode()
+    return files
+
+
+CKPT = "tests/e2e/ckpt/test_qwen3_4B_ckpt.py"
+CKPT_CUDA = 'register_cuda_ci(est_time=1400, suite="stage-c-8-gpu-h100", labels=["ckpt"])'
+
+
+def test_miles_august_disabled_blackwell_registration_is_never_moved_to_other_hardware():
+    """The issue's case: a deliberately disabled B200 registration (miles has no Blackwell CI) is a
+    finding, but no did-you-mean or one-click fix moves it to H200 (or to another GPU count)."""
+    call = 'register_cuda_ci(est_time=1400, suite="stage-c-8-gpu-b200", labels=["ckpt"], disabled="Blackwell CI not supported")'
+    report = check_tree(MemoryTree(_miles_aug_with(CKPT, CKPT_CUDA, call)), fixes=True)
+    (f,) = [f for f in report.findings if f.rule == "REG010" and f.file == CKPT]
+    assert f.suggestion is None and f.fix is None
+    assert "h200" not in f.message and "h100" not in f.message and "did you mean" not in f.message
+
+
+def test_miles_august_an_8_gpu_test_is_offered_only_8_gpu_suites():
+    call = 'register_cuda_ci(est_time=1400, suite="stage-c-8-gpu-h300", labels=["ckpt"])'
+    report = check_tree(MemoryTree(_miles_aug_with(CKPT, CKPT_CUDA, call)), fixes=True)
+    (f,) = [f for f in report.findings if f.rule == "REG010" and f.file == CKPT]
+    assert "did you mean `stage-c-8-gpu-h100` or `stage-c-8-gpu-h200`?" in f.message  # h300 is a typo: no such model
+    assert "-2-gpu-" not in f.message and "-4-gpu-" not in f.message
+    assert f.suggestion is None  # two equally near: no one-click fix
+
+
 # -- sgl-project/sglang -----------------------------------------------------------------------
 
 SGLANG_APR_TARGET = {

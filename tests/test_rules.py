@@ -96,14 +96,19 @@ def test_reg001_syntax_error_on_later_line_in_diff_mode():
     assert span(f)[:2] == (8, 12)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known limitation, documented in README (Benchmarks): whole-tree sweeps parse each file up to its last "
-    "registration; the PR check (diff mode) parses changed files whole and reports this",
-)
 def test_reg001_syntax_error_on_later_line_whole_tree():
     f = only(at(P, BROKEN_AFTER_REGISTRATION), "REG001")
     assert span(f)[:2] == (8, 12)
+
+
+@pytest.mark.parametrize("path", [P, "tests/fast/test_broken_fast.py"])
+def test_reg001_whole_tree_file_without_any_registration(path):
+    """A discovered file that names no register function is parsed too: its syntax error is REG001
+    (not REG004, and not silence in an implicit-CPU root)."""
+    found = at(path, "import os\n\ndef broken(:\n    pass\n")
+    f = only(found, "REG001")
+    assert span(f)[:2] == (3, 12)
+    assert "REG004" not in rules_of(found)
 
 
 def test_reg001_negative_valid_file():
@@ -500,11 +505,46 @@ def test_reg010_names_the_backend_that_owns_the_suite():
 
 
 def test_reg010_no_suggestion_when_ambiguous():
-    # -6-gpu- is one edit from both -8-gpu- and -4-gpu- (and -2-gpu-): no single nearest name
+    # stage-d- is one edit from both stage-b-2-gpu-h200 and stage-c-2-gpu-h200: no single nearest name
+    found = regs('register_cuda_ci(est_time=10, suite="stage-d-2-gpu-h200", labels=["long"])')
+    f = only(found, "REG010")
+    assert f.suggestion is None and f.fix is None
+    assert "did you mean `stage-b-2-gpu-h200` or `stage-c-2-gpu-h200`?" in f.message
+
+
+def test_reg010_never_suggests_another_gpu_count():
+    # -6-gpu- is one edit from -8-gpu-, -4-gpu- and -2-gpu-: each is other hardware, none is offered
     found = regs('register_rocm_ci(est_time=10, suite="nightly-stage-c-6-gpu-mi350", labels=["long"])')
     f = only(found, "REG010")
     assert f.suggestion is None and f.fix is None
-    assert "did you mean" in f.message
+    assert "did you mean" not in f.message
+
+
+def test_reg010_an_8_gpu_test_is_offered_only_8_gpu_suites():
+    f = only(regs('register_cuda_ci(est_time=10, suite="stage-b-8-gpu-h200", labels=["long"])'), "REG010")
+    assert "-2-gpu-" not in f.message and "-4-gpu-" not in f.message
+    assert f.suggestion == '"stage-c-8-gpu-h200"'
+
+
+def test_reg010_never_changes_the_hardware_model():
+    # b200 is one edit from h200, but it is other hardware (Blackwell): no did-you-mean, no fix
+    f = only(regs('register_cuda_ci(est_time=10, suite="stage-c-8-gpu-b200", labels=["long"])'), "REG010")
+    assert f.suggestion is None and f.fix is None
+    assert "did you mean" not in f.message
+
+
+def test_reg010_disabled_blackwell_registration_gets_no_fix():
+    found = regs('register_cuda_ci(est_time=10, suite="stage-c-8-gpu-b200", labels=["long"], disabled="Blackwell CI not supported")')
+    f = only(found, "REG010")
+    assert f.suggestion is None and f.fix is None
+    assert "h200" not in f.message
+
+
+def test_reg010_disabled_registration_gets_a_hint_but_no_fix():
+    f = only(regs('register_rocm_ci(est_time=10, suite="nightly-stage-c-4-gpu-mi35", labels=["long"], disabled="flaky")'), "REG010")
+    assert "did you mean `nightly-stage-c-4-gpu-mi350`" in f.message
+    assert "no fix is offered for a disabled registration" in f.message
+    assert f.suggestion is None and f.fix is None
 
 
 def test_reg010_no_did_you_mean_for_far_names():
