@@ -164,28 +164,44 @@ def latency(files: int, tests: int, runs: int, seconds: float) -> dict[str, floa
     return {label: statistics.median(v) for label, v in samples.items()}
 
 
-def rss_mb() -> float:
-    with open("/proc/self/statm") as f:
+def rss_mb(pid: int | str = "self") -> float:
+    with open(f"/proc/{pid}/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def memory(files: int, tests: int, checks: int) -> dict[str, float]:
+def memory(files: int, tests: int, checks: int, prs: int = 20) -> dict[str, float]:
+    """A real `ci-registrar worker` process (2 threads) checks `checks` pushes over `prs` PRs; its
+    resident set once warmed up (first check done) and after the last. The simulator lives in
+    this process, so its own growth is not counted."""
     from tests.fixtures.miles_shape import e2e_tests, calibrated, seed_pr
+    from tests.test_service_support import Workers, wait_for, worker_env
 
     with tempfile.TemporaryDirectory() as tmp:
         w = ApiWorld(Path(tmp), files, tests)
+        workers = Workers(Path(tmp))
         try:
-            prs = [w.open_pr(seed_pr(w.files, offset=i * 10, tag=f"m{i}"), f"m{i}") for i in range(20)]
-            w.event("pull_request", "opened", pull=prs[0], sender="bob")
-            idle = rss_mb()
+            proc = workers.start(worker_env(w.world), threads=2)
+            opened = [w.open_pr(seed_pr(w.files, offset=(i * 10) % max(1, tests - 60), tag=f"m{i}"), f"m{i}") for i in range(prs)]
+
+            def push_and_wait(pr, n: int) -> None:
+                delivery = w.sim.webhook("pull_request", "synchronize" if n else "opened", app=w.world.app,
+                                         repo=w.repo, pull=pr, sender="bob")
+                assert w.world.deliver(delivery).status_code == 202
+                wait_for(lambda: any(r["status"] == "completed" for r in w.sim.check_runs(w.repo, pr.head_sha)), timeout=120)
+
+            push_and_wait(opened[0], 0)
+            idle = rss_mb(proc.pid)
+            tested = e2e_tests(w.files)
             for n in range(checks):
-                pr = prs[n % 20]
-                path = e2e_tests(w.files)[n % 300]
+                pr = opened[n % prs]
+                path = tested[n % len(tested)]
                 current = w.repo.files(w.repo.head(pr.head_ref))[path].decode()
                 w.sim.push(w.repo, pr.head_ref, calibrated({path: current}, [path], bump=1))
-                w.event("pull_request", "synchronize", pull=w.sim.pull(w.repo, pr.number), sender="bob")
-            return {"idle_mb": round(idle, 1), "after_mb": round(rss_mb(), 1), "growth_mb": round(rss_mb() - idle, 1)}
+                push_and_wait(w.sim.pull(w.repo, pr.number), n + 1)
+            after = rss_mb(proc.pid)
+            return {"idle_mb": round(idle, 1), "after_mb": round(after, 1), "growth_mb": round(after - idle, 1)}
         finally:
+            workers.stop_all()
             w.stop()
 
 
@@ -197,7 +213,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--latency", type=float, default=0.1, help="seconds added to every simulator response")
     parser.add_argument("--checks", type=int, default=200, help="checks for the memory figure (0: skip)")
     args = parser.parse_args(argv)
-    os.environ.setdefault("CI_REGISTRAR_LOG_LEVEL", "warning")
+    import logging
+
+    logging.disable(logging.INFO)  # the App's per-delivery log lines would bury the figures
     out: dict = {"bench": "api_calls", "files": args.files, "tests": args.tests}
     with tempfile.TemporaryDirectory() as tmp:
         w = ApiWorld(Path(tmp), args.files, args.tests)

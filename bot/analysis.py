@@ -113,8 +113,13 @@ def budget_from_env(environ: Mapping[str, str]) -> tuple[float, int]:
 class _ProxyTree:
     """A checks.tree.Tree whose files the parent reads (see the module docstring)."""
 
-    def __init__(self, conn, name: str, paths: list[str]):
+    def __init__(self, conn, name: str, paths: list[str] | None, shas: dict[str, str] | None = None):
         self._conn, self._name, self._paths = conn, name, paths
+        self._shas = shas or {}
+
+    def blob_sha(self, path: str) -> str | None:
+        """From the parent's listing: the engine's scan cache answers a file without reading it."""
+        return self._shas.get(path)
 
     def paths(self):
         if self._paths is None:  # an unlisted tree (the base): asked for only if the engine needs it
@@ -133,6 +138,21 @@ class _ProxyTree:
     def prefetch_many(self, pairs) -> None:
         """checks.tree.prefetch: head and base paths in one message, so the parent reads them in one go."""
         self._conn.send(("prefetch", [(tree._name, list(paths)) for tree, paths in pairs]))
+        self._conn.recv()
+
+
+class _ProxyScanCache:
+    """The engine's scan-cache hook (checks/scan_facts.py) answered by the parent's store."""
+
+    def __init__(self, conn):
+        self._conn = conn
+
+    def get_many(self, keys) -> dict:
+        self._conn.send(("index_get", list(keys)))
+        return self._conn.recv()
+
+    def put_many(self, entries: dict) -> None:
+        self._conn.send(("index_put", entries))
         self._conn.recv()
 
 
@@ -175,9 +195,10 @@ def _child_main() -> None:
         module, name = job["engine"].split(":")
         run = getattr(importlib.import_module(module), name)
         listings = job["listings"]
-        head = _ProxyTree(conn, "head", listings["head"])
+        head = _ProxyTree(conn, "head", listings["head"], job.get("head_shas"))
         base = _ProxyTree(conn, "base", listings["base"]) if job["has_base"] else None
-        report = run(head, base, job["changed"], config_text=job["config_text"], limits=job["limits"])
+        extra = {"scan_cache": _ProxyScanCache(conn)} if job.get("scan_cache") else {}
+        report = run(head, base, job["changed"], config_text=job["config_text"], limits=job["limits"], **extra)
         del head, base
         conn.send(("report", report))
     except MemoryError:
@@ -204,6 +225,8 @@ def run_check_bounded(
     timeout_s: float | None = None,
     memory_bytes: int | None = None,
     engine: str = ENGINE,
+    scan_cache=None,
+    log=None,
 ):
     """checks.engine.check_tree(head, base, changed, config_text=..., limits=...) in a child process.
 
@@ -211,6 +234,9 @@ def run_check_bounded(
     computing, not waiting for the parent's reads) or past `memory_bytes`. Defaults come from the
     environment (budget_from_env, Limits.from_env). Raises AnalysisError when the engine raises.
     `engine` ("module:function") exists for tests.
+    `scan_cache`: the engine's scan-cache hook in this process (the App's registration index); the
+    child reaches it over the pipe. It is a cache: an error in it is logged (`log`) and treated
+    as a miss, never as the check's failure.
     """
     env_timeout, env_memory = budget_from_env(os.environ)
     timeout_s = env_timeout if timeout_s is None else timeout_s
@@ -223,6 +249,8 @@ def run_check_bounded(
     trees = {"head": head, "base": base}
     # The head is listed up front (discovery needs every path); a base only where it has a listing
     # already (bot.sources reads an unlisted base at the paths the engine asks for).
+    head_blob_sha = getattr(head, "blob_sha", None)
+    head_shas = {p: sha for p in head.paths() if (sha := head_blob_sha(p))} if scan_cache is not None and head_blob_sha else None
     listings = {"head": list(head.paths()),
                 "base": list(base.paths()) if base is not None and getattr(base, "listed", True) else None}
     answers_r, answers_w = os.pipe()
@@ -238,6 +266,7 @@ def run_check_bounded(
     try:
         try:
             parent_conn.send({"engine": engine, "listings": listings, "has_base": base is not None,
+                              "scan_cache": scan_cache is not None, "head_shas": head_shas,
                               "changed": changed, "config_text": config_text,
                               "limits": limits, "memory_bytes": memory_bytes, "cpu_s": int(timeout_s) + 10})
         except (BrokenPipeError, OSError):
@@ -274,6 +303,10 @@ def run_check_bounded(
                 parent_conn.send(None)
             elif kind == "paths":
                 parent_conn.send(list(trees[message[1]].paths()))
+            elif kind == "index_get":
+                parent_conn.send(_index_call(scan_cache.get_many, message[1], {}, log))
+            elif kind == "index_put":
+                parent_conn.send(_index_call(scan_cache.put_many, message[1], None, log))
             elif kind == "report":
                 return message[1]
             elif kind == "memory":
@@ -285,6 +318,15 @@ def run_check_bounded(
         if proc.poll() is None:
             proc.kill()
         proc.wait(5)
+
+
+def _index_call(fn, argument, fallback, log):
+    try:
+        return fn(argument)
+    except Exception as exc:  # noqa: BLE001 - a cache: the check goes on without it
+        if log is not None:
+            log.warning("registration index unavailable", error=type(exc).__name__)
+        return fallback
 
 
 def _died(exitcode: int | None, timeout_s: float, memory_bytes: int, last_file: str | None):

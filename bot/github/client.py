@@ -124,7 +124,7 @@ class BlobCache:
 _TREE_FIELDS = ("path", "type", "mode", "sha", "size")
 # Expressions per GraphQL read (GitHub caps a query at 500,000 nodes; an `object` is one) and the
 # text one request should carry at most, so a read stays well inside GitHub's 10 s query timeout.
-GRAPHQL_BATCH = 250
+GRAPHQL_BATCH = 500
 GRAPHQL_BATCH_BYTES = 8 * 1024 * 1024
 
 

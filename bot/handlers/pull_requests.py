@@ -11,6 +11,7 @@ from bot.checkruns import DEAD_TITLE, FAILED_TITLE, STALE_TITLE
 from bot.routing import CURRENT_JOB, check_run_completed
 from bot.sources import GitHubTree, changed_paths
 from bot.store import service as store
+from bot.store.index import RegistrationIndex
 from bot.suggestions import post_suggestions
 from checks.config import CONFIG_PATH  # read from the default branch, never from the PR
 from checks.render import ANNOTATIONS_PER_REQUEST, CHECK_RUN_NAME as CHECK_NAME
@@ -141,7 +142,9 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
     files = client.pull_files(repo, number, expected=changed_files) if number and base is not None else None
     changed = changed_paths(files) if files is not None else None
     config_text = client.file_at(repo, CONFIG_PATH, default_branch)  # the default branch's, never the PR's
-    report = run_check_bounded(head, base, changed, config_text=config_text)  # a child process, time and memory capped
+    index = RegistrationIndex(ctx.store_url, repo)  # files already scanned, by blob SHA, for every worker
+    report = run_check_bounded(head, base, changed, config_text=config_text, scan_cache=index,
+                               log=ctx.log)  # a child process, time and memory capped
     conclusion, output, annotations = report.check_run() if isinstance(report, LimitExceeded) else render(report)
     complete_run(client, repo, run["id"], conclusion, output, annotations)
     if files is not None and not isinstance(report, LimitExceeded):

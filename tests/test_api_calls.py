@@ -1,0 +1,194 @@
+"""The PR check's GitHub calls, pinned per case (bench/api_calls.py prints the same figures at
+miles' size): a change that makes the check read more from GitHub fails here.
+
+The repository is smaller than miles (the counts do not depend on its size: that is the point),
+but has room for the 300-file PR. Every check's verdict is also compared with the engine run
+locally on the same commits, so fewer calls never means a different answer.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from bench.api_calls import ApiWorld, cases
+from checks.engine import check_tree
+from checks.render import CHECK_RUN_NAME, check_run_annotations, check_run_conclusion
+from checks.tree import MemoryTree
+from tests.fixtures.miles_shape import e2e_tests, seed_pr
+
+# Calls per case, the installation-token request not counted (it comes once an hour).
+PINNED = {"cold": 7, "warm": 6, "warm-other": 6, "re-push": 6, "re-run": 4, "inventory": 6, "300-file": 9}
+TARGETS = {"cold": 8, "warm": 6, "warm-other": 6, "re-push": 6, "re-run": 5, "inventory": 8, "300-file": 10}
+
+
+@pytest.fixture
+def api_world(tmp_path):
+    w = ApiWorld(tmp_path, files=700, tests=360)
+    yield w
+    w.stop()
+
+
+def local_verdict(w: ApiWorld, base_sha: str, head_sha: str):
+    """The engine on the same two commits, in memory: what the App must conclude."""
+    head, base = w.repo.files(head_sha), w.repo.files(base_sha)
+    changed = {p: p for p in set(head) | set(base) if head.get(p) != base.get(p)}
+    changed.update({p: None for p in head if p not in base})
+    changed = {p: b for p, b in changed.items() if p in head or b}
+    report = check_tree(MemoryTree(head), MemoryTree(base), changed, config_text=None, fixes=False)
+    return check_run_conclusion(report), sorted(check_run_annotations(report), key=lambda a: (a["path"], a["start_line"], a["title"]))
+
+
+def app_verdict(w: ApiWorld, sha: str):
+    run = w.latest_run(sha)
+    annotations = w.sim._check_runs[run["id"]]["annotations"]
+    return run["conclusion"], sorted(annotations, key=lambda a: (a["path"], a["start_line"], a["title"]))
+
+
+def test_each_case_costs_its_pinned_calls_and_concludes_as_the_engine_does(api_world):
+    w = api_world
+    results = cases(w)
+    counts = {case: r["calls"] for case, r in results.items()}
+    assert counts == PINNED, {c: r["by_operation"] for c, r in results.items()}
+    assert all(counts[c] <= TARGETS[c] for c in counts)
+    # Not a single blob read one by one: the bulk reads and the index did it all.
+    assert not any("git/get-blob" in r["by_operation"] for r in results.values())
+    main = w.repo.head("main")
+    for branch in ("seed", "second", "third", "big"):
+        head = w.repo.head(branch)
+        conclusion, annotations = app_verdict(w, head)
+        expected_conclusion, expected = local_verdict(w, main, head)
+        assert conclusion == expected_conclusion, branch
+        assert [(a["path"], a["start_line"], a["title"], a["message"]) for a in annotations] == \
+               [(a["path"], a["start_line"], a["title"], a["message"]) for a in expected], branch
+
+
+def test_the_index_is_shared_and_versioned(api_world, monkeypatch):
+    """A new worker elsewhere reads nothing the index has; rows an older engine wrote (their keys
+    digest another facts version) answer nothing, so every file is read again, same verdict."""
+    import sqlalchemy as sa
+
+    from bot.store.db import session_scope
+    from bot.store.index import IndexRow
+    from checks import scan_facts
+
+    w = api_world
+    pr = w.open_pr(seed_pr(w.files, tag="v"), "v")
+    first = w.event("pull_request", "opened", pull=pr, sender="bob")
+    assert first["by_operation"]["graphql"] > 1  # cold: the unchanged files were read too
+    key = scan_facts.scan_key("0" * 40, "f" * 64, False, False)
+    monkeypatch.setattr(scan_facts, "ENGINE_FACTS_VERSION", scan_facts.ENGINE_FACTS_VERSION + 1)
+    assert scan_facts.scan_key("0" * 40, "f" * 64, False, False) != key  # the version is in every key
+    with session_scope(w.world.settings.database_url) as session:  # what an older engine left behind
+        session.execute(sa.update(IndexRow).values(key=sa.func.substr(IndexRow.key, 2) + "0"))
+    other = w.open_pr(seed_pr(w.files, offset=50, tag="w"), "w")
+    w.new_worker_elsewhere()
+    upgraded = w.event("pull_request", "opened", pull=other, sender="bob")
+    assert upgraded["by_operation"]["graphql"] == first["by_operation"]["graphql"]  # every file read again
+    head = w.repo.head("w")
+    assert app_verdict(w, head) == local_verdict(w, w.repo.head("main"), head)
+    third = w.open_pr(seed_pr(w.files, offset=100, tag="x"), "x")
+    w.new_worker_elsewhere()
+    assert w.event("pull_request", "opened", pull=third, sender="bob")["by_operation"]["graphql"] == 1  # refilled
+
+
+def test_a_corrupt_index_row_is_a_miss_not_a_wrong_verdict(api_world):
+    import sqlalchemy as sa
+
+    from bot.store.db import session_scope
+    from bot.store.index import IndexRow
+
+    w = api_world
+    pr = w.open_pr(seed_pr(w.files, tag="c"), "c")
+    w.event("pull_request", "opened", pull=pr, sender="bob")
+    with session_scope(w.world.settings.database_url) as session:
+        rows = session.execute(sa.update(IndexRow).values(facts='{"registrations": "not a list"}')).rowcount
+        session.execute(sa.update(IndexRow).where(IndexRow.key.like("a%")).values(facts="{not json"))
+    assert rows > 300
+    other = w.open_pr(seed_pr(w.files, offset=50, tag="d"), "d")
+    w.new_worker_elsewhere()
+    w.event("pull_request", "opened", pull=other, sender="bob")
+    head = w.repo.head("d")
+    assert app_verdict(w, head) == local_verdict(w, w.repo.head("main"), head)
+
+
+def test_an_index_the_store_cannot_serve_leaves_the_check_correct(api_world, monkeypatch):
+    from bot.store.index import RegistrationIndex
+
+    def down(self, *args):
+        raise ConnectionError("store down")
+
+    monkeypatch.setattr(RegistrationIndex, "get_many", down)
+    monkeypatch.setattr(RegistrationIndex, "put_many", down)
+    w = api_world
+    pr = w.open_pr(seed_pr(w.files, tag="s"), "s")
+    w.event("pull_request", "opened", pull=pr, sender="bob")
+    head = w.repo.head("s")
+    assert app_verdict(w, head) == local_verdict(w, w.repo.head("main"), head)
+
+
+def test_a_bulk_read_that_fails_midway_is_retried_then_reported_never_half_read(api_world):
+    w = api_world
+    pr = w.open_pr(seed_pr(w.files, tag="f"), "f")
+    w.sim.inject_fault("POST", r"^/graphql$", "drop", times=1)  # the first bulk read: connection lost
+    w.event("pull_request", "opened", pull=pr, sender="bob")
+    head = w.repo.head("f")
+    assert app_verdict(w, head) == local_verdict(w, w.repo.head("main"), head)
+    w.sim.inject_fault("POST", r"^/graphql$", "502", times=None)  # GitHub keeps failing
+    other = w.open_pr(seed_pr(w.files, offset=50, tag="g"), "g")
+    w.event("pull_request", "opened", pull=other, sender="bob")
+    w.sim.clear_faults()
+    run = w.latest_run(w.repo.head("g"))
+    assert run["status"] == "completed" and run["conclusion"] != "success", run["output"]["title"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_two_workers_filling_one_key_at_once(tmp_path, backend, pg_url):
+    from bot.store.db import upgrade
+    from bot.store.index import RegistrationIndex
+
+    url = f"sqlite:///{tmp_path / 'store.db'}" if backend == "sqlite" else pg_url
+    upgrade(url)
+    entries = {f"{i:064x}": {"registrations": [], "n": i} for i in range(300)}
+    errors = []
+
+    def fill():
+        try:
+            RegistrationIndex(url, "o/r").put_many(entries)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=fill) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    assert RegistrationIndex(url, "o/r").get_many(list(entries)) == entries
+    assert RegistrationIndex(url, "other/repo").get_many(list(entries)) == {}  # per repository
+
+
+def test_the_index_is_bounded(tmp_path):
+    import datetime as dt
+
+    from bot.store.db import upgrade
+    from bot.store.index import RegistrationIndex, prune
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    upgrade(url)
+    index = RegistrationIndex(url, "o/r")
+    index.put_many({f"{i:064x}": {"pad": "x" * 1000} for i in range(200)})
+    removed = prune(url, dt.timedelta(days=30), max_bytes=100_000)
+    left = index.get_many([f"{i:064x}" for i in range(200)])
+    assert removed > 100 and 0 < len(left) <= 100
+    assert prune(url, dt.timedelta(seconds=0), max_bytes=10**9) == len(left)  # by age too
+
+
+def test_memory_stays_bounded_over_many_checks(tmp_path):
+    """Caches keep compact listings and bounded blobs: many checks do not grow the worker."""
+    from bench.api_calls import memory
+
+    figures = memory(files=400, tests=200, checks=40)
+    assert figures["growth_mb"] < 50, figures
