@@ -101,7 +101,7 @@ def _scan(ctx: Context, tree, paths: list[str], exact_paths: set[str] | frozense
                     continue
                 try:
                     results[path] = scan_facts.from_facts(facts, path)
-                except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+                except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError):
                     pass  # a corrupt or foreign entry: scan the file again
 
         # A tree that knows blob SHAs without reading (a git revision, the App's GitHub tree)
@@ -128,10 +128,14 @@ def _scan(ctx: Context, tree, paths: list[str], exact_paths: set[str] | frozense
         for path, data in datas.items():
             if path in results:
                 continue
-            reported = len(budget.findings)
+            reported, refused = len(budget.findings), getattr(ctx.contract.near, "refused", 0)
             scan = scan_file(path, data, ctx.contract, implicit_cpu=_under(path, implicit_roots), exact=path in exact_paths, budget=budget)
             results[path] = scan
-            if path in new_keys and len(budget.findings) == reported:  # a scan cut short by a cap is not kept
+            # Kept only when the scan depends on nothing but its key: not one cut short by a cap
+            # (its REG902 lives in the budget), nor one whose did-you-mean hints the budget refused.
+            cut = len(budget.findings) != reported or (scan.unreadable and not scan.findings) \
+                or getattr(ctx.contract.near, "refused", 0) != refused
+            if path in new_keys and not cut:
                 try:
                     fresh[new_keys[path]] = scan_facts.to_facts(scan)
                 except scan_facts.UnfitForFacts:

@@ -187,3 +187,12 @@ def test_cli_cache_dir_cold_and_warm_agree(tmp_path):
     assert runs[0].returncode == plain.returncode == 1
     assert list(cache_dir.rglob("*.json"))
     assert os.path.isdir(cache_dir / f"scans-v{ENGINE_FACTS_VERSION}")
+
+
+def test_refused_hints_are_counted_so_their_scans_are_not_kept():
+    from checks.suites import NearNames
+
+    near = NearNames(budget=1)
+    assert near.lookup("label", "x", {"a", "b"}, "labels", lambda n, c: "hint") == []
+    assert near.lookup("label", "x", {"a", "b"}, "labels", lambda n, c: "hint") == []  # memo hit of a refused answer
+    assert near.refused == 2
