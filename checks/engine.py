@@ -5,6 +5,12 @@ fetches, stores or formats for a particular output.
 
 Every read and every expansion is bounded by checks/limits.py (`limits=`, default Limits()): a
 file or structure past a cap is analysed no further and a REG902 finding says so.
+
+Per-file scans can come from a cache (`check_tree(..., scan_cache=...)`): any object with
+`get_many(keys) -> {key: facts}` and `put_many({key: facts})`, keyed by git blob SHA, contract
+fingerprint, implicit-CPU root and exact reading (checks/scan_facts.py describes the hook and
+holds the one FileScan <-> JSON conversion; the command line's cache is
+checks/scan_cache.DiskScanCache).
 """
 
 from __future__ import annotations
