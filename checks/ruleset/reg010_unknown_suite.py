@@ -17,6 +17,12 @@ Reports:
 Use a suite from the inventory for that backend (`CI_SUITES` in the suites module). The finding
 names the closest suite and, when the name belongs to another backend, that backend;
 `ci-registrar check --fix` applies a confident correction.
+
+Did-you-mean and the fix only name a suite that states the same GPU count and hardware model as
+the name written (`stage-c-8-gpu-b200` is never corrected to `stage-c-8-gpu-h200`, nor an 8-GPU
+suite to a 4-GPU one); a token that is no hardware model and no word of the inventory (`mi35`)
+is taken for a typo. A disabled registration gets the hint, never a one-click fix: it may be
+disabled precisely because its hardware has no CI yet.
 """
 
 from checks.model import Severity
