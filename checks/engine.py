@@ -5,11 +5,18 @@ fetches, stores or formats for a particular output.
 
 Every read and every expansion is bounded by checks/limits.py (`limits=`, default Limits()): a
 file or structure past a cap is analysed no further and a REG902 finding says so.
+
+Per-file scans can come from a cache (`check_tree(..., scan_cache=...)`): any object with
+`get_many(keys) -> {key: facts}` and `put_many({key: facts})`, keyed by git blob SHA, contract
+fingerprint, implicit-CPU root and exact reading (checks/scan_facts.py describes the hook and
+holds the one FileScan <-> JSON conversion; the command line's cache is
+checks/scan_cache.DiskScanCache).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import gc
 from dataclasses import dataclass, field
 
 from checks import rules_suites
@@ -101,7 +108,7 @@ def _scan(ctx: Context, tree, paths: list[str], exact_paths: set[str] | frozense
                     continue
                 try:
                     results[path] = scan_facts.from_facts(facts, path)
-                except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+                except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError):
                     pass  # a corrupt or foreign entry: scan the file again
 
         # A tree that knows blob SHAs without reading (a git revision, the App's GitHub tree)
@@ -113,6 +120,32 @@ def _scan(ctx: Context, tree, paths: list[str], exact_paths: set[str] | frozense
     if prefetch and to_read and hasattr(tree, "prefetch"):
         tree.prefetch(to_read)
     fresh: dict[str, dict] = {}
+    # Parsing allocates many objects and frees them all (ast trees hold no cycles): the cyclic
+    # collector would walk them for nothing, a sixth of the parse time. Off while scanning.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _scan_batches(ctx, tree, to_read, exact_paths, results, fresh, cache, key_of if cache is not None else None,
+                      take_hits if cache is not None else None)
+    finally:
+        if collecting:
+            gc.enable()
+    if fresh:
+        cache.put_many(fresh)
+    for path in taken:
+        scan = results.get(path)
+        if scan is None:
+            continue
+        ctx.scans[path] = scan
+        if not scan.registrations and not scan.unreadable and _under(path, implicit_roots):
+            ctx.implicit[path] = implicit_registration(path)
+
+
+def _scan_batches(ctx: Context, tree, to_read: list[str], exact_paths, results: dict, fresh: dict, cache, key_of, take_hits) -> None:
+    implicit_roots = ctx.config.paths.implicit_cpu_roots
+    budget = ctx.budget
+    if cache is not None:
+        from checks import scan_facts
     # In batches: one cache lookup per batch, and never more than a batch of file contents held.
     for at in range(0, len(to_read), _SCAN_BATCH):
         datas: dict[str, bytes] = {}
@@ -128,23 +161,18 @@ def _scan(ctx: Context, tree, paths: list[str], exact_paths: set[str] | frozense
         for path, data in datas.items():
             if path in results:
                 continue
-            reported = len(budget.findings)
+            reported, refused = len(budget.findings), getattr(ctx.contract.near, "refused", 0)
             scan = scan_file(path, data, ctx.contract, implicit_cpu=_under(path, implicit_roots), exact=path in exact_paths, budget=budget)
             results[path] = scan
-            if path in new_keys and len(budget.findings) == reported:  # a scan cut short by a cap is not kept
+            # Kept only when the scan depends on nothing but its key: not one cut short by a cap
+            # (its REG902 lives in the budget), nor one whose did-you-mean hints the budget refused.
+            cut = len(budget.findings) != reported or (scan.unreadable and not scan.findings) \
+                or getattr(ctx.contract.near, "refused", 0) != refused
+            if path in new_keys and not cut:
                 try:
                     fresh[new_keys[path]] = scan_facts.to_facts(scan)
                 except scan_facts.UnfitForFacts:
                     pass
-    if fresh:
-        cache.put_many(fresh)
-    for path in taken:
-        scan = results.get(path)
-        if scan is None:
-            continue
-        ctx.scans[path] = scan
-        if not scan.registrations and not scan.unreadable and _under(path, implicit_roots):
-            ctx.implicit[path] = implicit_registration(path)
 
 
 def build_context(tree, config: Config, budget: Budget | None = None) -> tuple[Context, list[str], list[Finding]]:

@@ -1,7 +1,10 @@
 """The rule registry: every finding's stable code, name, default severity and what it means.
 
-The registry is data, so a rule is added in one place and documented from the same source
-(`ci-registrar check --list-rules`). REG020/REG021 (calibration) register here as well.
+Each rule is a documented module of checks/ruleset/ (one module per rule: code, name, severity,
+summary, whether it is fixable, and its docs); they all register here, in RULES, which the
+engine (`make_finding`), the configuration (`rules:` overrides), docs/rules.md, SARIF rule help
+and `ci-registrar rule CODE` read. `rule(code, name, severity, summary)` still registers a rule
+directly; such a rule's "How to fix" is then ADVICE[code] in checks/rule_docs.py.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from checks.model import Finding, Fix, Severity, Span
+from checks.ruleset import REQUIRED_SECTIONS, doc_sections, rule_modules
 
 
 @dataclass(frozen=True)
@@ -16,38 +20,51 @@ class Rule:
     code: str
     name: str
     severity: Severity
-    summary: str
+    summary: str  # what it checks
+    fixable: bool = False  # its findings carry a one-click fix
+    docs: tuple[tuple[str, str], ...] = ()  # ((section title, Markdown), ...): Why, Example, How to fix
+    module: str | None = None  # the checks/ruleset module that declares it
+    implemented_in: str | None = None
+
+    def section(self, title: str) -> str | None:
+        return next((text for t, text in self.docs if t == title), None)
 
 
 RULES: dict[str, Rule] = {}
 
 
-def rule(code: str, name: str, severity: Severity, summary: str) -> Rule:
+def rule(code: str, name: str, severity: Severity, summary: str, *, fixable: bool = False,
+         docs: tuple[tuple[str, str], ...] = (), module: str | None = None, implemented_in: str | None = None) -> Rule:
     if code in RULES:
         raise ValueError(f"rule {code} registered twice")
-    RULES[code] = Rule(code, name, severity, summary)
+    if any(r.name == name for r in RULES.values()):
+        raise ValueError(f"rule name {name} registered twice")
+    RULES[code] = Rule(code, name, severity, summary, fixable, docs, module, implemented_in)
+    ordered = sorted(RULES.items())  # by code, whatever the order of registration
+    RULES.clear()
+    RULES.update(ordered)
     return RULES[code]
+
+
+def register_module(module) -> Rule:
+    """Register the rule a checks/ruleset module declares (see checks/ruleset/__init__.py)."""
+    docs = doc_sections(module.__doc__)
+    missing = [s for s in REQUIRED_SECTIONS if not any(t == s and text for t, text in docs)]
+    if missing:
+        raise ValueError(f"{module.__name__}: the docstring lacks the section(s) {', '.join(missing)}")
+    short = module.__name__.rsplit(".", 1)[-1]
+    if not short.startswith(module.CODE.lower() + "_"):
+        raise ValueError(f"{module.__name__}: a rule module is named after its code ({module.CODE.lower()}_...)")
+    return rule(module.CODE, module.NAME, Severity(module.SEVERITY), module.SUMMARY, fixable=bool(module.FIXABLE),
+                docs=docs, module=module.__name__, implemented_in=getattr(module, "IMPLEMENTED_IN", None))
 
 
 F, W, N = Severity.FAILURE, Severity.WARNING, Severity.NOTICE
 
-rule("REG001", "unparsable-file", F, "The file does not parse (syntax error, not UTF-8, too deep): the runner cannot read it.")
-rule("REG002", "rejected-registration", F, "A registration the target's own runner rejects: non-literal or starred arguments, too many positionals, unknown, duplicate or missing keywords, bad est_time, suite, labels, nightly or disabled.")
-rule("REG003", "invisible-registration", W, "A registration the runner silently ignores: aliased import, attribute call, call not a top-level expression statement, call inside `if`.")
-rule("REG004", "unregistered-test-file", F, "A test file in a discovery root with no registration (outside the implicit-CPU roots): the runner never runs it.")
-rule("REG010", "unknown-suite", F, "The suite is not in the inventory for that backend (did-you-mean, and the backend that owns the name).")
-rule("REG011", "hardware-mismatch", F, "The suite's hardware class contradicts the backend (an -mi350 suite in register_cuda_ci, an -h200 suite in register_rocm_ci).")
-rule("REG012", "nightly-namespace-move", N, "A registration moved between a PR-gate suite and a nightly- suite; says who consumes each.")
-rule("REG013", "unconsumed-suite", W, "No workflow in the repository runs the suite and no configured external consumer lists it: its tests never run.")
-rule("REG014", "stale-consumer", W, "A workflow runs a suite that is not in the inventory: that job selects nothing (or fails).")
-rule("REG020", "est-time-miscalibrated", W, "est_time out of line with stored durations on the calibration hardware: below the p90 of recent passing runs, or above max(1.5 x p90, p90 + 120 s); failure when the observed maximum exceeds the runner's timeout for that est_time.")
-rule("REG021", "est-time-uncalibrated", N, "No or too few stored durations (fewer than min_samples runs): says so, and estimates a value from the other backend's est_time times the ratio learnt across files that have both.")
-rule("REG030", "suite-over-budget", W, "A suite's total est_time per shard exceeds its consumer's job timeout.")
-rule("REG040", "gpu-count-mismatch", W, "The GPU count in the suite name contradicts the test's own (a 2xGPU file name, a NUM_GPUS constant).")
-rule("REG050", "registration-removed", N, "A registration was removed: coverage drops on that backend.")
-rule("REG900", "invalid-configuration", F, "`.github/ci-registrar.yml` is invalid: the check says what is wrong and where; defaults are not silently used instead.")
-rule("REG901", "unreadable-contract", W, "The suite inventory, register signatures or labels cannot be read statically; rules that depend on the unreadable part are skipped.")
-rule("REG902", "analysis-limit-reached", W, "A file is larger or more expanded than an analysis limit allows (bytes, syntax nodes, YAML nodes after aliases, names, shards, matrix values, files): it is analysed no further, and the finding names the limit, its value, the file and the checks skipped.")
+# Every rule is a module of checks/ruleset (code, name, severity, summary, fixable, docs).
+for _module in rule_modules():
+    register_module(_module)
+del _module
 
 
 def make_finding(

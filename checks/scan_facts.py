@@ -21,8 +21,9 @@ Keys
     tree API and `git ls-tree` give without reading the blob) and `fingerprint` is
     `contract_fingerprint(contract)`: a digest of everything in the contract that a scan may read
     (signatures, labels, and any field added later unless listed in `_NOT_SCAN_INPUTS`), the
-    register-function table and ENGINE_FACTS_VERSION. Bump ENGINE_FACTS_VERSION whenever
-    scan_file's output or the facts format changes: every old entry then misses.
+    register-function table and `engine_fingerprint()` (ENGINE_FACTS_VERSION and the source of
+    the modules that decide scan_file's output). Bump ENGINE_FACTS_VERSION when
+    the facts format changes; an edited scanner changes the fingerprint by itself.
 
 The hook
     `check_tree(..., scan_cache=cache)` (checks/engine.py `_scan`) accepts any object with
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import hashlib
 import json
 import math
@@ -91,11 +93,35 @@ def _canonical(value):
     return repr(value)
 
 
+# The modules whose code decides what scan_file returns: their source is part of every key, so an
+# engine change (an upgrade, or an edit in a development checkout) never reads facts of another.
+_ENGINE_MODULES = ("checks.registrations", "checks.model", "checks.source", "checks.contract", "checks.rules",
+                   "checks.suites", "checks.limits", "checks.scan_facts")
+
+
+@functools.lru_cache(maxsize=1)
+def engine_fingerprint() -> str:
+    """A digest of ENGINE_FACTS_VERSION and the scanner's own source (not the package version:
+    reading installed metadata costs more than a warm check)."""
+    import importlib.util
+
+    h = hashlib.sha256(f"{ENGINE_FACTS_VERSION}".encode())
+    for name in _ENGINE_MODULES:
+        spec = importlib.util.find_spec(name)
+        origin = getattr(spec, "origin", None) if spec else None
+        try:
+            with open(origin, "rb") as handle:
+                h.update(handle.read())
+        except (OSError, TypeError):
+            h.update(name.encode())
+    return h.hexdigest()
+
+
 def contract_fingerprint(contract) -> str:
-    """A hex digest of what a scan reads from `contract` (plus the engine's facts version)."""
+    """A hex digest of what a scan reads from `contract`, and of the engine that scans."""
     from checks import registrations
 
-    parts = {"engine": ENGINE_FACTS_VERSION}
+    parts = {"engine": engine_fingerprint()}
     if dataclasses.is_dataclass(contract):
         for f in dataclasses.fields(contract):
             if f.name not in _NOT_SCAN_INPUTS:
@@ -103,6 +129,9 @@ def contract_fingerprint(contract) -> str:
     else:
         parts["contract"] = repr(contract)
     parts["register_functions"] = _canonical(getattr(registrations, "REGISTER_FUNCTIONS", {}))
+    from checks.rules import RULES
+
+    parts["rules"] = [[code, r.name, r.severity.value] for code, r in RULES.items()]  # finding titles, severities
     blob = json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()
 

@@ -88,16 +88,21 @@ class NearNames:
 
     def __init__(self, budget: int = SUGGESTION_COMPARISONS):
         self.left = budget
+        self.refused = 0  # lookups answered without a search (past the budget)
+        self._refused_keys: set[tuple] = set()
         self._memo: dict[tuple, object] = {}
 
     def lookup(self, kind: str, name: str, candidates, key, compute):
         memo_key = (kind, name, key)
         if memo_key not in self._memo:
             if len(candidates) > self.left:
+                self._refused_keys.add(memo_key)
                 self._memo[memo_key] = compute(name, ()) if kind == "correction" else []
             else:
                 self.left -= len(candidates)
                 self._memo[memo_key] = compute(name, candidates)
+        if memo_key in self._refused_keys:
+            self.refused += 1  # this answer lacks its search (a scan cache must not keep it)
         return self._memo[memo_key]
 
     def close(self, name: str, candidates, key, keep=None) -> list[str]:

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from bot.cli import main
 from checks.config import Config, load_config
 from checks.config_docs import defaults, defaults_yaml, json_schema, json_schema_text, missing_descriptions, reference_markdown
-from checks.rule_docs import ADVICE, rules_markdown
+from checks.rule_docs import ADVICE, documented, rules_markdown
 from checks.rules import RULES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,11 +38,47 @@ def test_generated_docs_are_current(path, generate):
     assert (ROOT / path).read_text() == generate(), f"{path} {STALE}"
 
 
-def test_every_rule_has_advice_and_a_section():
-    assert set(ADVICE) == set(RULES)
+def test_every_rule_has_docs_and_a_section():
+    undocumented = [code for code, r in RULES.items() if not documented(r)]
+    assert undocumented == [], "give each rule a checks/ruleset module with its docs (or ADVICE in checks/rule_docs.py)"
+    assert set(ADVICE) <= set(RULES)
     text = (ROOT / "docs/rules.md").read_text()
     for code in RULES:
         assert f"\n## {code}\n" in text  # the anchor SARIF's helpUri points at: #reg010
+
+
+def test_every_rule_module_is_complete():
+    """One module per rule: code, name, severity, summary, fixable, and the Why/Example/How to fix docs."""
+    from checks.model import Severity
+    from checks.ruleset import REQUIRED_SECTIONS, rule_modules
+
+    modules = rule_modules()
+    assert len({m.CODE for m in modules}) == len(modules)
+    for module in modules:
+        r = RULES[module.CODE]
+        assert r.module == module.__name__
+        assert module.__name__.rsplit(".", 1)[-1] == f"{module.CODE.lower()}_{module.NAME.replace('-', '_')}"
+        assert isinstance(module.SEVERITY, Severity) and isinstance(module.FIXABLE, bool) and module.SUMMARY
+        assert [t for t, _ in r.docs if t in REQUIRED_SECTIONS] == list(REQUIRED_SECTIONS)
+        assert "```" in r.section("Example")
+
+
+def test_fixable_rules_are_the_ones_whose_findings_carry_fixes():
+    assert {code for code, r in RULES.items() if r.fixable} == {"REG010", "REG020"}
+
+
+def test_a_rule_registered_directly_still_works(monkeypatch):
+    """`rule(...)` in checks/rules.py plus ADVICE in checks/rule_docs.py (the registry's older form)."""
+    from checks import rule_docs, rules
+    from checks.model import Severity
+
+    monkeypatch.setattr(rules, "RULES", dict(RULES))
+    monkeypatch.setattr(rule_docs, "RULES", rules.RULES)
+    monkeypatch.setitem(rule_docs.ADVICE, "REG099", "Do the thing.")
+    r = rules.rule("REG099", "made-up-rule", Severity.WARNING, "A rule for this test.")
+    assert list(rules.RULES)[-1] == "REG902" and "REG099" in rules.RULES  # kept in code order
+    assert rules.make_finding("REG099", "a.py", rules.Span.at_line(1), "m").title == "REG099 made-up-rule"
+    assert rule_docs.documented(r) and "Do the thing." in rule_docs.rule_text(r) and "## REG099" in rule_docs.rules_markdown()
 
 
 def test_every_configuration_key_is_described():

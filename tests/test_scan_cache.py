@@ -104,31 +104,46 @@ def test_cached_check_equals_uncached_cold_and_warm(tmp_path):
     assert any(f.rule == "REG001" and f.file == "tests/e2e/test_broken.py" for f in warm.findings)
 
 
-def test_corrupt_entries_are_misses(tmp_path):
+def test_corrupt_packs_and_entries_are_misses(tmp_path):
     files = miles_tree(**SOURCES)
     cache = DiskScanCache(tmp_path)
     expected = _report_key(check_tree(MemoryTree(files), scan_cache=cache))
-    entries = sorted(p for p in (tmp_path).rglob("*.json"))
-    assert entries
-    garbage = [b"", b"{not json", b"[1,2]", json.dumps({"v": ENGINE_FACTS_VERSION, "parsed": True}).encode(),
-               json.dumps({"v": ENGINE_FACTS_VERSION + 1}).encode(), b"\xff\xfe"]
-    for i, entry in enumerate(entries):
-        entry.write_bytes(garbage[i % len(garbage)])
-    again = DiskScanCache(tmp_path)
-    assert _report_key(check_tree(MemoryTree(files), scan_cache=again)) == expected
+    (pack,) = (tmp_path / f"scans-v{ENGINE_FACTS_VERSION}").glob("pack-*.json")
+    entries = json.loads(pack.read_text())["entries"]
+    garbage = [[1, 2], {"v": ENGINE_FACTS_VERSION, "parsed": True}, {"v": ENGINE_FACTS_VERSION + 1},
+               {**next(iter(entries.values())), "registrations": {"x": 1}}, {"$tuple": 5}, "text"]
+    for i, key in enumerate(sorted(entries)):
+        entries[key] = garbage[i % len(garbage)]
+    pack.write_text(json.dumps({"entries": entries}))
+    assert _report_key(check_tree(MemoryTree(files), scan_cache=DiskScanCache(tmp_path))) == expected
+    for bad in (b"", b"{not json", b"[1,2]", b'{"entries": []}', b"\xff\xfe"):
+        for p in (tmp_path / f"scans-v{ENGINE_FACTS_VERSION}").glob("pack-*.json"):
+            p.write_bytes(bad)
+        assert _report_key(check_tree(MemoryTree(files), scan_cache=DiskScanCache(tmp_path))) == expected
 
 
 def test_cache_is_bounded(tmp_path):
-    cache = DiskScanCache(tmp_path, max_entries=10)
-    cache.put_many({f"{i:064x}": {"v": ENGINE_FACTS_VERSION} for i in range(25)})
-    assert len(list(tmp_path.rglob("*.json"))) <= 10
+    cache = DiskScanCache(tmp_path, max_entries=10, max_packs=3)
+    for round_ in range(6):
+        cache.put_many({f"{round_:02x}{i:062x}": {"v": ENGINE_FACTS_VERSION, "n": i} for i in range(7)})
+    again = DiskScanCache(tmp_path)
+    assert len(again._load()) <= 10
+    assert len(list((tmp_path / f"scans-v{ENGINE_FACTS_VERSION}").glob("pack-*.json"))) <= 3
+    assert f"{5:02x}{6:062x}" in again._load()  # the newest entries are the ones kept
 
 
-def test_non_hex_keys_name_no_file(tmp_path):
-    cache = DiskScanCache(tmp_path)
+def test_keys_are_data_never_paths(tmp_path):
+    cache = DiskScanCache(tmp_path / "c")
     cache.put_many({"../../escape": {"v": 1}})
-    assert cache.get_many(["../../escape"]) == {}
-    assert not list(tmp_path.parent.glob("escape*"))
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file())[0].startswith("pack-")
+    assert not list(tmp_path.glob("escape*"))
+
+
+def test_one_pack_per_check(tmp_path):
+    cache = DiskScanCache(tmp_path)
+    check_tree(MemoryTree(miles_tree(**SOURCES)), scan_cache=cache)
+    check_tree(MemoryTree(miles_tree(**SOURCES)), scan_cache=DiskScanCache(tmp_path))  # warm: writes nothing
+    assert len(list(tmp_path.rglob("pack-*.json"))) == 1
 
 
 def test_unwritable_directory_disables_the_cache(tmp_path):
@@ -187,3 +202,12 @@ def test_cli_cache_dir_cold_and_warm_agree(tmp_path):
     assert runs[0].returncode == plain.returncode == 1
     assert list(cache_dir.rglob("*.json"))
     assert os.path.isdir(cache_dir / f"scans-v{ENGINE_FACTS_VERSION}")
+
+
+def test_refused_hints_are_counted_so_their_scans_are_not_kept():
+    from checks.suites import NearNames
+
+    near = NearNames(budget=1)
+    assert near.lookup("label", "x", {"a", "b"}, "labels", lambda n, c: "hint") == []
+    assert near.lookup("label", "x", {"a", "b"}, "labels", lambda n, c: "hint") == []  # memo hit of a refused answer
+    assert near.refused == 2

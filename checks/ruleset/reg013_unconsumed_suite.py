@@ -1,0 +1,27 @@
+"""REG013 unconsumed-suite: what it checks is SUMMARY below; why, an example and the fix are here.
+
+## Why
+A suite that no workflow passes to the runner (and no configured external consumer lists) is
+never run: every test registered in it is dead weight that looks covered.
+
+## Example
+```python
+register_cpu_ci(est_time=60, suite="stage-z-cpu")  # in the inventory, but no workflow runs it
+```
+Reports:
+
+> no consumer runs suite `stage-z-cpu`: no workflow in this repository passes `--suite stage-z-cpu` and no configured external consumer lists it, so this test never runs
+
+## How to fix
+Add the suite to a workflow (`run_suite.py --suite <name>`), or list the external workflow that
+runs it under `consumers:` in `.github/ci-registrar.yml`; otherwise its tests never run.
+"""
+
+from checks.model import Severity
+
+CODE = "REG013"
+NAME = "unconsumed-suite"
+SEVERITY = Severity.WARNING
+SUMMARY = "No workflow in the repository runs the suite and no configured external consumer lists it: its tests never run."
+FIXABLE = False
+IMPLEMENTED_IN = "checks/rules_suites.py"
