@@ -51,8 +51,9 @@ TARGETS = {
     "sglang": {
         "runner": "test/run_suite.py",
         "register_module": "python/sglang/test/ci/ci_register.py=sglang.test.ci.ci_register",
-        # the runner reads only test/ and python/sglang/test/ci; the engine also reads workflows
-        "export": ["test", "python/sglang/test/ci", ".github"],
+        # the runner reads only test/, python/sglang/test/ci and (until June 2026) the JIT kernel
+        # tests and benchmarks under python/sglang/jit_kernel; the engine also reads workflows
+        "export": ["test", "python/sglang/test/ci", "python/sglang/jit_kernel", ".github"],
         "config": SGLANG_CONFIG,
     },
 }
