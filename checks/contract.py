@@ -475,6 +475,16 @@ def resolve_validity(contract: Contract, config: Config) -> None:
         contract.notes.append(f"discovery: read from {facts.discovery_where}")
     else:
         contract.notes.append(f"discovery: the default roots ({facts.discovery_problem or 'not read'})")
+        if facts.discovery_where:
+            # The runner discovers its own way and the engine cannot follow it: the default roots
+            # are a guess, so an unregistered file there is at most a warning.
+            line = int(facts.discovery_where.rsplit(":", 1)[1])
+            contract.findings.append(make_finding(
+                "REG901", p.suites_module, Span.at_line(line),
+                f"{facts.discovery_problem}; the default discovery ({', '.join(p.test_roots)}: {p.test_pattern}) is used and "
+                "REG004 is a warning (set `paths.test_roots`/`paths.discovery` to state it)"))
+            if v.unregistered_file is None:
+                contract.unregistered_severity = "warning"
     if p.implicit_cpu_roots != _DEFAULT_PATHS.implicit_cpu_roots or facts.implicit_cpu_roots is None:
         contract.implicit_cpu_roots = list(p.implicit_cpu_roots)
     else:
@@ -482,7 +492,7 @@ def resolve_validity(contract: Contract, config: Config) -> None:
     if v.unregistered_file is not None:
         contract.unregistered_severity = v.unregistered_file
     elif facts.sanity_check is False:
-        contract.unregistered_severity = "warning"
+        contract.unregistered_severity = "warning"  # the runner warns and skips the file
     sanity = facts.sanity_check is not False
     contract.est_time_positive = v.est_time_positive if v.est_time_positive is not None else bool(facts.est_time_positive)
     contract.main_block_required = v.main_block_required if v.main_block_required is not None else bool(facts.main_block_required and sanity)

@@ -60,13 +60,8 @@ def registration_prefix(text: str) -> str | None:
     the whole file). None when the prefix is the whole file.
     """
     last = -1
-    start = text.rfind("_ci")
-    while start >= 0:
-        begin = text.rfind("register_", 0, start)
-        if begin >= 0 and _MENTION.match(text, begin) and _MENTION.match(text, begin).end() == start + 3:
-            last = begin
-            break
-        start = text.rfind("_ci", 0, start)
+    for match in _MENTION.finditer(text):  # one linear pass: the last mention of any register function
+        last = match.start()
     if last < 0:
         return None
     cut = _NEXT_TOP_LEVEL.search(text, last)
