@@ -173,3 +173,56 @@ def test_est_time_bound_read_from_the_register_module():
 )
 def test_glob_semantics(pattern, path, hit):
     assert bool(re.fullmatch(_glob_regex(pattern), path)) is hit
+
+
+MAIN_CHECK = '''
+
+def _has_main(tree):
+    return any(getattr(n, "value", None) == "__main__" for n in tree)
+'''
+
+VALIDATE = '''
+
+CHECKED = {HWBackend.CPU, HWBackend.TPU}
+
+
+def validate_all_suites(all_tests):
+    errors = []
+    for t in all_tests:
+        if t.backend not in CHECKED:
+            continue
+        if t.suite not in SUITES.get(t.backend, []):
+            errors.append(t.filename)
+    if errors:
+        raise ValueError(errors)
+'''
+
+
+@pytest.mark.parametrize(
+    "body, failed",
+    [
+        ('register_cpu_ci(10, "cpu-suite")\n', True),
+        ('register_cpu_ci(10, "cpu-suite")\n\nif __name__ == "__main__":\n    main()\n', False),
+        ('register_cpu_ci(10, "cpu-suite", disabled="flaky")\n', False),  # only enabled files need it
+    ],
+)
+def test_main_block_required_where_the_register_module_checks_it(body, failed):
+    files = tree(**{"t/a/test_t.py": "from ci.ci_register import register_cpu_ci\n\n" + body})
+    files["ci/ci_register.py"] = REGISTER + MAIN_CHECK
+    report = check_tree(MemoryTree(files))
+    assert bool([f for f in report.findings if f.rule == "REG002" and "__main__" in f.message]) is failed
+
+
+@pytest.mark.parametrize(
+    "call, severity",
+    [
+        ('register_tpu_ci(10, "no-such-suite")', "failure"),  # a backend the runner validates
+        ('register_tpu_ci(10, "no-such-suite", disabled="x")', "failure"),  # ... disabled or not
+        ('register_amd_ci(10, "no-such-suite")', "warning"),  # not validated by the runner
+    ],
+)
+def test_unknown_suite_severity_follows_the_runners_validation(call, severity):
+    files = tree(**{"t/a/test_t.py": "from ci.ci_register import register_tpu_ci, register_amd_ci\n\n" + call + "\n"})
+    files["ci/run_suite.py"] += VALIDATE
+    report = check_tree(MemoryTree(files))
+    assert [f.severity.value for f in report.findings if f.rule == "REG010"] == [severity]
