@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 _REPO = "/__repo__"  # stands for the repository root when the runner builds absolute paths
+_MAX_STEPS = 20_000  # statements and expressions followed: a discovery past it is not read
+_MAX_SOURCES = 256  # globs: each discovered path is matched against every one
 
 
 class Unreadable(Exception):
@@ -153,9 +155,16 @@ class _Evaluator:
         self.runner = runner
         self.register = register
         self.depth = 0
+        self.steps = 0
+
+    def spend(self) -> None:
+        self.steps += 1
+        if self.steps > _MAX_STEPS:
+            raise Unreadable(f"the discovery takes more than {_MAX_STEPS:,} steps to follow")
 
     # -- strings ---------------------------------------------------------------------------
     def string(self, node: ast.expr, env: dict, module: _Module) -> str | list[str]:
+        self.spend()
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return node.value
         if isinstance(node, ast.Name):
@@ -202,6 +211,13 @@ class _Evaluator:
 
     # -- file lists ------------------------------------------------------------------------
     def files(self, node: ast.expr, env: dict, lists: dict, module: _Module) -> list[Source]:
+        self.spend()
+        out = self._files(node, env, lists, module)
+        if len(out) > _MAX_SOURCES:
+            raise Unreadable(f"the discovery has more than {_MAX_SOURCES} globs")
+        return out
+
+    def _files(self, node: ast.expr, env: dict, lists: dict, module: _Module) -> list[Source]:
         if isinstance(node, ast.Name) and node.id in lists:
             return list(lists[node.id])
         if isinstance(node, ast.List) and not node.elts:
@@ -254,6 +270,7 @@ class _Evaluator:
 
     def statement(self, stmt: ast.stmt, env: dict, lists: dict, module: _Module) -> None:
         """Track the locals a discovery uses; statements that bind nothing tracked are skipped."""
+        self.spend()
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             if stmt.value is None or len(targets) != 1 or not isinstance(targets[0], ast.Name):

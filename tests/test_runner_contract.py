@@ -226,3 +226,11 @@ def test_unknown_suite_severity_follows_the_runners_validation(call, severity):
     files["ci/run_suite.py"] += VALIDATE
     report = check_tree(MemoryTree(files))
     assert [f.severity.value for f in report.findings if f.rule == "REG010"] == [severity]
+
+
+def test_a_discovery_that_multiplies_is_not_followed():
+    loops = "    for a in BIG:\n        for b in BIG:\n            for c in BIG:\n                files.extend(glob.glob(f\"{a}/{b}/{c}/*.py\"))\n"
+    runner = RUNNER.replace("    strict = SANITY\n", loops + "    strict = SANITY\n").replace("ROOTS = (", "BIG = [" + ", ".join(f'"d{i}"' for i in range(60)) + "]\nROOTS = (")
+    contract, _ = contract_of(tree(runner=runner))
+    assert contract.discovery is None
+    assert any(f.rule == "REG901" and ("steps" in f.message or "globs" in f.message) for f in contract.findings)
