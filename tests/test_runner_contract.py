@@ -53,7 +53,7 @@ from ci.ci_register import HWBackend, collect_tests
 
 SUITES = {
     HWBackend.CPU: ["cpu-suite"],
-    HWBackend.AMD: ["amd-suite"],
+    HWBackend.AMD: ["amd-suite", "stage-c-4-gpu-mi350", "stage-c-4-gpu-h200"],
     HWBackend.TPU: ["tpu-suite"],
 }
 
@@ -234,3 +234,10 @@ def test_a_discovery_that_multiplies_is_not_followed():
     contract, _ = contract_of(tree(runner=runner))
     assert contract.discovery is None
     assert any(f.rule == "REG901" and ("steps" in f.message or "globs" in f.message) for f in contract.findings)
+
+
+@pytest.mark.parametrize("suite, mismatch", [("stage-c-4-gpu-mi350", False), ("stage-c-4-gpu-h200", True)])
+def test_amd_is_rocm_hardware_for_the_hardware_rule(suite, mismatch):
+    files = tree(**{"t/a/test_t.py": f'from ci.ci_register import register_amd_ci\n\nregister_amd_ci(10, "{suite}")\n'})
+    report = check_tree(MemoryTree(files))
+    assert bool([f for f in report.findings if f.rule == "REG011"]) is mismatch
