@@ -40,7 +40,27 @@ class Paths(_Struct):
     implicit_cpu_roots: list[str] = msgspec.field(default_factory=lambda: ["tests/fast"])
     test_pattern: str = "test_*.py"
     test_excludes: list[str] = msgspec.field(default_factory=list)  # file names (fnmatch) never discovered
+    # per-root discovery, for runners whose roots differ in pattern (sglang's jit_kernel tests and benchmarks)
+    discovery: list["DiscoveryRoot"] = msgspec.field(default_factory=list)
     workflows_dir: str = ".github/workflows"
+
+
+class DiscoveryRoot(_Struct):
+    root: str
+    pattern: str = "*.py"
+    excludes: list[str] = msgspec.field(default_factory=list)
+
+
+class Validity(_Struct):
+    """What the target's runner accepts where its code does not say it in a form the engine reads.
+    null: read from the target's code (checks/contract.py), else the documented fallback."""
+
+    est_time_positive: bool | None = None
+    main_block_required: bool | None = None
+    unregistered_file: Literal["failure", "warning"] | None = None
+    unknown_suite_when_disabled: Literal["failure", "warning"] | None = None
+    suite_checked_backends: list[str] | None = None
+    suite_template: str | None = None
 
 
 class Consumer(_Struct):
@@ -116,6 +136,7 @@ class Config(_Struct):
     approvers: Approvers = msgspec.field(default_factory=Approvers)
     budgets: Budgets = msgspec.field(default_factory=Budgets)
     rules: dict[str, SeverityName] = msgspec.field(default_factory=dict)
+    validity: Validity = msgspec.field(default_factory=Validity)
 
     def severity_override(self, code: str) -> str | None:
         return self.rules.get(code)

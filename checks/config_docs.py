@@ -32,6 +32,10 @@ SECTIONS: dict[str, str] = {
                 "Nothing is dispatchable until a suite is listed here.",
     "approvers": "Who counts as a maintainer for `/run-rocm`, `/approve-rocm` and `/deny-rocm`.",
     "budgets": "Cost limits of on-demand runs.",
+    "validity": "What the target's runner accepts and rejects, where its code does not say it in a form the engine "
+                "reads. Every key defaults to null: read from the target's code at each revision (the register "
+                "module and the runner, statically; see README, *Configurations*), falling back to radixark/miles' "
+                "August 2026 runner where nothing can be read. A value set here wins over the code.",
     "rules": "Severity per rule code (`failure`, `warning`, `notice` or `off`), overriding the default "
              "([rules.md](rules.md)). Unknown codes are an error.",
 }
@@ -45,11 +49,38 @@ FIELDS: dict[str, str] = {
                               "`HWBackend.X` is read instead (older layouts: `PER_COMMIT_SUITES`, `NIGHTLY_SUITES`).",
     "Paths.labels_module": "Module that holds the known labels.",
     "Paths.labels_variable": "Module-level name of the known labels (a dict whose keys are the labels, or a list of strings).",
-    "Paths.test_roots": "Directories the runner discovers test files in.",
-    "Paths.implicit_cpu_roots": "Discovery roots where a file without a registration is the runner's implicit CPU registration.",
+    "Paths.test_roots": "Directories the runner discovers test files in. Left at the default (with `test_pattern`, "
+                        "`test_excludes` and `discovery`), the discovery is read from the runner: the files its "
+                        "function that calls `collect_tests(...)` globs and filters; the default applies only where "
+                        "that cannot be read.",
+    "Paths.implicit_cpu_roots": "Discovery roots where a file without a registration is the runner's implicit CPU "
+                                "registration (and a GPU registration is rejected). Left at the default, read from "
+                                "`collect_tests` in the register module (`file.startswith(\"tests/fast/\")`); a "
+                                "`collect_tests` without such a test means none.",
     "Paths.test_pattern": "File name pattern (fnmatch) of a test file.",
     "Paths.test_excludes": "File name patterns (fnmatch) the runner never discovers although they match "
                            "`test_pattern`, e.g. `[conftest.py, __init__.py]` for sglang's `*.py` discovery.",
+    "Paths.discovery": "Discovery per root, for a runner whose roots differ in pattern; when set, it replaces "
+                       "`test_roots`/`test_pattern`/`test_excludes` and what is read from the runner.",
+    "DiscoveryRoot.root": "A directory the runner discovers test files in (recursively). Required.",
+    "DiscoveryRoot.pattern": "File name pattern (fnmatch) of a test file under this root.",
+    "DiscoveryRoot.excludes": "File name patterns (fnmatch) never discovered under this root.",
+    "Validity.est_time_positive": "true: the runner rejects est_time <= 0 (REG002 failure); false: it accepts any number "
+                                  "(REG002 warning). null: true only if the register module compares est_time.",
+    "Validity.main_block_required": "true: the runner rejects a file with an enabled registration and no top-level "
+                                    "`if __name__ == \"__main__\":` block (REG002). null: read from the register module "
+                                    "(sglang's `collect_tests`), and only when the runner collects with `sanity_check`.",
+    "Validity.unregistered_file": "Severity of REG004 (a discovered file without a registration). null: `failure`, "
+                                  "or `warning` where the runner calls `collect_tests(..., sanity_check=False)`.",
+    "Validity.unknown_suite_when_disabled": "Severity of REG010 on a disabled registration. null: `failure` where "
+                                            "the runner's suite validation reads every registration without looking "
+                                            "at `disabled` (sglang's `validate_all_suites`), else `warning`.",
+    "Validity.suite_checked_backends": "Backends whose suites the runner validates against the inventory; REG010 "
+                                       "is a warning for the others. null: read from the runner "
+                                       "(`t.backend not in _SUITE_CHECKED_BACKENDS`), else every backend.",
+    "Validity.suite_template": "The suite composed from keyword arguments, e.g. `\"{stage}-test-{runner_config}\"`. "
+                               "null: read from the register module (an f-string over `self.<keyword-only "
+                               "parameter>`s, sglang's `CIRegistry.effective_suite`).",
     "Paths.workflows_dir": "Directory of the repository's workflows (read for `--suite <name>` consumers).",
     "Consumer.repository": "`owner/name` of the repository whose workflow runs the suites. Required.",
     "Consumer.workflow": "Path of that workflow in its repository. Required.",

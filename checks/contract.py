@@ -17,16 +17,22 @@ instead of expanding 2**40 names.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
-from checks.config import Config
-from checks.limits import Budget
+from checks.config import Config, Paths
+from checks.limits import Budget, count_tokens
 from checks.model import code, Backend, Finding, Span
+from checks.runner import RunnerFacts, Source, read_runner
 from checks.rules import make_finding
 from checks.source import decode_source, node_span
 from checks.suites import NearNames
 
+# The register functions when the register module cannot be read (radixark/miles' layout). A
+# readable module declares its own: every top-level `def register_<name>_ci`, its backend from the
+# module's function -> HWBackend map (`_REGISTER_BACKEND_MAP`, `REGISTER_MAPPING`), else its name.
 REGISTER_FUNCTIONS = {"register_cpu_ci": Backend.CPU, "register_cuda_ci": Backend.CUDA, "register_rocm_ci": Backend.ROCM}
+REGISTER_NAME = re.compile(r"register_([a-z][a-z0-9_]*?)_ci")
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,22 @@ class Contract:
     labels: frozenset[str] | None = None  # None: unknown, label membership is not checked
     findings: list[Finding] = field(default_factory=list)
     near: NearNames = field(default_factory=NearNames, compare=False, repr=False)  # bounded did-you-mean searches
+    # What the runner does, read from its code (checks/runner.py) and resolved against the
+    # configuration (`paths`, `validity`): see resolve_validity().
+    facts: RunnerFacts = field(default_factory=RunnerFacts, compare=False, repr=False)
+    discovery: list[Source] | None = None  # None: the configured roots/pattern (paths.test_roots ...)
+    implicit_cpu_roots: list[str] = field(default_factory=lambda: ["tests/fast"])
+    unregistered_severity: str = "failure"  # REG004: "warning" where the runner runs collect_tests(sanity_check=False)
+    est_time_positive: bool = False  # the runner rejects est_time <= 0
+    main_block_required: bool = False  # the runner rejects an enabled file without `if __name__ == "__main__":`
+    suite_template: tuple[str, tuple[str, ...]] | None = None  # ("{stage}-test-{runner_config}", ("stage", "runner_config"))
+    suite_checked_backends: set[Backend] | None = None  # None: every backend's suites are validated
+    unknown_suite_when_disabled: str = "warning"  # REG010 on a disabled registration
+    notes: list[str] = field(default_factory=list)  # what was read from where (for `check --explain`-like output)
+
+    @property
+    def functions(self) -> dict[str, Backend]:
+        return {name: sig.backend for name, sig in self.signatures.items()}
 
     def suite_names(self, backend: Backend) -> set[str]:
         return set(self.suites.get(backend, {}))
@@ -226,7 +248,7 @@ def _backend_key(key: ast.expr | None) -> Backend | None:
     else:
         return None
     try:
-        return Backend(name.lower())
+        return Backend(name.lower())  # open: HWBackend.AMD, .NPU, ... each a backend of its own
     except ValueError:
         return None
 
@@ -325,7 +347,7 @@ def read_inventory(path: str, data: bytes | None, variables: list[str], contract
                 continue
             backend = _backend_key(key)
             if backend is None:
-                contract.findings.append(make_finding("REG901", path, node_span(key, lines), f"a key of {code(variable)} is not HWBackend.CPU/CUDA/ROCM: its suites are not read"))
+                contract.findings.append(make_finding("REG901", path, node_span(key, lines), f"a key of {code(variable)} is not an `HWBackend.X` member (or a backend name): its suites are not read"))
                 continue
             per_backend[backend] = entries
             unknown.discard(backend)
@@ -378,18 +400,113 @@ def read_signatures(path: str, data: bytes | None, contract: Contract, budget: B
     if tree is None:
         return  # keep the default contract (_default_signature: miles' register signature)
     found: dict[str, Signature] = {}
+    mapped = _backend_map(tree)
     for stmt in tree.body:
-        if isinstance(stmt, ast.FunctionDef) and stmt.name in REGISTER_FUNCTIONS:
+        if isinstance(stmt, ast.FunctionDef) and REGISTER_NAME.fullmatch(stmt.name):
             a = stmt.args
             positional = tuple(p.arg for p in a.posonlyargs + a.args)
             keyword_only = tuple(p.arg for p in a.kwonlyargs)
             n_defaults = len(a.defaults)
             required = set(positional[: len(positional) - n_defaults] if n_defaults else positional)
             required |= {p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None}
-            found[stmt.name] = Signature(stmt.name, REGISTER_FUNCTIONS[stmt.name], positional, keyword_only, frozenset(required), a.kwarg is not None)
+            backend = mapped.get(stmt.name) or Backend(REGISTER_NAME.fullmatch(stmt.name).group(1))
+            found[stmt.name] = Signature(stmt.name, backend, positional, keyword_only, frozenset(required), a.kwarg is not None)
+    if mapped:
+        # The runner collects only the functions its map names (miles: `_REGISTER_BACKEND_MAP`,
+        # sglang: `REGISTER_MAPPING`); a `def` the map leaves out is never collected.
+        found = {name: sig for name, sig in found.items() if name in mapped}
     if found:
         # A repository without register_rocm_ci (older layouts) must not accept it silently.
         contract.signatures = found
+
+
+def _backend_map(tree: ast.Module) -> dict[str, Backend]:
+    """A module-level dict from register function names to `HWBackend.X` (or a tuple starting
+    with it: miles' April `REGISTER_MAPPING = {"register_cpu_ci": (HWBackend.CPU, _CPU_PARAM_ORDER)}`)."""
+    out: dict[str, Backend] = {}
+    for node in _module_bindings(tree).values():
+        if not isinstance(node, ast.Dict) or not node.keys:
+            continue
+        entries = {}
+        for key, value in zip(node.keys, node.values):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and REGISTER_NAME.fullmatch(key.value)):
+                entries = {}
+                break
+            if isinstance(value, ast.Tuple) and value.elts:
+                value = value.elts[0]
+            backend = _backend_key(value) if isinstance(value, ast.Attribute) else None
+            if backend is None:
+                entries = {}
+                break
+            entries[key.value] = backend
+        out.update(entries)
+    return out
+
+
+def _tree_of(tree, path: str, budget: Budget) -> ast.Module | None:
+    """The module parsed for the runner facts; a cap hit was reported when the module was read
+    for the contract, so here it only means: not read."""
+    data = tree.read(path)
+    if data is None or len(data) > budget.limits.file_bytes:
+        return None
+    text, _error = decode_source(data)
+    if text is None or (len(text) > budget.limits.ast_nodes and count_tokens(text, budget.limits.ast_nodes) > budget.limits.ast_nodes):
+        return None
+    try:
+        return ast.parse(text, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+_DEFAULT_PATHS = Paths()
+
+
+def resolve_validity(contract: Contract, config: Config) -> None:
+    """The runner's behaviour: configuration that differs from the defaults wins, then what the
+    code says (contract.facts), then the defaults (radixark/miles' runner of August 2026)."""
+    facts, p, v = contract.facts, config.paths, config.validity
+    flat_configured = (p.test_roots != _DEFAULT_PATHS.test_roots or p.test_pattern != _DEFAULT_PATHS.test_pattern
+                       or p.test_excludes != _DEFAULT_PATHS.test_excludes)
+    if p.discovery or flat_configured:
+        contract.discovery = None  # engine.discover uses the configuration
+        contract.notes.append("discovery: from the configuration")
+    elif facts.sources is not None:
+        contract.discovery = facts.sources
+        contract.notes.append(f"discovery: read from {facts.discovery_where}")
+    else:
+        contract.notes.append(f"discovery: the default roots ({facts.discovery_problem or 'not read'})")
+        if facts.discovery_where:
+            # The runner discovers its own way and the engine cannot follow it: the default roots
+            # are a guess, so an unregistered file there is at most a warning.
+            line = int(facts.discovery_where.rsplit(":", 1)[1])
+            contract.findings.append(make_finding(
+                "REG901", p.suites_module, Span.at_line(line),
+                f"{facts.discovery_problem}; the default discovery ({', '.join(p.test_roots)}: {p.test_pattern}) is used and "
+                "REG004 is a warning (set `paths.test_roots`/`paths.discovery` to state it)"))
+            if v.unregistered_file is None:
+                contract.unregistered_severity = "warning"
+    if p.implicit_cpu_roots != _DEFAULT_PATHS.implicit_cpu_roots or facts.implicit_cpu_roots is None:
+        contract.implicit_cpu_roots = list(p.implicit_cpu_roots)
+    else:
+        contract.implicit_cpu_roots = list(facts.implicit_cpu_roots)
+    if v.unregistered_file is not None:
+        contract.unregistered_severity = v.unregistered_file
+    elif facts.sanity_check is False:
+        contract.unregistered_severity = "warning"  # the runner warns and skips the file
+    sanity = facts.sanity_check is not False
+    contract.est_time_positive = v.est_time_positive if v.est_time_positive is not None else bool(facts.est_time_positive)
+    contract.main_block_required = v.main_block_required if v.main_block_required is not None else bool(facts.main_block_required and sanity)
+    if v.suite_template is not None:
+        fields = tuple(re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", v.suite_template))
+        contract.suite_template = (v.suite_template, fields) if fields else None
+    else:
+        contract.suite_template = facts.suite_template
+    checked = v.suite_checked_backends if v.suite_checked_backends is not None else facts.suite_checked_backends
+    contract.suite_checked_backends = {Backend(b.lower()) for b in checked} if checked is not None else None
+    if v.unknown_suite_when_disabled is not None:
+        contract.unknown_suite_when_disabled = v.unknown_suite_when_disabled
+    elif facts.validates_disabled:
+        contract.unknown_suite_when_disabled = "failure"
 
 
 def read_contract(tree, config: Config, budget: Budget | None = None) -> Contract:
@@ -400,4 +517,8 @@ def read_contract(tree, config: Config, budget: Budget | None = None) -> Contrac
     read_signatures(p.register_module, budget.read(tree, p.register_module, _SIGNATURES_SKIPPED), contract, budget)
     read_inventory(p.suites_module, budget.read(tree, p.suites_module, _INVENTORY_SKIPPED), p.suites_variables, contract, budget)
     read_labels(p.labels_module, budget.read(tree, p.labels_module, _LABELS_SKIPPED), p.labels_variable, contract, budget)
+    keyword_only = {k for sig in contract.signatures.values() for k in sig.keyword_only}
+    contract.facts = read_runner(p.suites_module, _tree_of(tree, p.suites_module, budget), p.register_module,
+                                 _tree_of(tree, p.register_module, budget), keyword_only)
+    resolve_validity(contract, config)
     return contract

@@ -60,15 +60,29 @@ def _under(path: str, roots: list[str]) -> bool:
     return any(path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def discover(paths, config: Config) -> list[str]:
-    """Test files the runner discovers: under a discovery root, named like `test_pattern`, not excluded."""
+def discover(paths, config: Config, contract: Contract | None = None) -> list[str]:
+    """Test files the runner discovers.
+
+    With a contract whose discovery was read from the runner (checks/runner.py), exactly the
+    runner's globs and filters; else the configuration: `paths.discovery` (per root: pattern and
+    excludes) and the flat `paths.test_roots` / `test_pattern` / `test_excludes`.
+    """
+    if contract is not None and contract.discovery is not None:
+        matchers = [s.matcher() for s in contract.discovery]
+        return sorted({path for path in paths if any(m(path) for m in matchers)})
     p = config.paths
+    roots = [(d.root, d.pattern, d.excludes) for d in p.discovery] if p.discovery else \
+        [(r, p.test_pattern, p.test_excludes) for r in p.test_roots]
     out = []
     for path in paths:
+        if not path.endswith(".py"):
+            continue
         name = path.rsplit("/", 1)[-1]
-        if path.endswith(".py") and _under(path, p.test_roots) and fnmatch.fnmatchcase(name, p.test_pattern) \
-                and not any(fnmatch.fnmatchcase(name, exclude) for exclude in p.test_excludes):
-            out.append(path)
+        for root, pattern, excludes in roots:
+            if _under(path, [root]) and fnmatch.fnmatchcase(name, pattern) \
+                    and not any(fnmatch.fnmatchcase(name, exclude) for exclude in excludes):
+                out.append(path)
+                break
     return sorted(out)
 
 
@@ -80,7 +94,7 @@ def contract_paths(config: Config) -> set[str]:
 def _scan(ctx: Context, tree, paths: list[str], exact_paths: set[str] | frozenset = frozenset(), prefetch: bool = True) -> None:
     """Scan `paths` into ctx.scans, through ctx.scan_cache when there is one (checks/scan_facts.py
     describes the hook: keys by git blob SHA + contract fingerprint + implicit-CPU + exact)."""
-    implicit_roots = ctx.config.paths.implicit_cpu_roots
+    implicit_roots = ctx.contract.implicit_cpu_roots
     budget = ctx.budget
     taken = []
     for i, path in enumerate(paths):
@@ -142,7 +156,7 @@ def _scan(ctx: Context, tree, paths: list[str], exact_paths: set[str] | frozense
 
 
 def _scan_batches(ctx: Context, tree, to_read: list[str], exact_paths, results: dict, fresh: dict, cache, key_of, take_hits) -> None:
-    implicit_roots = ctx.config.paths.implicit_cpu_roots
+    implicit_roots = ctx.contract.implicit_cpu_roots
     budget = ctx.budget
     if cache is not None:
         from checks import scan_facts
@@ -216,7 +230,7 @@ def check_tree(
     ctx, all_paths, findings = build_context(head, config, budget)
     ctx.scan_cache = scan_cache
     findings = config_findings + list(ctx.contract.findings) + findings
-    discovered = discover(all_paths, config)
+    discovered = discover(all_paths, config, ctx.contract)
 
     diff_mode = base is not None and changed is not None
     if diff_mode and not isinstance(changed, dict):
@@ -240,8 +254,20 @@ def check_tree(
         findings.extend(scan.findings)
         if not scan.registrations and not scan.unreadable and path not in ctx.implicit:
             why = " (its register calls are invisible to the runner, see REG003)" if scan.invisible else ""
+            if ctx.contract.unregistered_severity == "failure":
+                findings.append(
+                    make_finding("REG004", path, Span.at_line(1), f"no registration: this test file is discovered under {_root_of(path, config, ctx.contract)} but declares no register_<backend>_ci(...) call{why}, so the runner never runs it")
+                )
+            else:
+                where = ctx.contract.facts.discovery_where or config.paths.suites_module
+                findings.append(
+                    make_finding("REG004", path, Span.at_line(1), f"no registration: this test file is discovered under {_root_of(path, config, ctx.contract)} but declares no register_<backend>_ci(...) call{why}; the runner ({where}) collects with `sanity_check=False`, so it skips the file with a warning and never runs it",
+                                 severity=Severity.WARNING)
+                )
+        elif ctx.contract.main_block_required and not scan.has_main and any(r.disabled is None for r in scan.registrations):
+            first = scan.registrations[0]
             findings.append(
-                make_finding("REG004", path, Span.at_line(1), f"no registration: this test file is discovered under {_root_of(path, config)} but declares no register_<backend>_ci(...) call{why}, so the runner never runs it")
+                make_finding("REG002", path, first.span, 'no top-level `if __name__ == "__main__":` block: the runner rejects a file with an enabled registration that `python3 file.py` would not run (its collect_tests checks for the block)')
             )
 
     base_ctx = None
@@ -250,7 +276,7 @@ def check_tree(
         base_ctx = Context(config, read_contract(base, config, budget), [], budget=budget, scan_cache=scan_cache)
         head_paths = set(all_paths)
         base_paths = sorted({changed[p] for p in checked if changed.get(p)} | {b for h, b in changed.items() if b and h not in head_paths})
-        base_discovered = set(discover(base_paths, config))
+        base_discovered = set(discover(base_paths, config, base_ctx.contract))
         _scan(base_ctx, base, sorted(base_discovered))
         _classify(ctx, base_ctx, changed, checked, report, findings)
 
@@ -269,6 +295,9 @@ def check_tree(
     findings.extend(rules_suites.apply(ctx, checked, base_ctx, report, index))
 
     report.registrations.extend(r for p in to_check for r in ctx.scans[p].registrations)
+    # the runner's implicit CPU registrations (a file in an implicit-CPU root without a call) are
+    # registrations of the target like any other: reported, flagged `implicit`
+    report.registrations.extend(ctx.implicit[p] for p in to_check if p in ctx.implicit)
     report.registrations.sort(key=lambda r: (r.file, r.span.line, r.span.column))
     if fixes and any(f.suggestion is not None for f in findings):
         from checks.fixes import attach_fixes  # libcst loads only when there is a fix to make
@@ -315,8 +344,12 @@ def _lines(ctx: Context, tree, path: str) -> list[str]:
     return scan.lines
 
 
-def _root_of(path: str, config: Config) -> str:
-    for root in config.paths.test_roots:
+def _root_of(path: str, config: Config, contract: Contract | None = None) -> str:
+    if contract is not None and contract.discovery is not None:
+        for source in contract.discovery:
+            if source.matcher()(path):
+                return code(source.pattern)
+    for root in [d.root for d in config.paths.discovery] or config.paths.test_roots:
         if path.startswith(root.rstrip("/") + "/"):
             return root
     return "a discovery root"

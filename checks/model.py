@@ -22,14 +22,45 @@ def code(text: object) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+_BACKEND_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+
+
 class Backend(str, Enum):
+    """A register function's backend (`register_<backend>_ci`), open-ended: the members below are
+    the ones the known targets use (radixark/miles: cpu, cuda, rocm; sgl-project/sglang: cpu, cuda,
+    amd, npu, xpu, musa, mlx); `Backend("tpu")` makes (once) a member for any other lower-case name
+    a target's register module declares. Iterating the class yields the declared members only."""
+
     CPU = "cpu"
     CUDA = "cuda"
     ROCM = "rocm"
+    AMD = "amd"
+    NPU = "npu"
+    XPU = "xpu"
+    MUSA = "musa"
+    MLX = "mlx"
+
+    @classmethod
+    def _missing_(cls, value):
+        if not isinstance(value, str) or not _BACKEND_NAME.fullmatch(value):
+            return None
+        member = str.__new__(cls, value)
+        member._name_ = value.upper()
+        member._value_ = value
+        return cls._value2member_map_.setdefault(value, member)
 
     @property
     def is_gpu(self) -> bool:
         return self is not Backend.CPU
+
+    @property
+    def family(self) -> "Backend":
+        """The hardware family: AMD (sglang's name) and ROCm (miles') are the same AMD Instinct GPUs."""
+        return Backend.ROCM if self is Backend.AMD else self
+
+    @property
+    def is_rocm_family(self) -> bool:
+        return self.family is Backend.ROCM
 
 
 class Severity(str, Enum):
@@ -113,6 +144,7 @@ class Registration:
     statement_lines: tuple[int, int]  # first and last line of the statement
     arguments: dict[str, Argument] = field(default_factory=dict)
     implicit: bool = False  # the runner's implicit CPU registration of a tests/fast file
+    composed_suite: str | None = None  # the suite composed by the contract's template (sglang: stage=, runner_config=)
     change: Change | None = None
     base: "Registration | None" = None  # the base revision's registration it was compared with
 
@@ -122,6 +154,8 @@ class Registration:
 
     @property
     def suite(self) -> str | None:
+        if self.composed_suite is not None:
+            return self.composed_suite
         value = self.value("suite")
         return value if isinstance(value, str) else None
 

@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 
 from checks.contract import REGISTER_FUNCTIONS, Contract, Signature
 from checks.limits import FILE_CHECKS, Budget
-from checks.model import code, Argument, Backend, Finding, Registration, Span
+from checks.model import code, Argument, Backend, Finding, Registration, Severity, Span
 from checks.rules import make_finding
 from checks.source import decode_source, node_span, source_segment
 
-_MENTION = re.compile(r"\bregister_(?:cpu|cuda|rocm)_ci\b")
+# any register_<backend>_ci: which of them the runner collects is the contract's (Contract.functions)
+_MENTION = re.compile(r"\bregister_[a-z][a-z0-9_]*?_ci\b")
+_MAIN = re.compile(r"^if[ \t(]+__name__[ \t]*==[ \t]*[\"']__main__[\"']", re.MULTILINE)
 # The next line that starts a new top-level statement (column 0, not a closing bracket or comment).
 _NEXT_TOP_LEVEL = re.compile(r"\n(?=[^\s#)\]}])")
 _NUM_GPUS = re.compile(r"^NUM_GPUS[ \t]*(?::[^=\n]*)?=[ \t]*(\d+)[ \t]*(?:#.*)?$", re.MULTILINE)
@@ -40,11 +42,12 @@ class FileScan:
     invisible: int = 0  # REG003 calls
     num_gpus_constant: tuple[int, Span] | None = None
     lines: list[str] = field(default_factory=list)
+    has_main: bool = True  # a top-level `if __name__ == "__main__":` (sglang's runner requires one)
 
 
 def mentions_register_function(text: str) -> bool:
     # plain substring tests first: C-speed, and most files in a tree fail them
-    if "register_c" not in text and "register_r" not in text:
+    if "register_" not in text:
         return False
     return _MENTION.search(text) is not None
 
@@ -56,7 +59,11 @@ def registration_prefix(text: str) -> str | None:
     to that point (a cut inside a string or bracket does not parse, and the caller then parses
     the whole file). None when the prefix is the whole file.
     """
-    last = max(text.rfind("register_cpu_ci"), text.rfind("register_cuda_ci"), text.rfind("register_rocm_ci"))
+    last = -1
+    for match in _MENTION.finditer(text):  # one linear pass: the last mention of any register function
+        last = match.start()
+    if last < 0:
+        return None
     cut = _NEXT_TOP_LEVEL.search(text, last)
     if cut is None:
         return None
@@ -96,6 +103,8 @@ class _FileReader:
         self.contract = contract
         self.implicit_cpu = implicit_cpu
         self.scan = FileScan(path)
+        # the functions the runner collects, and the default ones it would not (REG002 "not defined")
+        self.functions = {**REGISTER_FUNCTIONS, **contract.functions}
 
     def finding(self, code: str, node_or_span, message: str, **kw) -> None:
         span = node_or_span if isinstance(node_or_span, Span) else node_span(node_or_span, self.scan.lines)
@@ -131,18 +140,19 @@ class _FileReader:
             return scan
         scan.parsed = True
         scan.lines = self.text.split("\n")
+        scan.has_main = _MAIN.search(self.text) is not None
         aliases: dict[str, str] = {}
         accounted = 0
         for stmt in tree.body:
             if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name):
                 name = stmt.value.func.id
-                if name in REGISTER_FUNCTIONS:
+                if name in self.functions:
                     accounted += 1
                     self.read_registration(stmt, stmt.value, name)
                     continue
             if isinstance(stmt, ast.ImportFrom):
                 for alias in stmt.names:
-                    if alias.name in REGISTER_FUNCTIONS:
+                    if alias.name in self.functions:
                         accounted += 1
                         if alias.asname and alias.asname != alias.name:
                             aliases[alias.asname] = alias.name
@@ -173,7 +183,7 @@ class _FileReader:
     def find_invisible(self, tree: ast.Module, aliases: dict[str, str]) -> None:
         """Register calls the runner would not collect, with why (iterative: deep code must not
         exhaust the recursion limit)."""
-        names = set(REGISTER_FUNCTIONS) | set(aliases)
+        names = set(self.functions) | set(aliases)
         stack: list[tuple[ast.AST, str | None, bool]] = [(tree, None, True)]
         while stack:
             node, where, is_module = stack.pop()
@@ -185,7 +195,7 @@ class _FileReader:
                         target, why = aliases[func.id], f"it calls the alias {code(func.id)}, not the bare name {code(aliases[func.id])}"
                     elif isinstance(func, ast.Name) and func.id in names and where is not None:
                         target, why = func.id, where
-                    elif isinstance(func, ast.Attribute) and func.attr in REGISTER_FUNCTIONS:
+                    elif isinstance(func, ast.Attribute) and func.attr in self.functions:
                         target, why = func.attr, f"it is an attribute call (`….{func.attr}(...)`), and the runner only sees the bare name"
                     if target is not None:
                         self.scan.invisible += 1
@@ -195,7 +205,7 @@ class _FileReader:
                     and isinstance(child, ast.Expr)
                     and isinstance(child.value, ast.Call)
                     and isinstance(child.value.func, ast.Name)
-                    and child.value.func.id in REGISTER_FUNCTIONS
+                    and child.value.func.id in self.functions
                 ):
                     continue  # collected already
                 inner = where
@@ -214,7 +224,7 @@ class _FileReader:
     # -- one registration -------------------------------------------------------------------
     def read_registration(self, stmt: ast.Expr, call: ast.Call, name: str) -> None:
         scan = self.scan
-        backend = REGISTER_FUNCTIONS[name]
+        backend = self.functions[name]
         signature = self.contract.signatures.get(name)
         reg = Registration(
             file=self.path,
@@ -259,11 +269,30 @@ class _FileReader:
                 self.finding("REG002", kw, f"duplicated argument {code(kw.arg)} in {name}(): the runner raises")
                 continue
             self.take(reg, kw.arg, kw.value, kw)
+        template = self.contract.suite_template
+        if template is not None and set(template[1]) <= signature.accepted:
+            self.compose_suite(reg, call, template)
         missing = sorted(p for p in signature.required if p not in reg.arguments)
         if missing:
             why = "GPU registrations need a non-empty `labels` list; " if backend.is_gpu and "labels" in missing else ""
             self.finding("REG002", call, f"{name}() is missing {', '.join(f'{code(m)}' for m in missing)}: {why}the runner raises")
         self.validate_values(reg)
+
+    def compose_suite(self, reg: Registration, call: ast.Call, template: tuple[str, tuple[str, ...]]) -> None:
+        """sglang since May 2026: `stage=` and `runner_config=` compose the suite
+        (`CIRegistry.effective_suite`: `{stage}-test-{runner_config}`); exactly one of the pair or
+        `suite` must be given, or the runner raises."""
+        text, fields = template
+        given = [f for f in fields if f in reg.arguments]
+        has_suite = "suite" in reg.arguments
+        if (len(given) == len(fields) and not has_suite) or (not given and has_suite):
+            if given:
+                values = {f: reg.value(f) for f in fields}
+                if all(isinstance(v, str) for v in values.values()):
+                    reg.composed_suite = text.format(**values)
+            return
+        shape = ", ".join(f"{f}={'set' if f in reg.arguments else 'unset'}" for f in (*fields, "suite"))
+        self.finding("REG002", call, f"{reg.function}() must give either {' and '.join(code(f) for f in fields)} (the suite is {code(text)}) or {code('suite')}, not both or a part ({shape}): the runner raises")
 
     def take(self, reg: Registration, name: str, value: ast.expr, where: ast.AST) -> None:
         literal = _literal(value)
@@ -277,8 +306,15 @@ class _FileReader:
         a = args.get("est_time")
         if a is not None and a.is_literal:
             v = a.value
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or not math.isfinite(v):
+            number = isinstance(v, (int, float))  # the runners' own test: isinstance(est_time, (int, float))
+            if not number or (isinstance(v, float) and not math.isfinite(v)):
                 self.finding("REG002", a.span, f"est_time must be a positive number of seconds, not {a.source}")
+            elif isinstance(v, bool) or not v > 0:
+                if self.contract.est_time_positive:
+                    self.finding("REG002", a.span, f"est_time must be a positive number of seconds, not {a.source}")
+                else:
+                    self.finding("REG002", a.span, f"est_time must be a positive number of seconds, not {a.source}: the runner accepts it (it checks only for a number), but shard balancing and the timeout treat it as {float(v):g} s",
+                                 severity=Severity.WARNING)
         a = args.get("suite")
         if a is not None and a.is_literal and not isinstance(a.value, str):
             self.finding("REG002", a.span, f"suite must be a string, not {a.source}")

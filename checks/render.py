@@ -26,6 +26,7 @@ def registration_json(reg: Registration) -> dict:
         "nightly": reg.nightly,
         "disabled": reg.disabled,
         "change": reg.change.value if reg.change else None,
+        "implicit": reg.implicit,  # the runner's own CPU registration of a file without a call
     }
 
 
@@ -45,7 +46,7 @@ def finding_json(f: Finding) -> dict:
 
 def to_json(report: Report) -> str:
     doc = {
-        "registrations": [registration_json(r) for r in report.registrations if not r.implicit],
+        "registrations": [registration_json(r) for r in report.registrations],
         "findings": [finding_json(f) for f in report.findings],
     }
     return json.dumps(doc, indent=2)

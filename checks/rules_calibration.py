@@ -53,7 +53,7 @@ def durations_index(rows: Iterable[Mapping], hardware: str) -> dict[tuple[str, B
 
 def calibrated_seconds(index, reg: Registration, min_samples: int) -> float | None:
     """The measured p90 for a registration when it rests on enough runs (REG030 uses it)."""
-    d = index.get((reg.file, reg.backend))
+    d = index.get((reg.file, reg.backend.family))  # sglang's amd durations are stored as rocm
     if d is None or d.stats.n < min_samples or d.stats.p90 is None:
         return None
     return d.stats.p90
@@ -69,9 +69,9 @@ def apply(ctx, checked: set[str], index: dict[tuple[str, Backend], FileDurations
             pairs.append((d.stats.p90, cuda_est[file]))
     out: list[Finding] = []
     for reg in regs:
-        if reg.file not in checked or reg.backend not in CALIBRATED_BACKENDS or reg.est_time is None or reg.disabled is not None:
+        if reg.file not in checked or reg.backend.family not in CALIBRATED_BACKENDS or reg.est_time is None or reg.disabled is not None:
             continue
-        d = index.get((reg.file, reg.backend))
+        d = index.get((reg.file, reg.backend.family))  # AMD (sglang) is the ROCm family
         other = None
         stats = d.stats if d else DurationStats(0, None, None, None)
         if stats.n < params.min_samples and reg.file in cuda_est:

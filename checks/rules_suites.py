@@ -43,14 +43,20 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
     suite = reg.suite
     if suite is None:
         return out
-    span = reg.anchor("suite")
+    composed = reg.composed_suite is not None
+    span = reg.anchor("suite") if not composed else reg.anchor("runner_config")
     parsed = parse_suite_name(suite)
     known_here = contract.suite_names(reg.backend)
     in_inventory = suite in known_here
     # REG010
     if contract.inventory_known and reg.backend not in contract.partial_backends and not in_inventory:
         owners = [b for b in contract.owners(suite) if b is not reg.backend]
-        parts = [f"suite {code(suite)} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}), so this registration never runs"]
+        checked = contract.suite_checked_backends is None or reg.backend in contract.suite_checked_backends
+        what = f"suite {code(suite)}" + (" (composed from `stage=` and `runner_config=`)" if composed else "")
+        if checked:
+            parts = [f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}), so this registration never runs"]
+        else:
+            parts = [f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}); the runner does not validate {reg.backend.value} suites against it, so only a job that passes this exact suite name runs the test"]
         if owners:
             parts.append(f"{code(suite)} belongs to {', '.join(b.value for b in owners)}")
         # did-you-mean and fixes keep the GPU count and hardware the name states (b200 never
@@ -59,19 +65,21 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
         near = contract.near.close(suite, known_here, reg.backend, keep)
         if near:
             parts.append("did you mean " + " or ".join(f"{code(n)}" for n in near) + "?")
-        fix_to = contract.near.correction(suite, known_here, reg.backend, keep)
+        fix_to = contract.near.correction(suite, known_here, reg.backend, keep) if not composed else None
         if reg.disabled is not None and fix_to is not None:
             # disabled on purpose (its hardware may have no CI yet): a hint, never a one-click move
             parts.append("no fix is offered for a disabled registration")
             fix_to = None
-        severity = Severity.WARNING if reg.disabled is not None else None
+        severity = None
+        if not checked or (reg.disabled is not None and contract.unknown_suite_when_disabled == "warning"):
+            severity = Severity.WARNING
         out.append(
             make_finding("REG010", reg.file, span, "; ".join(parts), severity=severity, suggestion=_q(fix_to) if fix_to else None)
         )
     # REG011
     if parsed is not None:
         klass = parsed.backend_class
-        if klass is not None and klass is not reg.backend:
+        if klass is not None and klass.family is not reg.backend.family:  # amd and rocm: one hardware family
             out.append(
                 make_finding(
                     "REG011",

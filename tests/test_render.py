@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 test_file.__test__ = False
 
-REGISTRATION_KEYS = {"file", "line", "backend", "suite", "est_time", "labels", "nightly", "disabled", "change"}
+REGISTRATION_KEYS = {"file", "line", "backend", "suite", "est_time", "labels", "nightly", "disabled", "change", "implicit"}
 FINDING_KEYS = {"rule", "severity", "file", "line", "column", "end_line", "end_column", "message", "suggestion"}
 
 PPO = "tests/e2e/megatron/test_qwen3_4B_ppo.py"
@@ -68,6 +68,7 @@ def test_json_has_exactly_the_spec_keys():
     for r in doc["registrations"]:
         assert set(r) == REGISTRATION_KEYS
         assert r["backend"] in {"cpu", "cuda", "rocm"}
+        assert r["implicit"] is (r["file"] == "tests/fast/test_utils.py")
         assert not r["file"].startswith("/")
         assert r["line"] >= 1
     for f in doc["findings"]:
@@ -104,14 +105,17 @@ def test_json_values():
         "nightly": False,
         "disabled": None,
         "change": None,
+        "implicit": False,
     }
     disabled = next(r for r in doc["registrations"] if r["file"] == "tests/e2e/test_foo_2xGPU.py")
     assert disabled["disabled"] == "x"
 
 
-def test_json_lists_only_explicit_registrations():
+def test_json_flags_implicit_registrations():
+    """A tests/fast file without a call is the runner's implicit CPU registration: listed, flagged."""
     doc = json.loads(to_json(busy_report()))
-    assert "tests/fast/test_utils.py" not in {r["file"] for r in doc["registrations"]}
+    implicit = [r for r in doc["registrations"] if r["implicit"]]
+    assert [(r["file"], r["backend"], r["suite"], r["est_time"]) for r in implicit] == [("tests/fast/test_utils.py", "cpu", "stage-a-cpu", 1)]
 
 
 def test_json_change_in_diff_mode():

@@ -52,7 +52,8 @@ def gpus_for(suite: str, dispatch: Dispatch) -> int:
 
 
 def rocm_suites(contract: Contract) -> set[str]:
-    return contract.suite_names(Backend.ROCM)
+    # ROCm and AMD (sglang's name for the same GPUs) are one hardware family
+    return contract.suite_names(Backend.ROCM) | contract.suite_names(Backend.AMD)
 
 
 def runnable_suites(contract: Contract, config: Config) -> list[str]:
@@ -84,7 +85,7 @@ def select(tree, config: Config, contract: Contract, suite: str, files: list[str
     """The enabled ROCm registrations of `suite` at the head (of `files` only, when given)."""
     dispatch = check_suite(suite, contract, config, head_sha)
     short = head_sha[:7]
-    implicit_roots = config.paths.implicit_cpu_roots
+    implicit_roots = contract.implicit_cpu_roots
     if files:
         candidates = list(files)
         present = set(tree.paths())
@@ -92,7 +93,7 @@ def select(tree, config: Config, contract: Contract, suite: str, files: list[str
         if missing:
             raise NotSelectable(f"`{missing[0]}` does not exist at {short}")
     else:
-        candidates = discover(tree.paths(), config)
+        candidates = discover(tree.paths(), config, contract)
     if hasattr(tree, "prefetch"):
         tree.prefetch(candidates)
     chosen: list[Registration] = []
@@ -101,7 +102,7 @@ def select(tree, config: Config, contract: Contract, suite: str, files: list[str
         if data is None:
             continue
         scan = scan_file(path, data, contract, implicit_cpu=_under(path, implicit_roots), exact=False)
-        mine = [r for r in scan.registrations if r.backend is Backend.ROCM and r.suite == suite]
+        mine = [r for r in scan.registrations if r.backend.is_rocm_family and r.suite == suite]
         if files:
             if not mine:
                 raise NotSelectable(f"`{path}` has no ROCm registration in `{suite}` at {short}")
