@@ -31,10 +31,22 @@ ADVICE: dict[str, str] = {
               "`-h100`/`-h200` suites are CUDA), or pick a suite of the backend you meant.",
     "REG012": "Nothing to fix if the move is intended: PR-gate suites run on pull requests, `nightly-` suites "
               "run only in the nightly workflows the finding names. Check the new consumer runs the file.",
-    "REG013": "Add the suite to a workflow (`run_suite.py --suite <name>`), or list the external workflow "
-              "that runs it under `consumers:` in `.github/ci-registrar.yml`; otherwise its tests never run.",
+    "REG013": "Add the suite to a workflow (`run_suite.py --hw <backend> --suite <name>`), or name the external "
+              "workflow that runs it under `consumers:` in `.github/ci-registrar.yml` (`repository` + `workflow`: it "
+              "is read from that file); otherwise its tests never run.",
     "REG014": "Update or remove the workflow's `--suite` value: the suite is no longer in the inventory, so "
               "that job selects no test (or fails).",
+    "REG015": "Register the tests the job should run in that suite (for the backend the job passes with `--hw`), "
+              "or stop running the suite: remove it from the workflow's `--suite`/matrix (for an external consumer, "
+              "from that repository's workflow) and from the inventory.",
+    "REG016": "Either register the test without `nightly=True` (the job runs regular registrations), or make a "
+              "nightly job run the suite with `--nightly` / `--cadence nightly` (the runner admits `nightly=True` "
+              "registrations only then).",
+    "REG017": "Locally, give `ci-registrar check` a copy of the workflow with `--consumers-from PATH` (e.g. "
+              "`curl -sSLO https://raw.githubusercontent.com/sgl-project/sglang/main/.github/workflows/nightly-test-amd-miles-rocm720.yml` "
+              "then `--consumers-from nightly-test-amd-miles-rocm720.yml`). For the App, make the repository readable by "
+              "its installation (a public repository, or install the App there too), or fix the `consumers:` entry "
+              "in `.github/ci-registrar.yml`. `REG017: off` under `rules:` silences it where the copy is never available.",
     "REG020": "Set est_time to the suggested value: at least the p90 of recent passing runs on the calibration "
               "hardware (times the margin, rounded). Check the figures with `ci-registrar durations show --file <path>`.",
     "REG021": "Import durations for the file (`ci-registrar durations import`) or keep the estimate the finding "
