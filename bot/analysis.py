@@ -169,7 +169,8 @@ def _child_main() -> None:
         listings = job["listings"]
         head = _ProxyTree(conn, "head", listings["head"])
         base = _ProxyTree(conn, "base", listings["base"]) if listings.get("base") is not None else None
-        report = run(head, base, job["changed"], config_text=job["config_text"], limits=job["limits"])
+        extra = {"consumers_from": job["consumers_from"]} if job.get("consumers_from") is not None else {}
+        report = run(head, base, job["changed"], config_text=job["config_text"], limits=job["limits"], **extra)
         del head, base
         conn.send(("report", report))
     except MemoryError:
@@ -196,13 +197,15 @@ def run_check_bounded(
     timeout_s: float | None = None,
     memory_bytes: int | None = None,
     engine: str = ENGINE,
+    consumers_from: dict | None = None,
 ):
-    """checks.engine.check_tree(head, base, changed, config_text=..., limits=...) in a child process.
+    """checks.engine.check_tree(head, base, changed, config_text=..., limits=..., consumers_from=...) in a child process.
 
     Returns the Report, or LimitExceeded when the child runs longer than `timeout_s` (time spent
     computing, not waiting for the parent's reads) or past `memory_bytes`. Defaults come from the
     environment (budget_from_env, Limits.from_env). Raises AnalysisError when the engine raises.
-    `engine` ("module:function") exists for tests.
+    `engine` ("module:function") exists for tests. `consumers_from`: the external consumers'
+    workflows the parent read (bot.sources.external_consumers), passed on as they are.
     """
     env_timeout, env_memory = budget_from_env(os.environ)
     timeout_s = env_timeout if timeout_s is None else timeout_s
@@ -212,6 +215,8 @@ def run_check_bounded(
         from checks.config import CONFIG_PATH
 
         config_text = head.read(CONFIG_PATH)
+    if consumers_from:  # enough of an oversized file for the engine to see it is over the cap
+        consumers_from = {k: v[: limits.file_bytes + 1] if isinstance(v, bytes) else v for k, v in consumers_from.items()}
     trees = {"head": head, "base": base}
     listings = {"head": list(head.paths()), "base": list(base.paths()) if base is not None else None}
     answers_r, answers_w = os.pipe()
@@ -227,7 +232,8 @@ def run_check_bounded(
     try:
         try:
             parent_conn.send({"engine": engine, "listings": listings, "changed": changed, "config_text": config_text,
-                              "limits": limits, "memory_bytes": memory_bytes, "cpu_s": int(timeout_s) + 10})
+                              "limits": limits, "memory_bytes": memory_bytes, "cpu_s": int(timeout_s) + 10,
+                              "consumers_from": consumers_from})
         except (BrokenPipeError, OSError):
             pass  # the child is gone already: its exit status says why, below
         while True:

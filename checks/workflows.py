@@ -431,7 +431,7 @@ def _expand(wf: _Workflow, job: _Job, inputs: dict[str, str], budget: Budget, *,
     expansion = _Expansion(budget, wf.path, job.job_id, wf.positions.span(job.job_id), wf.at)
     partition_sizes: dict[str, int] = {}
     for (inv, timeout_value), _ in job.invocations.items():
-        keys = inv.references("matrix") + ((inv.pid[1],) if inv.pid and inv.pid[0] == "matrix" and not inv.size else ())
+        keys = inv.references("matrix")
         if timeout_value and timeout_value[0] == "matrix":
             keys += (timeout_value[1],)
         keys = tuple(sorted(set(keys)))
@@ -439,9 +439,9 @@ def _expand(wf: _Workflow, job: _Job, inputs: dict[str, str], budget: Budget, *,
             seen_rows: dict = {}
             for row in job.rows:
                 seen_rows.setdefault(tuple(_hashable(row.get(k)) for k in keys), row)
-            rows = list(seen_rows.values())
+            rows = list(seen_rows.values()) or [None]  # axes computed at run time: those values are unknown
         else:
-            rows = [None] if not keys else []
+            rows = [None]
         if not expansion.take(max(len(rows), 1)):
             return
         for row in rows:
