@@ -164,9 +164,12 @@ def _consumers_without_registrations(ctx) -> list[Finding]:
     contract = ctx.contract
     known = set().union(*(set(s) for s in contract.suites.values())) if contract.inventory_known and contract.suites else None
     registered: dict[str, set[str]] = defaultdict(set)
+    unread: set[str] = set()  # backends with a registration whose suite is not read (not a literal, composed)
     for reg in ctx.registrations():
         if reg.suite:
             registered[reg.suite].add(reg.backend.value)
+        elif not reg.implicit:
+            unread.add(reg.backend.value)
     out = []
     reported = set()
     for use in ctx.uses:
@@ -177,6 +180,8 @@ def _consumers_without_registrations(ctx) -> list[Finding]:
             continue
         if changed is not None and use.file not in changed:
             continue
+        if (use.hw is None and unread) or use.hw in unread:
+            continue  # a registration whose suite could not be read may name it
         reported.add((use.consumer, use.suite, use.hw))
         if use.file is not None:
             file, span = use.file, use.span

@@ -443,3 +443,11 @@ def test_the_app_warns_when_the_external_consumer_is_not_readable(github_sim, tm
     assert a["annotation_level"] == "warning" and a["path"] == "tests/ci/run_suite.py"
     assert NIGHTLY_LABEL in a["message"] and "sgl-project/sglang" in a["message"]
     assert _contents_statuses(github_sim) == [404]
+
+
+def test_reg015_skipped_where_a_registration_suite_is_not_read():
+    # a suite that is not a literal (composed, or an expression) may be the one the job runs
+    wf = "on: push\njobs:\n  z:\n    steps:\n      - run: python3 tests/ci/run_suite.py --hw cpu --suite stage-z-cpu\n"
+    report = check(**{"tests/ci/run_suite.py": RUN_SUITE_WITH_Z, f"{WF}/z.yml": wf,
+                      P: test_file('register_cpu_ci(est_time=10, suite=SUITE)')})
+    assert not [x for x in report.findings if x.rule == "REG015" and x.file == f"{WF}/z.yml"]
