@@ -643,7 +643,9 @@ def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budg
         label = _label(consumer)
         if consumer.suites is not None:  # the hand-typed form (kept for existing configurations)
             for suite in consumer.suites:
-                uses.append(SuiteUse(suite, label, None, Span.at_line(1), consumer.timeout_minutes, consumer.shards or 1, external=True))
+                # what the typed list does not say (backend, cadence) is unknown, never assumed
+                uses.append(SuiteUse(suite, label, None, Span.at_line(1), consumer.timeout_minutes, consumer.shards or 1,
+                                     external=True, nightly=None))
             continue
         given = _given(consumer, consumers_from)
         if given is not None:

@@ -451,3 +451,10 @@ def test_reg015_skipped_where_a_registration_suite_is_not_read():
     report = check(**{"tests/ci/run_suite.py": RUN_SUITE_WITH_Z, f"{WF}/z.yml": wf,
                       P: test_file('register_cpu_ci(est_time=10, suite=SUITE)')})
     assert not [x for x in report.findings if x.rule == "REG015" and x.file == f"{WF}/z.yml"]
+
+
+def test_reg016_negative_for_a_hand_typed_consumer_that_cannot_say_its_cadence():
+    cfg = ("consumers:\n  - repository: o/r\n    workflow: .github/workflows/n.yml\n"
+           "    suites: [nightly-stage-c-2-gpu-mi350]\n")
+    report = check(**{CFG: cfg, P: test_file('register_rocm_ci(est_time=10, suite="nightly-stage-c-2-gpu-mi350", labels=["long"], nightly=True)')})
+    assert not rules_of(report.findings) & {"REG013", "REG016", "REG017"}
