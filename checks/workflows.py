@@ -352,7 +352,7 @@ def _parse_workflow(path: str, text: str, budget: Budget, at: str | None = None)
             rows = []  # its matrix-valued suites are not counted (literal ones still are)
             matrix_skipped = True
         else:
-            rows = _rows(matrix)
+            rows = None  # built below, only for a job that names matrix values
             matrix_skipped = False
         job_timeout = _timeout_value(job.get("timeout-minutes"))
         found: dict = {}
@@ -376,6 +376,9 @@ def _parse_workflow(path: str, text: str, budget: Budget, at: str | None = None)
         uses = job.get("uses")
         local = uses[2:] if isinstance(uses, str) and uses.startswith("./") else None
         with_values = {str(k): v for k, v in ((k, _scalar_value(v)) for k, v in with_.items()) if v is not None}
+        if not matrix_skipped and (any(inv.references("matrix") or inv.pid or (t and t[0] == "matrix") for inv, t in found)
+                                   or any(v[0] == "matrix" for v in with_values.values())):
+            rows = _rows(matrix)
         jobs_out.append(_Job(str(job_id), rows, found, local.split("@", 1)[0] if local else None, with_values))
     top: list[_Invocation] = []
     strings = []
