@@ -198,6 +198,8 @@ def _child_main() -> None:
         head = _ProxyTree(conn, "head", listings["head"], job.get("head_shas"))
         base = _ProxyTree(conn, "base", listings["base"]) if job["has_base"] else None
         extra = {"scan_cache": _ProxyScanCache(conn)} if job.get("scan_cache") else {}
+        if job.get("consumers_from") is not None:
+            extra["consumers_from"] = job["consumers_from"]
         report = run(head, base, job["changed"], config_text=job["config_text"], limits=job["limits"], **extra)
         del head, base
         conn.send(("report", report))
@@ -227,8 +229,9 @@ def run_check_bounded(
     engine: str = ENGINE,
     scan_cache=None,
     log=None,
+    consumers_from: dict | None = None,
 ):
-    """checks.engine.check_tree(head, base, changed, config_text=..., limits=...) in a child process.
+    """checks.engine.check_tree(head, base, changed, config_text=..., limits=..., consumers_from=...) in a child process.
 
     Returns the Report, or LimitExceeded when the child runs longer than `timeout_s` (time spent
     computing, not waiting for the parent's reads) or past `memory_bytes`. Defaults come from the
@@ -237,6 +240,8 @@ def run_check_bounded(
     `scan_cache`: the engine's scan-cache hook in this process (the App's registration index); the
     child reaches it over the pipe. It is a cache: an error in it is logged (`log`) and treated
     as a miss, never as the check's failure.
+    `consumers_from`: the external consumers' workflows the parent read
+    (bot.sources.external_consumers), passed on as they are.
     """
     env_timeout, env_memory = budget_from_env(os.environ)
     timeout_s = env_timeout if timeout_s is None else timeout_s
@@ -246,6 +251,8 @@ def run_check_bounded(
         from checks.config import CONFIG_PATH
 
         config_text = head.read(CONFIG_PATH)
+    if consumers_from:  # enough of an oversized file for the engine to see it is over the cap
+        consumers_from = {k: v[: limits.file_bytes + 1] if isinstance(v, bytes) else v for k, v in consumers_from.items()}
     trees = {"head": head, "base": base}
     # The head is listed up front (discovery needs every path); a base only where it has a listing
     # already (bot.sources reads an unlisted base at the paths the engine asks for).
@@ -268,7 +275,8 @@ def run_check_bounded(
             parent_conn.send({"engine": engine, "listings": listings, "has_base": base is not None,
                               "scan_cache": scan_cache is not None, "head_shas": head_shas,
                               "changed": changed, "config_text": config_text,
-                              "limits": limits, "memory_bytes": memory_bytes, "cpu_s": int(timeout_s) + 10})
+                              "limits": limits, "memory_bytes": memory_bytes, "cpu_s": int(timeout_s) + 10,
+                              "consumers_from": consumers_from})
         except (BrokenPipeError, OSError):
             pass  # the child is gone already: its exit status says why, below
         while True:

@@ -133,6 +133,33 @@ def prefetch_trees(pairs) -> None:
             tree._by_path[path] = found.get(expression)
 
 
+def external_consumers(client, config) -> dict[str, bytes | str]:
+    """The configured external consumers' workflows (`consumers:` entries without `suites:`), each
+    read at its repository's default branch: `owner/repo:path` -> bytes, or why it could not be
+    read (the engine turns that into a REG017 warning, never a failure).
+
+    `client.file_at` asks with If-None-Match: an unchanged workflow costs a 304 from the ETag cache.
+    A transient error (5xx, timeout) is raised: the job is retried, not checked without it.
+    """
+    from bot.github.retry import GitHubError
+
+    out: dict[str, bytes | str] = {}
+    for consumer in config.consumers:
+        if consumer.suites is not None:
+            continue  # the hand-typed form: nothing to read
+        label = f"{consumer.repository}:{consumer.workflow}"
+        if label in out:
+            continue
+        try:
+            data = client.file_at(consumer.repository, consumer.workflow, None)
+        except GitHubError as exc:
+            out[label] = f"GitHub answered {exc.status} reading it at the default branch of {consumer.repository}"
+            continue
+        out[label] = data if data is not None else (
+            f"it is not a file at the default branch of {consumer.repository}, or that repository is not readable by this installation")
+    return out
+
+
 def changed_paths(files: list[dict]) -> dict[str, str | None]:
     """The PR's files (GET pulls/{n}/files) as checks.tree.changed_paths gives them: path -> base path.
 

@@ -64,11 +64,20 @@ class Validity(_Struct):
 
 
 class Consumer(_Struct):
+    """A workflow of another repository that runs this repository's suites.
+
+    The preferred form names the workflow only (`repository` + `workflow`): it is read from that
+    file itself (the App through the API at that repository's default branch, cached by ETag;
+    the CLI from `--consumers-from PATH`), so its suites, `--hw`/`--cadence` flags, timeouts and
+    shards never go stale. The hand-typed form (`suites:` listed, with `timeout_minutes` and
+    `shards`) is still accepted for existing configurations; it is not compared with the file.
+    """
+
     repository: str
     workflow: str
-    suites: list[str]
+    suites: list[str] | None = None
     timeout_minutes: int | None = None
-    shards: int = 1
+    shards: int | None = None
 
 
 class Calibration(_Struct):
@@ -113,17 +122,9 @@ class Budgets(_Struct):
 
 
 def _default_consumers() -> list[Consumer]:
-    # radixark/miles' nightly- suites run in sgl-project/sglang's MI350 nightly workflow
-    # (.github/workflows/nightly-test-amd-miles-rocm720.yml, 120-minute job timeout, one shard).
-    return [
-        Consumer(
-            repository="sgl-project/sglang",
-            workflow=".github/workflows/nightly-test-amd-miles-rocm720.yml",
-            suites=["nightly-stage-c-8-gpu-mi350", "nightly-stage-c-4-gpu-mi350", "nightly-stage-c-2-gpu-mi350"],
-            timeout_minutes=120,
-            shards=1,
-        )
-    ]
+    # radixark/miles' nightly- suites run in sgl-project/sglang's MI350 nightly workflow: read from
+    # that file (its suites, `--hw rocm --cadence nightly`, its timeout), never typed here.
+    return [Consumer(repository="sgl-project/sglang", workflow=".github/workflows/nightly-test-amd-miles-rocm720.yml")]
 
 
 class Config(_Struct):
@@ -223,10 +224,18 @@ def _semantic_errors(config: Config) -> list[tuple[str, str]]:
         if code not in RULES:
             errors.append((f"$.rules.{code}", f"unknown rule code `{code}` (known: {', '.join(sorted(RULES))})"))
     for i, consumer in enumerate(config.consumers):
-        if consumer.shards < 1:
+        if not _REPOSITORY.fullmatch(consumer.repository):
+            errors.append((f"$.consumers[{i}].repository", "consumers[].repository must be `owner/name`"))
+        if not consumer.workflow or consumer.workflow.startswith("/") or ".." in consumer.workflow.split("/"):
+            errors.append((f"$.consumers[{i}].workflow", "consumers[].workflow must be the workflow's path in that repository, "
+                                                         "e.g. `.github/workflows/nightly.yml`"))
+        if consumer.shards is not None and consumer.shards < 1:
             errors.append((f"$.consumers[{i}].shards", "shards must be at least 1"))
         if consumer.timeout_minutes is not None and consumer.timeout_minutes < 1:
             errors.append((f"$.consumers[{i}].timeout_minutes", "timeout_minutes must be at least 1"))
+        if consumer.suites is None and (consumer.shards is not None or consumer.timeout_minutes is not None):
+            errors.append((f"$.consumers[{i}]", "timeout_minutes and shards belong to a hand-typed consumer (with `suites:`); "
+                                                 "without `suites:` they are read from the workflow itself"))
     for suite, d in config.dispatch.items():
         where = f"$.dispatch.{suite}"
         if not _WORKFLOW_FILE.fullmatch(d.workflow):

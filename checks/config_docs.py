@@ -22,8 +22,13 @@ SCHEMA_ID = "https://github.com/radixark/ci-registrar/blob/main/docs/ci-registra
 
 SECTIONS: dict[str, str] = {
     "paths": "Where the target repository keeps its register module, suite inventory, labels, tests and workflows.",
-    "consumers": "Workflows in other repositories that run this repository's suites (REG013, REG030). "
-                 "A suite listed here counts as consumed even though no local workflow runs it.",
+    "consumers": "Workflows in other repositories that run this repository's suites (REG013, REG015, REG016, REG030). "
+                 "Name the workflow (`repository` + `workflow`) and it is read from that file itself: the App reads it "
+                 "through the API at that repository's default branch (cached by ETag), `ci-registrar check` from "
+                 "`--consumers-from PATH`. A workflow that cannot be read is a REG017 warning naming it, never a failure. "
+                 "The hand-typed form (`suites:`, `timeout_minutes`, `shards`) still works but goes stale when the "
+                 "workflow changes: the read form is preferred. Default: sgl-project/sglang's "
+                 "`.github/workflows/nightly-test-amd-miles-rocm720.yml` (radixark/miles' MI350 nightly), read.",
     "calibration": "How REG020/REG021 judge est_time against stored durations (`ci-registrar durations`).",
     "hardware": "Runner label globs (fnmatch, case-insensitive) -> hardware model, to tell which hardware "
                 "ran a job whose durations are stored. A job whose labels match no model, or several, is `unknown`.",
@@ -83,10 +88,11 @@ FIELDS: dict[str, str] = {
                                "parameter>`s, sglang's `CIRegistry.effective_suite`).",
     "Paths.workflows_dir": "Directory of the repository's workflows (read for `--suite <name>` consumers).",
     "Consumer.repository": "`owner/name` of the repository whose workflow runs the suites. Required.",
-    "Consumer.workflow": "Path of that workflow in its repository. Required.",
-    "Consumer.suites": "The suites it runs. Required.",
-    "Consumer.timeout_minutes": "Its job timeout in minutes (REG030); null: not checked.",
-    "Consumer.shards": "How many shards split each suite (at least 1).",
+    "Consumer.workflow": "Path of that workflow in its repository, e.g. `.github/workflows/nightly.yml`. Required.",
+    "Consumer.suites": "Hand-typed form only (kept for existing configurations; prefer leaving it out): the suites it "
+                       "runs. Without it, the suites, `--hw`, `--nightly`/`--cadence`, timeouts and shards are read from the workflow.",
+    "Consumer.timeout_minutes": "Hand-typed form only (with `suites:`): its job timeout in minutes (REG030); null: GitHub's default.",
+    "Consumer.shards": "Hand-typed form only (with `suites:`): how many shards split each suite (at least 1; default 1).",
     "Calibration.hardware": "The hardware model est_time is calibrated on.",
     "Calibration.window_runs": "Use the last N passing runs of a file.",
     "Calibration.window_days": "... within this many days.",

@@ -44,6 +44,10 @@ class Context:
     implicit: dict[str, Registration] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
     scan_cache: object | None = None  # get_many/put_many of scan facts (checks/scan_facts.py)
+    # every discovered file was read and parsed: "no registration names this suite" is a fact (REG015)
+    registrations_complete: bool = False
+    # a diff check: the head paths it changed (REG015 reports only what the diff brings); None: whole tree
+    changed_paths: set[str] | None = None
 
     @property
     def consumers_partial(self) -> bool:
@@ -189,11 +193,13 @@ def _scan_batches(ctx: Context, tree, to_read: list[str], exact_paths, results: 
                     pass
 
 
-def build_context(tree, config: Config, budget: Budget | None = None) -> tuple[Context, list[str], list[Finding]]:
+def build_context(tree, config: Config, budget: Budget | None = None, consumers_from: dict | None = None) -> tuple[Context, list[str], list[Finding]]:
     budget = budget or Budget()
     all_paths = list(tree.paths())
     workflow_paths = sorted(p for p in all_paths if is_workflow_path(p, config))
-    uses, findings = read_consumers(tree, config, workflow_paths, budget)
+    # findings about external consumers point at the configuration, else at the suite inventory
+    anchor = CONFIG_PATH if CONFIG_PATH in all_paths else config.paths.suites_module
+    uses, findings = read_consumers(tree, config, workflow_paths, budget, consumers_from=consumers_from, anchor=anchor)
     return Context(config, read_contract(tree, config, budget), uses, budget=budget), all_paths, findings
 
 
@@ -207,6 +213,7 @@ def check_tree(
     fixes: bool = True,
     limits: Limits | None = None,
     scan_cache=None,
+    consumers_from: dict | None = None,
 ) -> Report:
     """Check `head`; with `base` and `changed` (head path -> base path), check the diff.
 
@@ -220,6 +227,9 @@ def check_tree(
     `limits`: the caps of checks/limits.py (default Limits()); a cap hit is a REG902 finding.
     `scan_cache`: an object with get_many(keys)/put_many(entries) that keeps per-file scan facts
     by content (checks/scan_facts.py; the command line's is checks/scan_cache.DiskScanCache).
+    `consumers_from`: the configured external consumers' workflows, `owner/repo:path` (or a local
+    path with the workflow's file name) -> bytes, or a string saying why it could not be read
+    (checks/workflows.read_consumers). One not given is a REG901 warning naming it.
     """
     limits = limits or Limits()
     budget = Budget(limits)
@@ -227,7 +237,7 @@ def check_tree(
         config_text = head.read(CONFIG_PATH)
     config, config_findings = load_config(config_text, limits=limits)
     _read_ahead(head, base, changed, config)
-    ctx, all_paths, findings = build_context(head, config, budget)
+    ctx, all_paths, findings = build_context(head, config, budget, consumers_from)
     ctx.scan_cache = scan_cache
     findings = config_findings + list(ctx.contract.findings) + findings
     discovered = discover(all_paths, config, ctx.contract)
@@ -292,6 +302,8 @@ def check_tree(
         if not recheck_all and any(r.backend.is_gpu for r in ctx.registrations()):
             _scan(ctx, head, [p for p in discovered if p not in ctx.scans])  # the CUDA/ROCm ratio needs every file
         findings.extend(rules_calibration.apply(ctx, checked, index))
+    ctx.changed_paths = set(changed) if diff_mode else None
+    ctx.registrations_complete = all(p in ctx.scans and not ctx.scans[p].unreadable for p in discovered)
     findings.extend(rules_suites.apply(ctx, checked, base_ctx, report, index))
 
     report.registrations.extend(r for p in to_check for r in ctx.scans[p].registrations)

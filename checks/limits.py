@@ -92,7 +92,10 @@ class Budget:
         # some workflow could not be read whole: "no consumer runs this suite" would be a guess
         self.consumers_partial = False
 
-    def hit(self, limit: str, file: str, consequence: str, *, measured: str | None = None, span: Span | None = None, severity=None) -> None:
+    def hit(self, limit: str, file: str, consequence: str, *, measured: str | None = None, span: Span | None = None, severity=None,
+            at: str | None = None) -> None:
+        """`at`: the file the finding points to when `file` is not in the repository (an external
+        consumer's workflow, named in the message)."""
         if (limit, file) in self._reported:
             return
         self._reported.add((limit, file))
@@ -103,7 +106,7 @@ class Budget:
         self.findings.append(
             make_finding(
                 "REG902",
-                file,
+                at or file,
                 span or Span.at_line(1),
                 f"analysis limit reached: {limit} = {value} ({Limits.env_var(limit)}) in {file}{what}; {consequence}",
                 severity=severity,

@@ -1,5 +1,6 @@
 """Rules about suites: REG010 unknown suite, REG011 hardware, REG012 nightly namespace moves,
-REG013 no consumer, REG014 stale consumer, REG030 suite over its job timeout, REG040 GPU count."""
+REG013 no consumer, REG014 stale consumer, REG015 consumer without registrations, REG016 nightly
+flag no consumer selects, REG030 suite over its job timeout, REG040 GPU count."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def apply(ctx, checked: set[str], base_ctx, report: Report, durations_index=None
         if reg.file in checked:
             findings.extend(_per_registration(ctx, reg, consumers_of, hardware))
     findings.extend(_stale_consumers(ctx, hardware))
+    findings.extend(_consumers_without_registrations(ctx))
     findings.extend(_budgets(ctx, checked, consumers_of, durations_index))
     return findings
 
@@ -93,13 +95,27 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
     if reg.change is Change.CHANGED and base is not None and base.suite and base.suite != suite and is_nightly(base.suite) != is_nightly(suite):
         out.append(make_finding("REG012", reg.file, span, _namespace_message(base.suite, suite, consumers_of)))
     # REG013 (not when a workflow could not be read whole: its suites may be the missing consumers)
-    if reg.disabled is None and (in_inventory or not contract.inventory_known) and not consumers_of.get(suite) and not getattr(ctx, "consumers_partial", False):
+    partial = getattr(ctx, "consumers_partial", False)
+    backend = reg.backend.value
+    all_uses = consumers_of.get(suite) or []
+    uses = [u for u in all_uses if u.selects(backend)]
+    if reg.disabled is None and (in_inventory or not contract.inventory_known) and not uses and not partial:
+        if all_uses:
+            hws = ", ".join(sorted({code("--hw " + u.hw) for u in all_uses if u.hw}))
+            detail = f"{_who(suite, consumers_of)} runs {code(suite)} only with {hws}, which does not select {backend} registrations"
+        else:
+            detail = f"no workflow in this repository passes {code('--suite ' + suite)} and no configured external consumer runs it"
+        out.append(make_finding("REG013", reg.file, span, f"no consumer runs suite {code(suite)} for {backend}: {detail}, so this test never runs"))
+    # REG016: nightly=True, but every invocation that runs the suite for this backend leaves nightly tests out
+    if reg.nightly and reg.disabled is None and uses and not partial and all(u.nightly is False for u in uses):
+        who = ", ".join(sorted({u.consumer for u in uses}))
         out.append(
             make_finding(
-                "REG013",
+                "REG016",
                 reg.file,
-                span,
-                f"no consumer runs suite {code(suite)}: no workflow in this repository passes {code('--suite ' + suite)} and no configured external consumer lists it, so this test never runs",
+                reg.anchor("nightly"),
+                f"registered with nightly=True, but no consumer of suite {code(suite)} selects nightly registrations: {who} "
+                f"run{'s' if len({u.consumer for u in uses}) == 1 else ''} it without {code('--nightly')} or {code('--cadence nightly')}, so the runner never runs this test",
             )
         )
     # REG040
@@ -153,6 +169,57 @@ def _stale_consumers(ctx, hardware: HardwareIndex | None = None) -> list[Finding
                 use.span,
                 f"{use.consumer} runs suite {code(use.suite)}, which is not in the inventory: that job selects no test (the runner raises for an unknown suite){hint}",
                 suggestion=fix_to,
+            )
+        )
+    return out
+
+
+def _consumers_without_registrations(ctx) -> list[Finding]:
+    """REG015: a consumer runs an inventory suite that no registration names (for its --hw). Only
+    when every discovered file was read: a file not read (a diff check, a syntax error, a cap) may
+    hold the registration. A diff check reports consumers in the workflows it changed only (a
+    removed last registration is REG050's notice already)."""
+    if not getattr(ctx, "registrations_complete", False):
+        return []
+    changed = getattr(ctx, "changed_paths", None)
+    contract = ctx.contract
+    known = set().union(*(set(s) for s in contract.suites.values())) if contract.inventory_known and contract.suites else None
+    registered: dict[str, set[str]] = defaultdict(set)
+    unread: set[str] = set()  # backends with a registration whose suite is not read (not a literal, composed)
+    for reg in ctx.registrations():
+        if reg.suite:
+            registered[reg.suite].add(reg.backend.value)
+        elif not reg.implicit:
+            unread.add(reg.backend.value)
+    out = []
+    reported = set()
+    for use in ctx.uses:
+        if known is not None and use.suite not in known:
+            continue  # REG014's finding
+        backends = registered.get(use.suite, set())
+        if (backends if use.hw is None else use.hw in backends) or (use.consumer, use.suite, use.hw) in reported:
+            continue
+        if changed is not None and use.file not in changed:
+            continue
+        if (use.hw is None and unread) or use.hw in unread:
+            continue  # a registration whose suite could not be read may name it
+        reported.add((use.consumer, use.suite, use.hw))
+        if use.file is not None:
+            file, span = use.file, use.span
+        else:
+            where = contract.find_suite(use.suite)
+            if where is None:
+                continue
+            file, span = where.file, where.span
+        hw = f" with {code('--hw ' + use.hw)}" if use.hw else ""
+        out.append(
+            make_finding(
+                "REG015",
+                file,
+                span,
+                f"{use.consumer} runs suite {code(use.suite)}{hw}, but no registration names that suite"
+                + (f" for {use.hw}" if use.hw else "")
+                + ": that job selects no test",
             )
         )
     return out

@@ -1,32 +1,61 @@
-"""Which suites the repository's own workflows run, with their job timeouts and shard counts.
+"""Which suites the workflows run, how (`--hw`, `--nightly`/`--cadence`), with their job timeouts and shard counts.
 
-A consumer is found the way the target's workflows name suites: `--suite <name>` in any string of a
-workflow (run steps, inputs such as `execute_command` passed to reusable workflows) and suite
-values in a job matrix (`--suite ${{ matrix.suite }}`).
+A consumer is found the way the target's workflows name suites: `--suite <name>` in any string of
+a workflow (run steps, inputs such as `execute_command` passed to reusable actions), with the
+flags written on the same command line (backslash continuations joined):
+
+- `--suite` takes a literal, a matrix value (`${{ matrix.suite }}`, one use per matrix row) or an
+  input (`${{ inputs.self_name }}`): a reusable workflow's inputs come from each local caller's
+  `with:` (`uses: ./.github/workflows/_stage.yml` + `with: {self_name: stage-a-test-cpu}`, a
+  caller's matrix values included) or, failing that, from the input's default;
+- `--hw <backend>` says which backend's registrations the invocation selects;
+- `--nightly`, `--cadence nightly|weekly|release` select `nightly=True` registrations,
+  `--cadence regular` or no flag does not, a flag computed at run time is "unknown";
+- shards: `--auto-partition-size N` (literal, matrix or input), else the size of the
+  `--auto-partition-id` matrix axis; a size computed at run time (`fromJson(...)`) is unknown
+  and REG030 skips that use;
+- timeouts: the step's, else the job's `timeout-minutes` (literal or an input), else GitHub's
+  default.
+
+External consumers (`consumers:` entries without `suites:`) are the same reading of a workflow
+file of another repository: the caller passes its bytes (the App reads it through the API at that
+repository's default branch, the CLI from `--consumers-from PATH`). A file that is not given or
+not readable is a REG017 warning naming it, and REG013 is skipped (its suites may be the missing
+consumers); never a failure.
 
 Reading is linear in the document: YAML aliases are refused past the `yaml_nodes` cap (counted as
-if expanded, see yamlload.compose_bounded), each distinct string is searched once, matrix values
-are collected with a set, and suite positions come from one index of the file's words. Past the
-`matrix_combinations` or `shards` caps a REG902 finding says what was not counted.
+if expanded, see yamlload.compose_bounded), each distinct string is parsed once, each distinct
+invocation is expanded once per distinct combination of the matrix values it names, and suite
+positions come from one index of the file's words. Past the `matrix_combinations` or `shards`
+caps a REG902 finding says what was not counted.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import yaml
 
 from checks import yamlload
-from checks.config import Config
+from checks.config import Config, Consumer
 from checks.limits import Budget
 from checks.model import code, Finding, Span
 from checks.rules import make_finding
 
-_SUITE_ARG = re.compile(r"--suite(?:=|\s+)(?P<q>['\"]?)(?P<value>\$\{\{\s*matrix\.(?P<key>[\w-]+)\s*\}\}|[A-Za-z0-9._-]+)(?P=q)")
-_PARTITION_SIZE = re.compile(r"--auto-partition-size(?:=|\s+)['\"]?(?:(\d+)|\$\{\{\s*matrix\.([\w-]+)\s*\}\})")
-_PARTITION_ID = re.compile(r"--auto-partition-id(?:=|\s+)['\"]?\$\{\{\s*matrix\.([\w-]+)\s*\}\}")
 GITHUB_DEFAULT_TIMEOUT_MINUTES = 360
+NIGHTLY_CADENCES = frozenset({"nightly", "weekly", "release"})  # cadences that admit nightly=True registrations
+
+_EXPRESSION = r"\$\{\{.*?\}\}"
+_FLAG = re.compile(
+    r"(?<![\w-])--(?P<flag>suite|hw|cadence|auto-partition-size|auto-partition-id)(?:=|[ \t]+)"
+    r"(?P<q>['\"]?)(?P<value>" + _EXPRESSION + r"|[A-Za-z0-9._/-]+)(?P=q)"
+    r"|(?<![\w-])--(?P<bare>nightly)(?![\w-])"
+)
+_EXPRESSION_RE = re.compile(_EXPRESSION)
+_LOCAL_CALL = re.compile(r"uses:\s*['\"]?\./")
+_REFERENCE = re.compile(r"\$\{\{\s*(?:fromjson\(\s*)?(?P<ctx>matrix|inputs)\.(?P<key>[\w-]+)\s*\)?\s*\}\}", re.I)
 
 
 @dataclass(frozen=True)
@@ -38,9 +67,71 @@ class SuiteUse:
     file: str | None  # where to point a finding (None for an external consumer)
     span: Span
     timeout_minutes: int | None
-    shards: int
+    shards: int  # 0: unknown (computed at run time, or over the `shards` cap): REG030 skips it
     external: bool = False
     job: str | None = None
+    hw: str | None = None  # the `--hw` value; None: not stated (any backend)
+    nightly: bool | None = False  # selects nightly=True registrations; None: decided at run time
+
+    def selects(self, backend: str) -> bool:
+        return self.hw is None or self.hw == backend
+
+
+# -- values as written -------------------------------------------------------------------------
+# A value is ("lit", text), ("matrix", key), ("inputs", key) or ("expr", text): computed at run time.
+def _value(text: str) -> tuple[str, str]:
+    if "${{" not in text:
+        return ("lit", text)
+    m = _REFERENCE.fullmatch(text.strip())
+    if m:
+        return (m.group("ctx").lower(), m.group("key"))
+    return ("expr", text)
+
+
+def _scalar_value(raw) -> tuple[str, str] | None:
+    if isinstance(raw, bool) or raw is None:
+        return None
+    if isinstance(raw, (int, float)):
+        return ("lit", str(raw))
+    if isinstance(raw, str):
+        return _value(raw)
+    return None
+
+
+@dataclass(frozen=True)
+class _Invocation:
+    """One `--suite` on one command line, before matrix values and inputs are substituted."""
+
+    suite: tuple[str, str]
+    hw: tuple[str, str] | None
+    cadence: tuple[str, str] | None  # ("lit", "nightly") for a bare --nightly; ("expr", ...) when conditional
+    size: tuple[str, str] | None
+    pid: tuple[str, str] | None
+
+    def references(self, ctx: str) -> tuple[str, ...]:
+        return tuple(sorted({v[1] for v in (self.suite, self.hw, self.cadence, self.size) if v and v[0] == ctx}))
+
+
+def _invocations(piece: str) -> list[_Invocation]:
+    if "--suite" not in piece:
+        return []
+    out = []
+    for line in piece.replace("\\\r\n", " ").replace("\\\n", " ").split("\n"):
+        if "--suite" not in line:
+            continue
+        expressions = [m.span() for m in _EXPRESSION_RE.finditer(line)] if "${{" in line else []
+        suites, flags = [], {}
+        for m in _FLAG.finditer(line):
+            if m.group("bare"):
+                inside = any(a <= m.start() < b for a, b in expressions)
+                flags.setdefault("cadence", ("expr", "--nightly") if inside else ("lit", "nightly"))
+            elif m.group("flag") == "suite":
+                suites.append(_value(m.group("value")))
+            else:
+                flags.setdefault(m.group("flag"), _value(m.group("value")))
+        for suite in suites:
+            out.append(_Invocation(suite, flags.get("hw"), flags.get("cadence"), flags.get("auto-partition-size"), flags.get("auto-partition-id")))
+    return out
 
 
 def _strings(node, out: list[str], seen: set[int] | None = None) -> None:
@@ -57,18 +148,6 @@ def _strings(node, out: list[str], seen: set[int] | None = None) -> None:
                 continue
             seen.add(id(item))
             stack.extend(reversed(list(item.values() if isinstance(item, dict) else item)))
-
-
-def _matrix_values(matrix, key: str) -> list:
-    if not isinstance(matrix, dict):
-        return []
-    values = list(matrix.get(key) or []) if isinstance(matrix.get(key), list) else []
-    seen = {_hashable(v) for v in values}  # a set, not `in values`: linear in the include list
-    for entry in matrix.get("include") or []:
-        if isinstance(entry, dict) and key in entry and _hashable(entry[key]) not in seen:
-            seen.add(_hashable(entry[key]))
-            values.append(entry[key])
-    return values
 
 
 def _hashable(value):
@@ -94,6 +173,31 @@ def _combinations(matrix, cap: int) -> int:
     return total + (len(include) if isinstance(include, list) else 0)
 
 
+def _rows(matrix) -> list[dict] | None:
+    """The matrix's jobs as {key: value} rows (None without a matrix). Axes are multiplied; an
+    include entry naming every axis extends the row it matches, any other is a row of its own;
+    an axis computed at run time (a string) is left out (its key resolves to "unknown")."""
+    if not isinstance(matrix, dict):
+        return None
+    axes = {k: v for k, v in matrix.items() if k not in ("include", "exclude") and isinstance(v, list) and v}
+    keys = list(axes)
+    rows = [dict(zip(keys, combo)) for combo in itertools.product(*(axes[k] for k in keys))] if keys else []
+    by_axes = {tuple(_hashable(r[k]) for k in keys): r for r in rows} if keys else {}
+    for entry in matrix.get("include") or [] if isinstance(matrix.get("include"), list) else []:
+        if not isinstance(entry, dict):
+            continue
+        target = by_axes.get(tuple(_hashable(entry[k]) for k in keys)) if keys and all(k in entry for k in keys) else None
+        if target is not None:
+            for k, v in entry.items():
+                target.setdefault(k, v)
+        else:
+            rows.append(dict(entry))
+    excludes = [e for e in matrix.get("exclude") or [] if isinstance(e, dict)] if isinstance(matrix.get("exclude"), list) else []
+    if excludes:
+        rows = [r for r in rows if not any(all(_hashable(r.get(k)) == _hashable(v) for k, v in e.items()) for e in excludes)]
+    return rows
+
+
 class _Positions:
     """Where a suite name is first written: the first whole-word use outside a comment line.
 
@@ -109,36 +213,39 @@ class _Positions:
     def __init__(self, lines: list[str]):
         self.lines = lines
         self._index: dict[str, Span] | None = None
-        self._cache: dict[str, Span] = {}
+        self._cache: dict[str, Span | None] = {}
         self._searches = 0
 
     def _code(self, line: str) -> str | None:
         return None if line.lstrip().startswith("#") else line.split(" #", 1)[0]
 
-    def span(self, needle: str) -> Span:
+    def find(self, needle: str) -> Span | None:
         if needle in self._cache:
             return self._cache[needle]
         if self._PLAIN.match(needle):
             if self._index is None:
                 index: dict[str, Span] = {}
                 for i, line in enumerate(self.lines):
-                    code = self._code(line)
-                    if code is None:
+                    code_part = self._code(line)
+                    if code_part is None:
                         continue
-                    for m in self._RUN.finditer(code):
+                    for m in self._RUN.finditer(code_part):
                         index.setdefault(m.group(), Span(i + 1, m.start() + 1, i + 1, m.end() + 1))
                 self._index = index
-            found = self._index.get(needle, Span.at_line(1))
+            found = self._index.get(needle)
         elif self._searches < self._SEARCHES:
             self._searches += 1
             found = _line_of(self.lines, needle)
         else:
-            found = Span.at_line(1)
+            found = None
         self._cache[needle] = found
         return found
 
+    def span(self, needle: str) -> Span:
+        return self.find(needle) or Span.at_line(1)
 
-def _line_of(lines: list[str], needle: str, default: int = 1) -> Span:
+
+def _line_of(lines: list[str], needle: str) -> Span | None:
     """Where a suite name is written: the first whole-word use outside a comment line."""
     word = re.compile(r"(?<![\w-])" + re.escape(needle) + r"(?![\w-])")
     for i, line in enumerate(lines):
@@ -147,126 +254,372 @@ def _line_of(lines: list[str], needle: str, default: int = 1) -> Span:
         match = word.search(line.split(" #", 1)[0])
         if match:
             return Span(i + 1, match.start() + 1, i + 1, match.end() + 1)
-    return Span.at_line(default)
-
-
-def _timeout(value) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+    return None
 
 
 _CONSUMERS_SKIPPED = "the suites it runs are not counted as consumers, so the no-consumer check (REG013) is skipped for this check"
 
 
-def read_workflow(path: str, text: str, budget: Budget | None = None) -> tuple[list[SuiteUse], list[Finding]]:
-    budget = budget or Budget()
+# -- one workflow file -------------------------------------------------------------------------
+@dataclass
+class _Job:
+    job_id: str
+    rows: list[dict] | None
+    invocations: dict[tuple[_Invocation, tuple[str, str] | None], None]  # (invocation, timeout value)
+    uses_workflow: str | None = None  # `uses: ./.github/workflows/x.yml`: the local reusable workflow it calls
+    with_: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+@dataclass
+class _Workflow:
+    path: str
+    positions: _Positions
+    jobs: list[_Job]
+    reusable: bool
+    only_called: bool  # workflow_call is its only trigger: its inputs come from callers
+    defaults: dict[str, str]  # input name -> literal default (workflow_call and workflow_dispatch inputs)
+    top_level: list[_Invocation]  # `--suite` outside jobs (workflow-level env)
+    at: str | None = None  # where findings point (an external consumer: not a file of the repository)
+
+
+def _timeout_value(raw) -> tuple[str, str] | None:
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return ("lit", str(raw)) if raw > 0 else None
+    if isinstance(raw, str):
+        return _value(raw)
+    return None
+
+
+def _input_defaults(doc) -> tuple[bool, bool, dict[str, str]]:
+    on = doc.get("on") if isinstance(doc, dict) else None
+    reusable = False
+    defaults: dict[str, str] = {}
+    triggers = on if isinstance(on, dict) else {t: None for t in on} if isinstance(on, list) else {on: None} if isinstance(on, str) else {}
+    for trigger, spec in triggers.items():
+        if trigger == "workflow_call":
+            reusable = True
+        if trigger in ("workflow_call", "workflow_dispatch") and isinstance(spec, dict) and isinstance(spec.get("inputs"), dict):
+            for name, decl in spec["inputs"].items():
+                if isinstance(decl, dict) and "default" in decl:
+                    v = _scalar_value(decl["default"])
+                    if v and v[0] == "lit" and v[1] != "":
+                        defaults.setdefault(str(name), v[1])
+    return reusable, reusable and len(triggers) == 1, defaults
+
+
+def _parse_workflow(path: str, text: str, budget: Budget, at: str | None = None) -> tuple[_Workflow | None, list[Finding]]:
+    """`at`: where findings point when `path` is not a file of the repository (an external consumer)."""
     limits = budget.limits
-    lines = text.split("\n")
     try:
         doc = yamlload.load_bounded(text, limits.yaml_nodes)
     except yamlload.TooLarge:
         budget.consumers_partial = True
-        budget.hit("yaml_nodes", path, _CONSUMERS_SKIPPED, measured="counting its aliases expanded")
-        return [], []
+        budget.hit("yaml_nodes", path, _CONSUMERS_SKIPPED, measured="counting its aliases expanded", at=at)
+        return None, []
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else 1
-        return [], [make_finding("REG901", path, Span.at_line(line), f"workflow {path} is not valid YAML: its suites are not counted as consumers")]
+        if at:
+            return None, [make_finding("REG017", at, Span.at_line(1), f"external consumer {path} is not valid YAML (line {line}): its suites are not counted as consumers")]
+        return None, [make_finding("REG901", path, Span.at_line(line), f"workflow {path} is not valid YAML: its suites are not counted as consumers")]
     except RecursionError:
         budget.consumers_partial = True
-        budget.hit("yaml_nodes", path, _CONSUMERS_SKIPPED, measured="nested too deeply to read")
-        return [], []
-    positions = _Positions(lines)
-    uses: dict[tuple, SuiteUse] = {}  # one per (suite, timeout, shards, job): repeats add nothing
-    seen: set[str] = set()
-    matches_of: dict[str, list[tuple[str | None, str | None, int | None, str | None]]] = {}
+        budget.hit("yaml_nodes", path, _CONSUMERS_SKIPPED, measured="nested too deeply to read", at=at)
+        return None, []
+    positions = _Positions(text.split("\n"))
+    parsed: dict[str, list[_Invocation]] = {}
 
-    def suite_args(piece: str):
-        """(matrix key, literal name, partition size, partition key) per `--suite` in a string, once per distinct string."""
-        found = matches_of.get(piece)
+    def invocations(piece: str) -> list[_Invocation]:
+        found = parsed.get(piece)
         if found is None:
-            found = []
-            if "--suite" in piece:
-                size = _PARTITION_SIZE.search(piece)
-                pid = _PARTITION_ID.search(piece)
-                for match in _SUITE_ARG.finditer(piece):
-                    found.append((match.group("key"), match.group("value"), size, pid))
-            matches_of[piece] = found
+            found = parsed[piece] = _invocations(piece)
         return found
 
+    reusable, only_called, defaults = _input_defaults(doc)
+    jobs_out: list[_Job] = []
     jobs = doc.get("jobs") if isinstance(doc, dict) else None
     for job_id, job in (jobs or {}).items() if isinstance(jobs, dict) else []:
         if not isinstance(job, dict):
             continue
-        matrix = (job.get("strategy") or {}).get("matrix") if isinstance(job.get("strategy"), dict) else None
+        strategy = job.get("strategy")
+        matrix = strategy.get("matrix") if isinstance(strategy, dict) else None
         if _combinations(matrix, limits.matrix_combinations) > limits.matrix_combinations:
             budget.consumers_partial = True
-            budget.hit("matrix_combinations", path, f"the matrix of job {code(job_id)} is not read: {_CONSUMERS_SKIPPED}", span=positions.span(str(job_id)))
-            matrix = None
+            budget.hit("matrix_combinations", path, f"the matrix of job {code(job_id)} is not read: {_CONSUMERS_SKIPPED}",
+                       span=Span.at_line(1) if at else positions.span(str(job_id)), at=at)
+            rows = []  # its matrix-valued suites are not counted (literal ones still are)
             matrix_skipped = True
         else:
+            rows = None  # built below, only for a job that names matrix values
             matrix_skipped = False
-        job_timeout = _timeout(job.get("timeout-minutes"))
-        pieces: dict[tuple[str, int | None], None] = {}
-        for step in job.get("steps") or []:
+        job_timeout = _timeout_value(job.get("timeout-minutes"))
+        found: dict = {}
+        for step in job.get("steps") or [] if isinstance(job.get("steps"), list) else []:
             if isinstance(step, dict):
                 strings: list[str] = []
                 _strings(step, strings)
-                step_timeout = _timeout(step.get("timeout-minutes")) or job_timeout
+                step_timeout = _timeout_value(step.get("timeout-minutes")) or job_timeout
                 for piece in strings:
-                    pieces[(piece, step_timeout)] = None
+                    for inv in invocations(piece):
+                        if not (matrix_skipped and inv.references("matrix")):
+                            found[(inv, step_timeout)] = None
         strings = []
-        _strings({k: v for k, v in job.items() if k != "steps"}, strings)  # reusable-workflow `with:` inputs
+        _strings({k: v for k, v in job.items() if k not in ("steps", "with")}, strings)
+        with_ = job.get("with") if isinstance(job.get("with"), dict) else {}
+        _strings(with_, strings)  # e.g. `execute_command` passed to a reusable action
         for piece in strings:
-            pieces[(piece, job_timeout)] = None
-        values_of: dict[str, list] = {}  # matrix values per key, read once per job
-
-        def matrix_values(key: str) -> list:
-            if key not in values_of:
-                values_of[key] = _matrix_values(matrix, key)
-            return values_of[key]
-
-        # (matrix key or literal name, timeout, shards) first, names after: many distinct strings
-        # naming `${{ matrix.suite }}` expand the matrix once, not once each.
-        wanted: dict[tuple[str | None, str | None, int | None, int], None] = {}
-        for text_piece, timeout in pieces:
-            for key, value, size, pid in suite_args(text_piece):
-                if key and matrix_skipped:
-                    continue
-                shards = 1
-                if size and size.group(1):
-                    shards = int(size.group(1)) if len(size.group(1)) < 12 else limits.shards + 1
-                elif size and size.group(2):
-                    vals = matrix_values(size.group(2))
-                    if len(vals) == 1 and str(vals[0]).isdigit():
-                        shards = int(vals[0]) if len(str(vals[0])) < 12 else limits.shards + 1
-                    else:
-                        shards = max(len(vals), 1)
-                elif pid:
-                    shards = max(len(matrix_values(pid.group(1))), 1)
-                if shards > limits.shards:
-                    budget.hit("shards", path, f"suite budgets (REG030) are not checked for the suites it splits into {shards:,} shards", measured=f"{shards:,} shards")
-                    shards = 0  # unknown: _budgets skips the use
-                wanted[(key, None if key else value, timeout, shards)] = None
-        for key, value, timeout, shards in wanted:
-            names = [str(v) for v in matrix_values(key) if isinstance(v, (str, int))] if key else [value]
-            for name in names:
-                seen.add(name)
-                uses.setdefault((name, timeout, shards, str(job_id)), SuiteUse(name, path, path, positions.span(name), timeout, shards, job=str(job_id)))
-    # Anything else in the file that names a suite (workflow-level env, comments excluded by YAML)
+            for inv in invocations(piece):
+                if not (matrix_skipped and inv.references("matrix")):
+                    found[(inv, job_timeout)] = None
+        uses = job.get("uses")
+        local = uses[2:] if isinstance(uses, str) and uses.startswith("./") else None
+        with_values = {str(k): v for k, v in ((k, _scalar_value(v)) for k, v in with_.items()) if v is not None}
+        if not matrix_skipped and (any(inv.references("matrix") or inv.pid or (t and t[0] == "matrix") for inv, t in found)
+                                   or any(v[0] == "matrix" for v in with_values.values())):
+            rows = _rows(matrix)
+        jobs_out.append(_Job(str(job_id), rows, found, local.split("@", 1)[0] if local else None, with_values))
+    top: list[_Invocation] = []
     strings = []
     _strings({k: v for k, v in doc.items() if k != "jobs"} if isinstance(doc, dict) else {}, strings)
     for s in dict.fromkeys(strings):
-        for key, value, _size, _pid in suite_args(s):
-            if not key and value not in seen:
-                seen.add(value)
-                uses.setdefault((value, None, 1, None), SuiteUse(value, path, path, positions.span(value), None, 1))
-    return list(uses.values()), []
+        top.extend(invocations(s))
+    return _Workflow(path, positions, jobs_out, reusable, only_called, defaults, top, at), []
 
 
-def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budget | None = None) -> tuple[list[SuiteUse], list[Finding]]:
+class _Expansion:
+    """Counts the (invocation x matrix row) expansions of one job against `matrix_combinations`."""
+
+    def __init__(self, budget: Budget, path: str, job_id: str, span: Span, at: str | None = None):
+        self.budget, self.path, self.job_id, self.span, self.at = budget, path, job_id, span, at
+        self.count = 0
+        self.stopped = False
+
+    def take(self, n: int) -> bool:
+        if self.stopped:
+            return False
+        self.count += n
+        if self.count > self.budget.limits.matrix_combinations:
+            self.stopped = True
+            self.budget.consumers_partial = True
+            self.budget.hit("matrix_combinations", self.path,
+                            f"the suite invocations of job {code(self.job_id)} expand past the cap and the rest are not read: {_CONSUMERS_SKIPPED}",
+                            span=Span.at_line(1) if self.at else self.span, at=self.at)
+            return False
+        return True
+
+
+def _resolve(value, row: dict | None, inputs: dict[str, str]) -> str | None:
+    """A value's text in one matrix row with these inputs; None when it is computed at run time."""
+    if value is None:
+        return None
+    kind, x = value
+    if kind == "lit":
+        return x
+    if kind == "matrix":
+        if row is None or x not in row:
+            return None
+        v = row[x]
+        return str(v) if isinstance(v, (str, int)) and not isinstance(v, bool) else None
+    if kind == "inputs":
+        return inputs.get(x)
+    return None
+
+
+def _expand(wf: _Workflow, job: _Job, inputs: dict[str, str], budget: Budget, *, consumer: str, file: str | None,
+            positions: list[_Positions], external: bool, out: dict) -> None:
+    """The SuiteUses of one job's invocations, resolved with `inputs` (a caller's `with:`)."""
+    limits = budget.limits
+    expansion = _Expansion(budget, wf.path, job.job_id, wf.positions.span(job.job_id), wf.at)
+    partition_sizes: dict[str, int] = {}
+    for (inv, timeout_value), _ in job.invocations.items():
+        keys = inv.references("matrix")
+        if timeout_value and timeout_value[0] == "matrix":
+            keys += (timeout_value[1],)
+        keys = tuple(sorted(set(keys)))
+        if keys and job.rows is not None:
+            seen_rows: dict = {}
+            for row in job.rows:
+                seen_rows.setdefault(tuple(_hashable(row.get(k)) for k in keys), row)
+            rows = list(seen_rows.values()) or [None]  # axes computed at run time: those values are unknown
+        else:
+            rows = [None]
+        if not expansion.take(max(len(rows), 1)):
+            return
+        for row in rows:
+            suite = _resolve(inv.suite, row, inputs)
+            if not suite:
+                continue
+            hw = _resolve(inv.hw, row, inputs) if inv.hw else None
+            if inv.cadence is None:
+                nightly: bool | None = False
+            else:
+                cadence = _resolve(inv.cadence, row, inputs)
+                nightly = None if cadence is None else cadence in NIGHTLY_CADENCES
+            shards = 1
+            if inv.size:
+                size = _resolve(inv.size, row, inputs)
+                if size is None or not size.isdigit():
+                    shards = 0  # computed at run time
+                else:
+                    shards = int(size) if len(size) < 12 else limits.shards + 1
+            elif inv.pid:
+                if inv.pid[0] == "matrix" and job.rows is not None:
+                    key = inv.pid[1]
+                    if key not in partition_sizes:
+                        partition_sizes[key] = len({_hashable(r[key]) for r in job.rows if key in r})
+                    shards = partition_sizes[key] or 0
+                else:
+                    shards = 0
+            if shards > limits.shards:
+                budget.hit("shards", wf.path, f"suite budgets (REG030) are not checked for the suites it splits into {shards:,} shards", measured=f"{shards:,} shards", at=wf.at)
+                shards = 0
+            timeout_text = _resolve(timeout_value, row, inputs)
+            timeout = int(timeout_text) if timeout_text and timeout_text.isdigit() and 0 < len(timeout_text) < 9 and int(timeout_text) > 0 else None
+            span = Span.at_line(1)
+            for p in positions:
+                found = p.find(suite)
+                if found is not None:
+                    span = found
+                    break
+            use = SuiteUse(suite, consumer, file, span, timeout, shards, external=external, job=job.job_id, hw=hw, nightly=nightly)
+            out.setdefault((suite, timeout, shards, job.job_id, hw, nightly, consumer), use)
+
+
+def read_workflow(path: str, text: str, budget: Budget | None = None) -> tuple[list[SuiteUse], list[Finding]]:
+    """The suites one workflow runs by itself (its inputs at their defaults)."""
     budget = budget or Budget()
-    uses: list[SuiteUse] = []
+    wf, findings = _parse_workflow(path, text, budget)
+    if wf is None:
+        return [], findings
+    return _uses_of([wf], budget), findings
+
+
+def _uses_of(workflows: list[_Workflow], budget: Budget, *, external_label: str | None = None) -> list[SuiteUse]:
+    by_path = {wf.path: wf for wf in workflows}
+    out: dict = {}
+    called: set[str] = set()
+    for wf in workflows:
+        consumer = external_label or wf.path
+        file = None if external_label else wf.path
+        for job in wf.jobs:
+            if job.uses_workflow and job.uses_workflow in by_path and external_label is None:
+                callee = by_path[job.uses_workflow]
+                called.add(callee.path)
+                _call(wf, job, callee, budget, out)
+            if wf.only_called and external_label is None:
+                # inputs come from callers (_call): only what does not depend on them runs by itself
+                job = _Job(job.job_id, job.rows, {k: None for k in job.invocations
+                                                   if not (k[0].references("inputs") or (k[1] and k[1][0] == "inputs"))})
+            _expand(wf, job, wf.defaults, budget, consumer=consumer, file=file, positions=[wf.positions],
+                    external=external_label is not None, out=out)
+        for inv in wf.top_level:
+            suite = _resolve(inv.suite, None, wf.defaults)
+            if suite:
+                out.setdefault((suite, None, 1, None, None, False, consumer),
+                               SuiteUse(suite, consumer, file, wf.positions.span(suite), None, 1, external=external_label is not None))
+    return list(out.values())
+
+
+def _call(caller: _Workflow, job: _Job, callee: _Workflow, budget: Budget, out: dict) -> None:
+    """The callee's invocations as this caller job runs them: its `with:` values (per caller matrix
+    row) over the callee's input defaults."""
+    keys = tuple(sorted({v[1] for v in job.with_.values() if v[0] == "matrix"}))
+    if keys and job.rows is not None:
+        seen: dict = {}
+        for row in job.rows:
+            seen.setdefault(tuple(_hashable(row.get(k)) for k in keys), row)
+        rows = list(seen.values())
+    else:
+        rows = [None]
+    expansion = _Expansion(budget, caller.path, job.job_id, caller.positions.span(job.job_id))
+    if not expansion.take(len(rows)):
+        return
+    for row in rows:
+        inputs = dict(callee.defaults)
+        for name, value in job.with_.items():
+            resolved = _resolve(value, row, caller.defaults)
+            if resolved is not None:
+                inputs[name] = resolved
+            else:
+                inputs.pop(name, None)
+        for callee_job in callee.jobs:
+            # only what depends on the inputs: the rest is the callee's own use, counted once
+            templated = {k: None for k in callee_job.invocations if k[0].references("inputs") or (k[1] and k[1][0] == "inputs")}
+            if templated:
+                _expand(callee, _Job(job.job_id, callee_job.rows, templated), inputs, budget,
+                        consumer=caller.path, file=caller.path, positions=[caller.positions, callee.positions],
+                        external=False, out=out)
+
+
+# -- the repository's workflows and the configured external ones --------------------------------
+def _label(consumer: Consumer) -> str:
+    return f"{consumer.repository}:{consumer.workflow}"
+
+
+def _given(consumer: Consumer, consumers_from: dict) -> tuple[str, object] | None:
+    """The copy of an external consumer's workflow the caller gave: by `owner/repo:path`, else
+    by the workflow's file name (`--consumers-from ./nightly-test-amd-miles-rocm720.yml`)."""
+    label = _label(consumer)
+    if label in consumers_from:
+        return label, consumers_from[label]
+    name = consumer.workflow.rsplit("/", 1)[-1]
+    for key, value in consumers_from.items():
+        if key.rsplit("/", 1)[-1] == name:
+            return key, value
+    return None
+
+
+def _external(label: str, data, budget: Budget, anchor: str) -> tuple[list[SuiteUse], list[Finding]]:
+    """One external workflow's uses; what could not be read is a REG017 warning at `anchor`
+    (the configuration, else the suite inventory), never a failure."""
+
+    def unread(why: str) -> tuple[list[SuiteUse], list[Finding]]:
+        budget.consumers_partial = True
+        how = ("the App reads it at that repository's default branch; locally, pass a copy with "
+               "`ci-registrar check --consumers-from PATH`")
+        return [], [make_finding("REG017", anchor, Span.at_line(1),
+                                 f"external consumer {label} could not be read ({why}): the suites it runs are unknown, "
+                                 f"so the no-consumer (REG013) and nightly-selection (REG016) checks are skipped and its "
+                                 f"timeouts are not checked (REG030); {how}")]
+
+    if data is None:
+        return unread("no copy of it was given")
+    if isinstance(data, str):
+        return unread(data)
+    if len(data) > budget.limits.file_bytes:
+        budget.too_large.add(label)
+        budget.consumers_partial = True
+        budget.hit("file_bytes", label, _CONSUMERS_SKIPPED, at=anchor)
+        return [], []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return unread("it is not UTF-8")
+    wf, findings = _parse_workflow(label, text, budget, at=anchor)
+    if wf is None:
+        budget.consumers_partial = True
+        return [], findings
+    return _uses_of([wf], budget, external_label=label), []
+
+
+def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budget | None = None,
+                   consumers_from: dict | None = None, anchor: str | None = None) -> tuple[list[SuiteUse], list[Finding]]:
+    """Every SuiteUse: the repository's workflows, then the configured external consumers.
+
+    `consumers_from`: copies of external consumers' workflows, keyed by `owner/repo:path` (or a
+    local path whose file name is the workflow's); a value is the file's bytes, or a string saying
+    why it could not be read. A copy that matches no configured consumer is read as one more.
+    `anchor`: the file findings about external consumers point to (default: the configuration).
+    """
+    from checks.config import CONFIG_PATH
+
+    anchor = anchor or CONFIG_PATH
+    budget = budget or Budget()
+    consumers_from = dict(consumers_from or {})
     findings: list[Finding] = []
+    workflows: list[_Workflow] = []
     for i, path in enumerate(workflow_paths):
         if not budget.take_file(path, len(workflow_paths) - i, "workflows"):
             budget.consumers_partial = True
@@ -281,15 +634,33 @@ def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budg
         except UnicodeDecodeError:
             findings.append(make_finding("REG901", path, Span.at_line(1), f"workflow {path} is not UTF-8: its suites are not counted as consumers"))
             continue
-        if "--suite" not in text:
+        if "--suite" not in text and not _LOCAL_CALL.search(text):
+            continue  # neither runs a suite nor calls a local reusable workflow that may
+        wf, f = _parse_workflow(path, text, budget)
+        findings.extend(f)
+        if wf is not None:
+            workflows.append(wf)
+    uses = _uses_of(workflows, budget)
+    used_keys: set[str] = set()
+    for consumer in config.consumers:
+        label = _label(consumer)
+        if consumer.suites is not None:  # the hand-typed form (kept for existing configurations)
+            for suite in consumer.suites:
+                # what the typed list does not say (backend, cadence) is unknown, never assumed
+                uses.append(SuiteUse(suite, label, None, Span.at_line(1), consumer.timeout_minutes, consumer.shards or 1,
+                                     external=True, nightly=None))
             continue
-        u, f = read_workflow(path, text, budget)
+        given = _given(consumer, consumers_from)
+        if given is not None:
+            used_keys.add(given[0])
+        u, f = _external(label, given[1] if given else None, budget, anchor)
         uses.extend(u)
         findings.extend(f)
-    for consumer in config.consumers:
-        label = f"{consumer.repository}:{consumer.workflow}"
-        for suite in consumer.suites:
-            uses.append(SuiteUse(suite, label, None, Span.at_line(1), consumer.timeout_minutes, consumer.shards, external=True))
+    for key, data in consumers_from.items():
+        if key not in used_keys:
+            u, f = _external(key, data, budget, anchor)
+            uses.extend(u)
+            findings.extend(f)
     return uses, findings
 
 

@@ -51,7 +51,8 @@ def test_inputs_reach_scripts_through_env_only():
     check = _step("Check")
     assert check["env"] == {"BASE": "${{ inputs.base }}", "FORMAT": "${{ inputs.format }}",
                             "FAIL_ON": "${{ inputs.fail-on }}", "NEW_ONLY": "${{ inputs.new-only }}",
-                            "OUTPUT": "${{ inputs.output }}", "REPO": "${{ inputs.repo }}"}
+                            "OUTPUT": "${{ inputs.output }}", "CONSUMERS_FROM": "${{ inputs.consumers-from }}",
+                            "REPO": "${{ inputs.repo }}"}
 
 
 def test_actions_are_pinned_to_a_commit():
@@ -88,7 +89,7 @@ def _run_check_step(tmp_path: Path, workspace: Path, **inputs: str) -> tuple[sub
     github_output = tmp_path / "github-output"
     github_output.write_text("")
     defaults = {"base": "", "format": "github", "fail-on": "failure", "new-only": "false",
-                "output": "ci-registrar.sarif", "repo": "."}
+                "output": "ci-registrar.sarif", "consumers-from": "", "repo": "."}
     values = {**defaults, **inputs}
     env = {**os.environ, "RUNNER_TEMP": str(runner_temp), "GITHUB_OUTPUT": str(github_output)}
     for name, template in _step("Check")["env"].items():
@@ -130,6 +131,19 @@ def test_the_check_step_without_a_base_checks_the_whole_tree(tmp_path):
     assert done.returncode == 0 and "::warning" in done.stdout  # REG013: a suite no workflow runs
     done, _ = _run_check_step(tmp_path, repo, **{"fail-on": "warning"})
     assert done.returncode == 1
+
+
+def test_the_check_step_passes_each_consumers_from_path(tmp_path):
+    from tests.fixtures.miles import SGLANG_NIGHTLY
+
+    repo = make_tree(tmp_path / "ws", **{".github/ci-registrar.yml": "rules:\n  REG013: off\n"})
+    (repo / "ci").mkdir()
+    (repo / "ci" / "nightly-test-amd-miles-rocm720.yml").write_text(SGLANG_NIGHTLY)
+    done, _ = _run_check_step(tmp_path, repo, format="json")
+    assert "REG017" in {f["rule"] for f in json.loads(done.stdout)["findings"]}  # not read: a warning
+    done, _ = _run_check_step(tmp_path, repo, format="json", **{"consumers-from": "\nci/nightly-test-amd-miles-rocm720.yml\n"})
+    assert done.returncode == 0, done.stderr
+    assert "REG017" not in {f["rule"] for f in json.loads(done.stdout)["findings"]}
 
 
 @pytest.mark.parametrize("version", ["0.2.0", "v0.2.0; curl evil", "main", "--index-url=https://x"])

@@ -77,12 +77,16 @@ def _is_target(tree) -> bool:
 @click.option("--durations", "from_store", is_flag=True, help="Judge est_time (REG020/REG021) against the durations store (DATABASE_URL or the data directory).")
 @click.option("--durations-file", type=click.Path(dir_okay=False), default=None, help="Judge est_time against a `durations show --format json` file.")
 @click.option("--repository", default=None, metavar="OWNER/NAME", help="With --durations: whose stored durations to use (default: every repository in the store).")
+@click.option("--consumers-from", "consumers_from", multiple=True, type=click.Path(dir_okay=False), metavar="PATH",
+              help="A local copy of a configured external consumer's workflow (matched by file name to `consumers:` in "
+                   ".github/ci-registrar.yml; one matching none counts as one more consumer). Repeatable. Without it, "
+                   "an external consumer is not read (REG017 warning).")
 @click.option("--list-rules", is_flag=True, help="Print the rule registry and exit (see also `ci-registrar rule`).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Keep each file's parsed facts here, by content hash (default: $CI_REGISTRAR_CACHE_DIR, else $XDG_CACHE_HOME/ci-registrar, else ~/.cache/ci-registrar).")
 @click.option("--no-cache", is_flag=True, help="Parse every file again; read and write no scan cache.")
 def check(repo: str, base: str | None, head: str | None, fmt: str, output: str | None, new_only: bool, apply_fixes: bool,
           show_diff: bool, fail_on: str, from_store: bool, durations_file: str | None, repository: str | None,
-          list_rules: bool, cache_dir: str | None, no_cache: bool) -> None:
+          consumers_from: tuple[str, ...], list_rules: bool, cache_dir: str | None, no_cache: bool) -> None:
     """Check the CI registrations of a checkout. Exit 0: no failure; 1: failures; 2: usage or environment error."""
     if list_rules:
         from checks.rules import RULES
@@ -116,6 +120,12 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, output: str |
         from checks.scan_cache import DiskScanCache
 
         scan_cache = DiskScanCache(cache_dir)
+    external: dict[str, bytes] = {}
+    for path in consumers_from:
+        try:
+            external[path] = Path(path).read_bytes()
+        except OSError as exc:
+            _fail(f"cannot read --consumers-from {path}: {exc.strerror or exc}")
 
     added: set[str] = set()
     # Fixes are formatted with libcst (a third of a small run's time): only for outputs that show them.
@@ -132,11 +142,12 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, output: str |
             if not _is_target(head_tree):
                 _not_target()
             added.update(p for p, b in changed.items() if b is None)
-            return head_tree, check_tree(head_tree, base=base_tree, changed=changed, durations=durations, fixes=fixes, scan_cache=scan_cache)
+            return head_tree, check_tree(head_tree, base=base_tree, changed=changed, durations=durations, fixes=fixes,
+                                         scan_cache=scan_cache, consumers_from=external)
         tree = DirectoryTree(root)
         if not _is_target(tree):
             _not_target()
-        return tree, check_tree(tree, durations=durations, fixes=fixes, scan_cache=scan_cache)
+        return tree, check_tree(tree, durations=durations, fixes=fixes, scan_cache=scan_cache, consumers_from=external)
 
     def _not_target():
         from checks.config import Config

@@ -9,11 +9,11 @@ from gidgethub.routing import Router
 from bot.analysis import LimitExceeded, run_check_bounded
 from bot.checkruns import DEAD_TITLE, FAILED_TITLE, STALE_TITLE
 from bot.routing import CURRENT_JOB, check_run_completed
-from bot.sources import GitHubTree, changed_paths
+from bot.sources import GitHubTree, changed_paths, external_consumers
 from bot.store import service as store
 from bot.store.index import RegistrationIndex
 from bot.suggestions import post_suggestions
-from checks.config import CONFIG_PATH  # read from the default branch, never from the PR
+from checks.config import CONFIG_PATH, load_config  # read from the default branch, never from the PR
 from checks.render import ANNOTATIONS_PER_REQUEST, CHECK_RUN_NAME as CHECK_NAME
 
 router = Router()
@@ -142,9 +142,13 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
     files = client.pull_files(repo, number, expected=changed_files) if number and base is not None else None
     changed = changed_paths(files) if files is not None else None
     config_text = client.file_at(repo, CONFIG_PATH, default_branch)  # the default branch's, never the PR's
+    config, problems = load_config(config_text)
+    # External consumers' workflows, each at its repository's default branch (ETag-cached); none
+    # when the configuration is invalid (REG900 fails the check, the defaults are not used).
+    consumers = external_consumers(client, config) if not problems else {}
     index = RegistrationIndex(ctx.store_url, repo)  # files already scanned, by blob SHA, for every worker
-    report = run_check_bounded(head, base, changed, config_text=config_text, scan_cache=index,
-                               log=ctx.log)  # a child process, time and memory capped
+    report = run_check_bounded(head, base, changed, config_text=config_text, scan_cache=index, log=ctx.log,
+                               consumers_from=consumers)  # a child process, time and memory capped
     conclusion, output, annotations = report.check_run() if isinstance(report, LimitExceeded) else render(report)
     complete_run(client, repo, run["id"], conclusion, output, annotations)
     if files is not None and not isinstance(report, LimitExceeded):

@@ -13,8 +13,9 @@ Reports:
 > no consumer runs suite `stage-z-cpu`: no workflow in this repository passes `--suite stage-z-cpu` and no configured external consumer lists it, so this test never runs
 
 ## How to fix
-Add the suite to a workflow (`run_suite.py --suite <name>`), or list the external workflow that
-runs it under `consumers:` in `.github/ci-registrar.yml`; otherwise its tests never run.
+Add the suite to a workflow (`run_suite.py --hw <backend> --suite <name>`), or name the external
+workflow that runs it under `consumers:` in `.github/ci-registrar.yml` (`repository` + `workflow`:
+it is read from that file); otherwise its tests never run.
 """
 
 from checks.model import Severity
@@ -22,6 +23,6 @@ from checks.model import Severity
 CODE = "REG013"
 NAME = "unconsumed-suite"
 SEVERITY = Severity.WARNING
-SUMMARY = "No workflow in the repository runs the suite and no configured external consumer lists it: its tests never run."
+SUMMARY = "No workflow in the repository runs the suite (for the registration's backend, when the workflow passes `--hw`) and no configured external consumer runs it: its tests never run."
 FIXABLE = False
 IMPLEMENTED_IN = "checks/rules_suites.py"
