@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 from checks.tree import MAX_LINK_BYTES, resolve_link
+
+CONSUMER_TTL_S = 600.0  # an external consumer's workflow is read again (conditionally) after this
 
 
 class GitHubTree:
@@ -139,24 +143,34 @@ def external_consumers(client, config) -> dict[str, bytes | str]:
     read (the engine turns that into a REG017 warning, never a failure).
 
     `client.file_at` asks with If-None-Match: an unchanged workflow costs a 304 from the ETag cache.
-    A transient error (5xx, timeout) is raised: the job is retried, not checked without it.
+    What was read (or why not) is then kept for CONSUMER_TTL_S in this process: another
+    repository's workflow changes seldom, and every PR check of a busy repository would otherwise
+    spend a request on it. A transient error (5xx, timeout) is raised and never kept: the job is
+    retried, not checked without it.
     """
     from bot.github.retry import GitHubError
 
     out: dict[str, bytes | str] = {}
+    kept = client.github.consumers
     for consumer in config.consumers:
         if consumer.suites is not None:
             continue  # the hand-typed form: nothing to read
         label = f"{consumer.repository}:{consumer.workflow}"
         if label in out:
             continue
+        key = (client.installation_id, label)
+        cached = kept.get(key)
+        if cached is not None and time.monotonic() - cached[0] < CONSUMER_TTL_S:
+            out[label] = cached[1]
+            continue
         try:
             data = client.file_at(consumer.repository, consumer.workflow, None)
         except GitHubError as exc:
             out[label] = f"GitHub answered {exc.status} reading it at the default branch of {consumer.repository}"
-            continue
-        out[label] = data if data is not None else (
-            f"it is not a file at the default branch of {consumer.repository}, or that repository is not readable by this installation")
+        else:
+            out[label] = data if data is not None else (
+                f"it is not a file at the default branch of {consumer.repository}, or that repository is not readable by this installation")
+        kept.put(key, (time.monotonic(), out[label]), len(out[label]))
     return out
 
 

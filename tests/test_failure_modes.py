@@ -355,7 +355,7 @@ def test_opened_reopened_and_ready_for_review_together_give_one_run_and_one_sugg
     from tests.test_service_support import TEST_FILE
 
     sim = world.sim
-    typo = TEST_FILE.replace('"stage-a-1-gpu-h200"', '"stage-a-1-gpu-h20"')
+    typo = TEST_FILE.replace('"stage-a-1-gpu-h200"', '"stgae-a-1-gpu-h200"')  # not -h20: a real GPU model, never "corrected"
     prs = []
     for i in range(6):
         branch = f"typo-{i}"

@@ -473,10 +473,13 @@ def test_run_check_completes_neutral_on_a_limit(monkeypatch):
     from bot.handlers import pull_requests
 
     updates = []
+    from bot.github.client import _LRU
+
     client = SimpleNamespace(
+        installation_id=1, github=SimpleNamespace(consumers=_LRU()),
         check_runs_for_ref=lambda repo, sha, name: [],
         create_check_run=lambda repo, body: {"id": 7, **body},
-        pull_files=lambda repo, number: [{"filename": P, "status": "added"}],
+        pull_files=lambda repo, number, expected=None: [{"filename": P, "status": "added"}],
         file_at=lambda repo, path, ref: None,
         update_check_run=lambda repo, run_id, body: updates.append(body),
         tree=lambda repo, sha: {"tree": []},
@@ -486,6 +489,7 @@ def test_run_check_completes_neutral_on_a_limit(monkeypatch):
     recorded = {}
     monkeypatch.setattr(pull_requests, "run_check_bounded", lambda *a, **k: LimitExceeded("timeout_s", 60, "it ran longer than 60 s", P))
     monkeypatch.setattr(pull_requests.store, "record_check_run", lambda url, **kw: recorded.update(kw))
+    monkeypatch.setattr(pull_requests.store, "has_check_run", lambda *a: False)
     monkeypatch.setattr(pull_requests, "post_suggestions", lambda *a, **k: pytest.fail("no suggestions without a report"))
     pull_requests.run_check(ctx, repo="o/r", head_sha="h", base_sha="b", number=1, rerun=False, default_branch="main")
     final = updates[-1]

@@ -13,6 +13,8 @@ comment lines anywhere in it, where it goes and what the check must report:
                                              `# base: absent` for a file the diff adds)
     # durations: [{"file": ..., "n": 7, ...}]   (rows of `durations show --format json`)
     # limits: {"ast_nodes": 200}            (checks/limits.py caps)
+    # consumers: none                       (no copy of the external consumers' workflows; by
+                                             default sglang's MI350 nightly is given, as the App reads it)
 
 Every finding of the fixture's rule (and of any rule an `expect:` names) in the fixture's file (and
 in any file an `expect:` names with `@`) must be expected, at that line and column with that severity; `msg:` is a substring of the message; `suggestion:` the exact
@@ -32,11 +34,11 @@ from checks.engine import check_tree
 from checks.limits import Limits
 from checks.rules import RULES
 from checks.tree import MemoryTree
-from tests.fixtures.miles import miles_tree
+from tests.fixtures.miles import CONSUMERS, miles_tree
 
 ROOT = Path(__file__).parent / "fixtures" / "rules"
 DEFAULT_PATH = "tests/e2e/test_case.py"
-_DIRECTIVE = re.compile(r"^\s*# (path|expect|patch|drop|base|durations|limits): ?(.*)$")
+_DIRECTIVE = re.compile(r"^\s*# (path|expect|patch|drop|base|durations|limits|consumers): ?(.*)$")
 
 
 def fixture_files() -> list[Path]:
@@ -75,7 +77,7 @@ def run_fixture(fixture: Path):
             files[patch["path"]] = files[patch["path"]].replace(patch["old"], patch["new"])
         elif key == "drop":
             del files[value]
-    kwargs = {}
+    kwargs = {"consumers_from": {} if ("consumers", "none") in d else CONSUMERS}
     durations = next((v for k, v in d if k == "durations"), None)
     if durations is not None:
         kwargs["durations"] = json.loads(durations)

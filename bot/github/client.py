@@ -188,6 +188,7 @@ class GitHub:
         self.policy = policy or RetryPolicy.from_env()
         self.etags = _LRU(max_items=4096)
         self.blobs = BlobCache(blob_dir)
+        self.consumers = _LRU(max_items=256, max_bytes=8 * 1024 * 1024)  # bot.sources.external_consumers
         # Listings kept compact (path, type, mode, sha, size of each entry) and bounded in bytes:
         # a miles-sized recursive listing is ~1.4 MB as GitHub sends it, ~0.2 MB like this.
         self.trees = _LRU(max_items=256, max_bytes=32 * 1024 * 1024)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 from gidgethub.routing import Router
 
@@ -10,6 +11,7 @@ from bot.analysis import LimitExceeded, run_check_bounded
 from bot.checkruns import DEAD_TITLE, FAILED_TITLE, STALE_TITLE
 from bot.routing import CURRENT_JOB, check_run_completed
 from bot.sources import GitHubTree, changed_paths, external_consumers
+from bot.store import heads
 from bot.store import service as store
 from bot.store.index import RegistrationIndex
 from bot.suggestions import post_suggestions
@@ -37,9 +39,38 @@ async def pull_request_changed(event, ctx):
     if pr.get("state") == "closed":
         return
     repo = event.data["repository"]["full_name"]
+    push = Push(pr.get("updated_at")) if event.data.get("action") in heads.PUSH_ACTIONS else None
+    if push is not None:
+        _note(ctx, repo, pr["number"], pr["head"]["sha"], push.updated_at)
     with ctx.exclusive(repo, pr["head"]["sha"], CHECK_NAME):  # opened + ready_for_review together: one run
         run_check(ctx, repo=repo, head_sha=pr["head"]["sha"], base_sha=pr["base"]["sha"], number=pr["number"],
-                  rerun=False, default_branch=_default_branch(event), changed_files=pr.get("changed_files"))
+                  rerun=False, default_branch=_default_branch(event), changed_files=pr.get("changed_files"),
+                  push=push)
+
+
+@dataclass(frozen=True)
+class Push:
+    """The push a pull_request job checks: GitHub's updated_at for the PR at that push."""
+
+    updated_at: str | None
+
+
+def _note(ctx, repo: str, number: int, head_sha: str, updated_at: str | None) -> None:
+    try:
+        heads.note(ctx.store_url, repo, number, head_sha, updated_at or "")
+    except Exception as exc:  # noqa: BLE001 - only the saving is lost
+        ctx.log.warning("could not note the PR's head", error=type(exc).__name__)
+
+
+def superseded_by(ctx, repo: str, number: int | None, head_sha: str, push: Push | None) -> str | None:
+    """The PR's newer head if this push is no longer its head (a re-run is never superseded)."""
+    if push is None or number is None:
+        return None
+    try:
+        return heads.newer_head(ctx.store_url, repo, number, head_sha, push.updated_at)
+    except Exception as exc:  # noqa: BLE001 - a store that cannot say: check as before
+        ctx.log.warning("could not read the PR's newest head", error=type(exc).__name__)
+        return None
 
 
 def _default_branch(event) -> str:
@@ -84,10 +115,11 @@ def find_or_create_run(client, ctx, repo: str, head_sha: str, rerun: bool) -> tu
     run go back to in progress). Only when the last run reports a job that did not finish does a
     re-run start a new run straight away.
     """
-    if not rerun and not store.has_check_run(ctx.store_url, repo, head_sha, CHECK_NAME):
-        # The first job for this head: every run this App creates is recorded at once (_create_run),
-        # so none exists yet and listing GitHub's would cost a call to learn nothing. A duplicate
-        # delivery, a retry or a re-run finds the record and asks GitHub, as below.
+    if not rerun and getattr(ctx, "attempt", 1) == 1 and not store.has_check_run(ctx.store_url, repo, head_sha, CHECK_NAME):
+        # The first attempt of the first job for this head: every run this App creates is recorded
+        # as soon as GitHub answers (_create_run), so none exists yet and listing GitHub's would
+        # cost a call to learn nothing. A retry lists (its first attempt's create may have reached
+        # GitHub unanswered), as do duplicate deliveries and re-runs, which find the record.
         return _create_run(client, ctx, repo, head_sha), False
     runs = client.check_runs_for_ref(repo, head_sha, CHECK_NAME)
     app_id = str(ctx.settings.app_id or "")
@@ -130,8 +162,13 @@ def _record(ctx, repo: str, head_sha: str, run: dict, conclusion: str | None) ->
 
 
 def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: int | None, rerun: bool,
-              default_branch: str, changed_files: int | None = None) -> None:
+              default_branch: str, changed_files: int | None = None, push: Push | None = None) -> None:
     client = ctx.client
+    newer = superseded_by(ctx, repo, number, head_sha, push)
+    if newer is not None:
+        # Queued behind a newer push: that push's job checks the PR; this one spends nothing.
+        ctx.log.info("check superseded before it started", head_sha=head_sha, newer_head=newer)
+        return
     run, done = find_or_create_run(client, ctx, repo, head_sha, rerun)
     if done:
         ctx.log.info("check already completed", check_run_id=run["id"], head_sha=head_sha)
@@ -150,6 +187,12 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
     report = run_check_bounded(head, base, changed, config_text=config_text, scan_cache=index, log=ctx.log,
                                consumers_from=consumers)  # a child process, time and memory capped
     conclusion, output, annotations = report.check_run() if isinstance(report, LimitExceeded) else render(report)
+    newer = superseded_by(ctx, repo, number, head_sha, push)
+    if newer is not None:
+        # Pushed over while this ran: the files list already describes the newer head, so this
+        # verdict could mix two pushes. Said so, and nothing else written (no suggestions).
+        conclusion, output, annotations = "cancelled", superseded_output(newer), []
+        files = None
     complete_run(client, repo, run["id"], conclusion, output, annotations)
     if files is not None and not isinstance(report, LimitExceeded):
         # After the check run: a suggestion is a convenience, the check is the verdict.
@@ -185,6 +228,12 @@ def complete_run(client, repo: str, run_id: int, conclusion: str, output: dict, 
             store.set_check_run_conclusion(ctx.store_url, run_id, conclusion)
         except Exception as exc:
             ctx.log.warning("could not record a completed check run", check_run_id=run_id, error=type(exc).__name__)
+
+
+def superseded_output(newer: str) -> dict:
+    return {"title": f"Superseded by a newer push ({newer[:7]})",
+            "summary": f"The pull request's head moved to `{newer}` while this commit was being checked. "
+                       "That push is checked instead; nothing here was judged."}
 
 
 # -- rendering lives in checks.render (analysis never knows how it is shown) ----------------------

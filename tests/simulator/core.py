@@ -210,6 +210,7 @@ class GitHubSimulator(JsonViews, RestOperations):
             for pr in self.pulls.values():
                 if pr.head_repository is repo and pr.head_ref == branch and pr.state == "open":
                     pr.head_sha = sha
+                    pr.updated_at = time.time()
             return sha
 
     def close_pull_request(self, pr: PullRequest, merged: bool = False) -> None:

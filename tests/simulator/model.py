@@ -119,6 +119,7 @@ class PullRequest:
     state: str = "open"
     merged: bool = False
     created_at: float = 0.0
+    updated_at: float = 0.0   # moves with every push to the head branch, as GitHub's does
     id: int = 0
     head_repo: "Repo | None" = None   # the fork the head branch lives in (None: same repository)
 

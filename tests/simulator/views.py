@@ -124,7 +124,7 @@ class JsonViews:
             "number": pr.number, "state": pr.state, "locked": False, "title": pr.title,
             "user": self.user_json(pr.author), "body": pr.body or None, "labels": [],
             "milestone": None, "active_lock_reason": None, "created_at": iso(pr.created_at),
-            "updated_at": iso(pr.created_at), "closed_at": None, "merged_at": None,
+            "updated_at": iso(max(pr.updated_at, pr.created_at)), "closed_at": None, "merged_at": None,
             "merge_commit_sha": None, "assignee": None, "assignees": [],
             "requested_reviewers": [], "requested_teams": [],
             "head": side(pr.head_ref, pr.head_sha, pr.head_repository),
