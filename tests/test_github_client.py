@@ -317,7 +317,7 @@ def test_tree_listings_are_kept_compact_and_bounded(gh):
     tree = GitHubTree(client, "radixark/miles", sha)
     assert sorted(tree.paths()) == ["a.py", "dir/b.py", "dir/c.py"]
     [cached] = [v for k, v in github.trees._data.items() if k[0] == "radixark/miles"]
-    assert all(set(e) <= {"path", "type", "mode", "sha", "size"} for e in cached["tree"])  # no urls
+    assert set(cached) == {"sha", "truncated", "packed"} and "http" not in cached["packed"]  # one string, no urls
     assert github.trees.max_bytes and 0 < github.trees._bytes < 2000
 
 

@@ -129,9 +129,27 @@ GRAPHQL_BATCH_BYTES = 8 * 1024 * 1024
 
 
 def _compact_tree(raw: dict) -> dict:
-    """A recursive listing with only what bot.sources reads of each entry."""
-    return {"sha": raw.get("sha"), "truncated": bool(raw.get("truncated")),
-            "tree": [{k: e[k] for k in _TREE_FIELDS if k in e} for e in raw.get("tree", [])]}
+    """A recursive listing packed into one string: what bot.sources reads of each entry (type,
+    mode, blob SHA, size, path), entries separated by NUL (which no git path holds).
+
+    One str per listing, not a dict per entry: a miles-sized listing is ~0.2 MB either way on the
+    wire, but ~1.5 MB as Python dicts, and the cache's byte bound should be what it really holds.
+    """
+    packed = "\0".join(f"{e.get('type', '')} {e.get('mode', '')} {e.get('sha', '')} {e.get('size', '')} {e['path']}"
+                        for e in raw.get("tree", []) if "path" in e)
+    return {"sha": raw.get("sha"), "truncated": bool(raw.get("truncated")), "packed": packed}
+
+
+def _unpack_tree(compact: dict) -> dict:
+    """The listing as GitHub's shape (only the fields kept), built anew for each reader."""
+    entries = []
+    for line in compact["packed"].split("\0") if compact["packed"] else []:
+        kind, mode, sha, size, path = line.split(" ", 4)
+        entry = {"path": path, "type": kind, "mode": mode, "sha": sha}
+        if size:
+            entry["size"] = int(size)
+        entries.append(entry)
+    return {"sha": compact["sha"], "truncated": compact["truncated"], "tree": entries}
 
 
 def git_blob_sha(data: bytes) -> str:
@@ -186,12 +204,14 @@ class GitHub:
                  policy: RetryPolicy | None = None, blob_dir: Path | None = None):
         self.api_url = api_url.rstrip("/")
         self.policy = policy or RetryPolicy.from_env()
-        self.etags = _LRU(max_items=4096)
+        # Conditional GETs' last answers (bodies as parsed JSON), bounded by their size on the wire
+        # times the parsed form's overhead.
+        self.etags = _LRU(max_items=4096, max_bytes=32 * 1024 * 1024)
         self.blobs = BlobCache(blob_dir)
         self.consumers = _LRU(max_items=256, max_bytes=8 * 1024 * 1024)  # bot.sources.external_consumers
-        # Listings kept compact (path, type, mode, sha, size of each entry) and bounded in bytes:
-        # a miles-sized recursive listing is ~1.4 MB as GitHub sends it, ~0.2 MB like this.
-        self.trees = _LRU(max_items=256, max_bytes=32 * 1024 * 1024)
+        # Listings packed into one string each (_compact_tree) and bounded by what they really hold:
+        # a miles-sized recursive listing is ~1.4 MB as GitHub sends it, ~0.15 MB like this.
+        self.trees = _LRU(max_items=256, max_bytes=16 * 1024 * 1024)
         self._flights: dict[str, list] = {}  # blob sha -> [lock, waiters]: one fetch per blob at a time
         self._flights_lock = threading.Lock()
         self._blocked: dict[int | None, float] = {}  # installation -> rate limited until (epoch s)
@@ -374,7 +394,9 @@ class InstallationClient:
         if data is None and cached is not None:  # 304 Not Modified: no body, the one we have is current
             return cached[1]
         if etag_key is not None and headers.get("etag"):
-            self.github.etags.put(etag_key, (headers["etag"], data))
+            wire = headers.get("content-length")
+            size = int(wire) * 4 if wire and str(wire).isdigit() else len(json.dumps(data)) * 4
+            self.github.etags.put(etag_key, (headers["etag"], data), size)
         return data
 
     def paginate(self, path: str, endpoint: str, *, key: str | None = None, params=None, limit: int = 3000,
@@ -403,9 +425,8 @@ class InstallationClient:
             raw = self.call("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}",
                             lambda: self._repo(repo).get_git_tree(sha, recursive=True).raw_data)
             cached = _compact_tree(raw)
-            size = sum(len(e["path"]) + 80 for e in cached["tree"])
-            self.github.trees.put(key, cached, size)
-        return cached
+            self.github.trees.put(key, cached, len(cached["packed"]) + 200)
+        return _unpack_tree(cached)
 
     def tree_level(self, repo: str, sha: str) -> dict:
         """One level of a tree (when the recursive listing came back truncated)."""
