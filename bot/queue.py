@@ -250,12 +250,17 @@ redis.call('ZADD', KEYS[2], ARGV[1], data)
 return data
 """
 
+# KEYS[3] of the scripts below is the doorbell: a short list idle workers wait on with BLPOP, one
+# token per job made ready, so a worker in any process starts at once instead of at its next poll.
+_RING = "redis.call('LPUSH', KEYS[3], '1') redis.call('LTRIM', KEYS[3], 0, 63)"
+
 _REQUEUE_LUA = """
 local res = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])
 for _, data in ipairs(res) do
   redis.call('ZREM', KEYS[2], data)
   redis.call('RPUSH', KEYS[1], data)
 end
+if #res > 0 then """ + _RING + """ end
 return #res
 """
 
@@ -265,12 +270,14 @@ for _, data in ipairs(res) do
   redis.call('ZREM', KEYS[1], data)
   redis.call('LPUSH', KEYS[2], data)
 end
+if #res > 0 then """ + _RING + """ end
 return #res
 """
 
 _ENQUEUE_UNIQUE_LUA = """
 if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
   redis.call('LPUSH', KEYS[2], ARGV[1])
+  """ + _RING + """
   return 1
 end
 return 0
@@ -290,6 +297,7 @@ class LeasedRedisStorage(_LeaseMixin, RedisStorage):
         super().__init__(name=name, **kwargs)
         self.inflight_key = f"huey.inflight.{self.name}"
         self.seen_prefix = f"huey.seen.{self.name}."
+        self.bell_key = f"huey.bell.{self.name}"
         self._claim = self.conn.register_script(_CLAIM_LUA)
         self._requeue = self.conn.register_script(_REQUEUE_LUA)
         self._enqueue_unique = self.conn.register_script(_ENQUEUE_UNIQUE_LUA)
@@ -297,7 +305,7 @@ class LeasedRedisStorage(_LeaseMixin, RedisStorage):
 
     def promote_due(self, ts) -> int:
         """Move due delayed jobs (retries) into the queue atomically: none lost in between."""
-        return int(self._promote(keys=[self.schedule_key, self.queue_key], args=[self.convert_ts(ts)]))
+        return int(self._promote(keys=[self.schedule_key, self.queue_key, self.bell_key], args=[self.convert_ts(ts)]))
 
     def claim(self):
         data = self._claim(keys=[self.queue_key, self.inflight_key], args=[time.time() + self.lease_s])
@@ -317,10 +325,18 @@ class LeasedRedisStorage(_LeaseMixin, RedisStorage):
 
     def requeue_expired(self, now=None):
         now = time.time() if now is None else now
-        return int(self._requeue(keys=[self.queue_key, self.inflight_key], args=[now]))
+        return int(self._requeue(keys=[self.queue_key, self.inflight_key, self.bell_key], args=[now]))
 
     def enqueue_unique(self, key, data):
-        return bool(self._enqueue_unique(keys=[self.seen_prefix + key, self.queue_key], args=[data, SEEN_TTL_S]))
+        return bool(self._enqueue_unique(keys=[self.seen_prefix + key, self.queue_key, self.bell_key], args=[data, SEEN_TTL_S]))
+
+    def enqueue(self, data, priority=None):
+        super().enqueue(data, priority)
+        self.conn.lpush(self.bell_key, "1")  # a job queued another way (a task's own enqueue)
+
+    def wait_for_work(self, timeout: float) -> bool:
+        """Block until a job is made ready (a blocking pop on the doorbell) or `timeout` passes."""
+        return self.conn.blpop([self.bell_key], timeout=max(timeout, 0.01)) is not None
 
     def forget(self, key):
         self.conn.delete(self.seen_prefix + key)
@@ -333,15 +349,24 @@ class LeasedRedisStorage(_LeaseMixin, RedisStorage):
 
     def flush_queue(self):
         super().flush_queue()
-        self.conn.delete(self.inflight_key)
+        self.conn.delete(self.inflight_key, self.bell_key)
 
 
 class _WakingWorker(Worker):
-    """A huey worker that an enqueue in its own process wakes at once, instead of at its next poll."""
+    """A huey worker that a new job wakes at once, instead of at its next poll: on Redis, by a
+    blocking pop on the queue's doorbell (any process's enqueue rings it); on the embedded queue,
+    by an enqueue in its own process."""
 
     def sleep(self):
         if self.delay > self.max_delay:
             self.delay = self.max_delay
+        wait_for_work = getattr(self.huey.storage, "wait_for_work", None)
+        if wait_for_work is not None:
+            if wait_for_work(self.delay):
+                self.delay = self.default_delay
+                return
+            self.delay *= self.backoff
+            return
         if self.huey.arrived.wait(self.delay):
             self.huey.arrived.clear()
             self.delay = self.default_delay

@@ -176,3 +176,38 @@ def test_a_worker_of_the_same_process_starts_at_once_on_an_enqueue(make_queue):
         assert started and started[0] < 0.5, started
     finally:
         consumer.stop(graceful=True)
+
+
+def test_a_redis_worker_in_another_process_starts_at_once_on_an_enqueue(tmp_path, redis_prefix):
+    """Redis: the worker blocks on the queue's doorbell (BLPOP); a delivery queued by another
+    process (here another queue instance, as the web process is) rings it: no 2 s poll to wait."""
+    settings = load_settings({"CI_REGISTRAR_DATA_DIR": str(tmp_path)})
+    config = QueueConfig(redis_prefix, REDIS_TEST_URL, "", 30.0)
+    worker_side, web_side = open_queue(settings, config=config), open_queue(settings, config=config)
+    started = []
+
+    @worker_side.task(name="mark")
+    def mark(at):
+        started.append(time.time() - at)
+
+    remote_mark = web_side.task(name="mark")(lambda at: None)
+
+    consumer = worker_side.create_consumer(workers=1, worker_type="thread", periodic=False, initial_delay=2.0,
+                                           backoff=1.0, max_delay=2.0, check_worker_health=False)
+    consumer.start()
+    try:
+        time.sleep(0.5)  # the worker found nothing and waits up to 2 s
+        remote_mark(time.time())
+        deadline = time.time() + 5
+        while not started and time.time() < deadline:
+            time.sleep(0.01)
+        assert started and started[0] < 0.5, started
+    finally:
+        consumer.stop(graceful=True)
+    # a delivery (queued by the Lua script, as the web process does) rings the same doorbell
+    storage = web_side.storage
+    storage.conn.delete(storage.bell_key)
+    web_side.enqueue_delivery(uuid.uuid4().hex, "ping", b"{}")
+    assert worker_side.storage.wait_for_work(1.0) is True
+    assert worker_side.storage.wait_for_work(0.05) is False  # one job, one token
+    worker_side.storage.flush_queue()
