@@ -29,6 +29,12 @@ second PR (warm). Then memory: this process's resident set after --checks checks
 Ends with one JSON line.
 
     .venv/bin/python bench/api_calls.py [--files 1686 --tests 382] [--runs 5] [--latency 0.1] [--checks 200]
+
+With --real GIT_DIR --base REV --head REV it also replays a real pull request on the simulator:
+both revisions' every file (git ls-tree / cat-file), base on main and head on a branch, checked
+cold and then again by a new worker elsewhere (the index warm), with the App's verdict compared
+to the engine's on the same two trees. For the seed PR: --real PATH/TO/miles.git
+--base babb42903^1 --head babb42903.
 """
 
 from __future__ import annotations
@@ -214,6 +220,58 @@ def memory(files: int, tests: int, checks: int, prs: int = 20) -> dict[str, floa
             w.stop()
 
 
+def git_files(git_dir: str, rev: str) -> dict[str, bytes]:
+    """Every blob of `rev` (symlinks and submodules left out), path -> bytes."""
+    import subprocess
+
+    listing = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "-z", rev], check=True,
+                             capture_output=True).stdout.decode().split("\0")
+    entries = [(line.split("\t", 1)[1], line.split()[2]) for line in listing if line and line.split()[1] == "blob"
+               and not line.startswith("120000")]
+    batch = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "--batch"], check=True, capture_output=True,
+                           input="".join(f"{sha}\n" for _, sha in entries).encode()).stdout
+    out, at = {}, 0
+    for path, _ in entries:
+        header_end = batch.index(b"\n", at)
+        size = int(batch[at:header_end].split()[2])
+        out[path] = batch[header_end + 1:header_end + 1 + size]
+        at = header_end + 1 + size + 1
+    return out
+
+
+def real_pr(git_dir: str, base_rev: str, head_rev: str) -> dict:
+    from checks.engine import check_tree
+    from checks.render import check_run_annotations, check_run_conclusion
+    from checks.tree import MemoryTree
+    from tests.fixtures.miles import CONSUMERS
+
+    base, head = git_files(git_dir, base_rev), git_files(git_dir, head_rev)
+    with tempfile.TemporaryDirectory() as tmp:
+        w = ApiWorld(Path(tmp), 10, 2)
+        try:
+            w.repo.commit(base, branch="main", replace=True)
+            w.repo.commit(head, branch="real", parent=w.repo.head("main"), replace=True)
+            pr = w.sim.open_pull_request(w.repo, "real", "main", author="bob")
+            cold = w.event("pull_request", "opened", pull=pr, sender="bob")
+            w.repo.commit({}, branch="real2", parent=w.repo.head("real"))  # the same tree, a new commit
+            second = w.sim.open_pull_request(w.repo, "real2", "main", author="bob")
+            w.new_worker_elsewhere()
+            warm = w.event("pull_request", "opened", pull=second, sender="bob")
+            run = w.latest_run(pr.head_sha)
+            changed = {p: p for p in set(head) | set(base) if head.get(p) != base.get(p)}
+            changed.update({p: None for p in head if p not in base})
+            changed = {p: b for p, b in changed.items() if p in head or b}
+            report = check_tree(MemoryTree(head), MemoryTree(base), changed, config_text=None, fixes=False,
+                                consumers_from=CONSUMERS)
+            key = lambda a: (a["path"], a["start_line"], a["title"], a["message"])  # noqa: E731
+            same = (run["conclusion"] == check_run_conclusion(report)
+                    and sorted(map(key, w.sim._check_runs[run["id"]]["annotations"])) == sorted(map(key, check_run_annotations(report))))
+            return {"files": len(head), "changed": len(changed), "cold": cold, "warm": warm, "same_verdict": same,
+                    "conclusion": run["conclusion"], "annotations": len(w.sim._check_runs[run["id"]]["annotations"])}
+        finally:
+            w.stop()
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=1686)
@@ -221,6 +279,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--latency", type=float, default=0.1, help="seconds added to every simulator response")
     parser.add_argument("--checks", type=int, default=200, help="checks for the memory figure (0: skip)")
+    parser.add_argument("--real", metavar="GIT_DIR", help="also replay a real PR from this repository (with --base/--head)")
+    parser.add_argument("--base")
+    parser.add_argument("--head")
     args = parser.parse_args(argv)
     import logging
 
@@ -242,6 +303,18 @@ def main(argv=None) -> dict:
               + (f" (+{r['token_calls']} token)" if r["token_calls"] else ""))
         out[f"{case}_calls"] = r["calls"]
         out[f"{case}_baseline"] = baseline
+    if args.real:
+        real = real_pr(args.real, args.base, args.head)
+        for label in ("cold", "warm"):
+            r = real[label]
+            print(f"real PR ({args.base}..{args.head}: {real['files']} files, {real['changed']} changed) {label}: "
+                  f"{r['calls']} calls, baseline {2 * real['changed'] + 3}; "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(r["by_operation"].items()))
+                  + (f" (+{r['token_calls']} token)" if r["token_calls"] else ""))
+            out[f"real_{label}_calls"] = r["calls"]
+        print(f"real PR verdict: {real['conclusion']}, {real['annotations']} annotations, "
+              f"{'the same as' if real['same_verdict'] else 'DIFFERENT FROM'} the engine's on the same trees")
+        out["real_same_verdict"] = real["same_verdict"]
     if args.runs:
         lat = latency(args.files, args.tests, args.runs, args.latency)
         for label, value in lat.items():

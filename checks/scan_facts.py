@@ -47,6 +47,7 @@ import functools
 import hashlib
 import json
 import math
+import re
 
 from checks.model import Argument, Backend, Finding, Registration, Severity, Span
 from checks.registrations import FileScan
@@ -57,7 +58,13 @@ ENGINE_FACTS_VERSION = 1
 # Contract fields a scan never reads (the inventory feeds the suite rules, not scan_file; the
 # findings and the did-you-mean memo are the contract's own). Everything else is fingerprinted,
 # so a field added to Contract later invalidates cached scans until it is listed here.
-_NOT_SCAN_INPUTS = frozenset({"suites", "partial_backends", "inventory_known", "findings", "near"})
+# Discovery and the runner's facts say which files are scanned and how findings are judged after
+# the scan, never what a scan of given bytes holds; they also hold predicates (functions) whose
+# repr changes with every process, which would make every key new.
+_NOT_SCAN_INPUTS = frozenset({"suites", "partial_backends", "inventory_known", "findings", "near", "facts", "discovery",
+                              "implicit_cpu_roots", "unregistered_severity", "suite_checked_backends",
+                              "unknown_suite_when_disabled"})
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 class UnfitForFacts(ValueError):
@@ -90,7 +97,7 @@ def _canonical(value):
         return value
     if isinstance(value, float):
         return repr(value)
-    return repr(value)
+    return _ADDRESS.sub("", repr(value))  # an object's address differs in every process
 
 
 # The modules whose code decides what scan_file returns: their source is part of every key, so an

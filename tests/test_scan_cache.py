@@ -211,3 +211,30 @@ def test_refused_hints_are_counted_so_their_scans_are_not_kept():
     assert near.lookup("label", "x", {"a", "b"}, "labels", lambda n, c: "hint") == []
     assert near.lookup("label", "x", {"a", "b"}, "labels", lambda n, c: "hint") == []  # memo hit of a refused answer
     assert near.refused == 2
+
+
+def test_the_contract_fingerprint_is_the_same_in_every_process():
+    """A key that changed with each process (a predicate's repr holds its address) would make every
+    cache and index lookup a miss: sglang's discovery holds such predicates."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    script = (
+        "from pathlib import Path\n"
+        "from checks.config import load_config\n"
+        "from checks.contract import read_contract\n"
+        "from checks.scan_facts import contract_fingerprint\n"
+        "from checks.tree import DirectoryTree\n"
+        "from tests.fixtures.sglang import SGLANG_CONFIG\n"
+        "tree = DirectoryTree(Path('tests/fixtures/targets/sglang/r2026-08-22-382343f'))\n"
+        "config, problems = load_config(SGLANG_CONFIG)\n"
+        "assert not problems, problems\n"
+        "contract = read_contract(tree, config)\n"
+        "assert contract.discovery, 'the runner discovery was read'\n"
+        "print(contract_fingerprint(contract))\n"
+    )
+    prints = {subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True).stdout
+              for _ in range(2)}
+    assert len(prints) == 1, prints
