@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from checks.config import Config, Paths
 from checks.limits import Budget, count_tokens
 from checks.model import code, Backend, Finding, Span
-from checks.runner import RunnerFacts, Source, read_runner
+from checks.runner import RunnerFacts, Source, module_bindings as _module_bindings, read_runner
 from checks.rules import make_finding
 from checks.source import decode_source, node_span
 from checks.suites import NearNames
@@ -123,19 +123,6 @@ def _parse_module(path: str, data: bytes | None, contract: Contract, what: str, 
         line = getattr(exc, "lineno", None) or 1
         contract.findings.append(make_finding("REG901", path, Span.at_line(line), f"cannot read {what}: {exc.__class__.__name__}: {getattr(exc, 'msg', exc)}"))
         return None, []
-
-
-def _module_bindings(tree: ast.Module) -> dict[str, ast.expr]:
-    """Module-level `NAME = value` and `NAME: T = value` bindings (the last one wins, as at run time)."""
-    bindings: dict[str, ast.expr] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                if isinstance(target, ast.Name):
-                    bindings[target.id] = stmt.value
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-            bindings[stmt.target.id] = stmt.value
-    return bindings
 
 
 class Unresolvable(Exception):

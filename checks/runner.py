@@ -36,6 +36,19 @@ _MAX_STEPS = 20_000  # statements and expressions followed: a discovery past it 
 _MAX_SOURCES = 256  # globs: each discovered path is matched against every one
 
 
+def module_bindings(tree: ast.Module) -> dict[str, ast.expr]:
+    """Module-level `NAME = value` and `NAME: T = value` bindings (the last one wins, as at run time)."""
+    bindings: dict[str, ast.expr] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    bindings[target.id] = stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            bindings[stmt.target.id] = stmt.value
+    return bindings
+
+
 class Unreadable(Exception):
     pass
 
@@ -114,18 +127,6 @@ def _glob_regex(pattern: str) -> str:
     return "".join(out)
 
 
-def _bindings(tree: ast.Module) -> dict[str, ast.expr]:
-    out: dict[str, ast.expr] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign):
-            for t in stmt.targets:
-                if isinstance(t, ast.Name):
-                    out[t.id] = stmt.value
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-            out[stmt.target.id] = stmt.value
-    return out
-
-
 def _functions(tree: ast.Module | None) -> dict[str, ast.FunctionDef]:
     if tree is None:
         return {}
@@ -144,7 +145,7 @@ class _Module:
     def __init__(self, path: str, tree: ast.Module | None):
         self.path = path
         self.tree = tree
-        self.bindings = _bindings(tree) if tree is not None else {}
+        self.bindings = module_bindings(tree) if tree is not None else {}
         self.functions = _functions(tree)
 
 

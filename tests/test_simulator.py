@@ -724,3 +724,53 @@ def test_fork_pull_requests_carry_the_fork_and_no_pull_requests_array(world):
     assert [f["filename"] for f in files] == ["tests/e2e/test_a.py"]
     new_head = sim.push(fork, "evil", {"x.py": "1\n"})
     assert sim.pull(repo, pr.number).head_sha == new_head
+
+
+# -- POST /graphql ----------------------------------------------------------------------------------
+BLOB_QUERY = ("query($owner: String!, $name: String!, $e0: String!) { repository(owner: $owner, name: $name) {"
+              " f0: object(expression: $e0) { ... on Blob { oid byteSize isBinary isTruncated text } } } }")
+
+
+def _graphql(sim, token, query, variables=None):
+    return requests.post(f"{sim.url}/graphql", json={"query": query, "variables": variables or {}},
+                         headers={"Authorization": f"token {token}"}, timeout=10)
+
+
+def test_graphql_reads_a_blob_at_a_commit_by_expression(github_sim):
+    sim = github_sim
+    app = sim.create_app()
+    repo = sim.create_repo("radixark/miles")
+    sha = repo.commit({"tests/e2e/test_a.py": TEST_A})
+    token = sim.issue_token(sim.install(app, repo))
+    answer = _graphql(sim, token, BLOB_QUERY, {"owner": "radixark", "name": "miles", "e0": f"{sha}:tests/e2e/test_a.py"})
+    assert answer.status_code == 200 and answer.headers["x-ratelimit-resource"] == "graphql"
+    blob = answer.json()["data"]["repository"]["f0"]
+    assert blob == {"oid": blob_sha(TEST_A.encode()), "byteSize": len(TEST_A), "isBinary": False,
+                    "isTruncated": False, "text": TEST_A}
+    missing = _graphql(sim, token, BLOB_QUERY, {"owner": "radixark", "name": "miles", "e0": f"{sha}:nope.py"})
+    assert missing.json() == {"data": {"repository": {"f0": None}}}
+
+
+def test_graphql_refuses_what_github_refuses(github_sim):
+    sim = github_sim
+    app = sim.create_app()
+    repo = sim.create_repo("radixark/miles")
+    sha = repo.commit({"a.py": "a = 1\n"})
+    sim.create_repo("radixark/other")
+    inst = sim.install(app, repo)
+    token = sim.issue_token(inst)
+    # a repository outside the installation: null and NOT_FOUND, as GitHub answers
+    other = _graphql(sim, token, BLOB_QUERY, {"owner": "radixark", "name": "other", "e0": f"{sha}:a.py"}).json()
+    assert other["data"] == {"repository": None} and other["errors"][0]["type"] == "NOT_FOUND"
+    # no installation token: 401
+    assert requests.post(f"{sim.url}/graphql", json={"query": BLOB_QUERY}, timeout=10).status_code == 401
+    # an installation without contents: read cannot read file contents
+    reader = sim.create_app(name="No contents", permissions={"metadata": "read"})
+    weak = sim.issue_token(sim.install(reader, repo))
+    forbidden = _graphql(sim, weak, BLOB_QUERY, {"owner": "radixark", "name": "miles", "e0": f"{sha}:a.py"}).json()
+    assert forbidden["errors"][0]["type"] == "FORBIDDEN"
+    # a field GitHub's schema does not have: an error, and a violation of the test that sent it
+    bad = _graphql(sim, token, "{ viewer { login } }").json()
+    assert "data" not in bad and "Cannot query field 'viewer'" in bad["errors"][0]["message"]
+    assert sim.violations and "query invalid" in sim.violations[-1]
+    sim.violations.clear()

@@ -431,14 +431,9 @@ class GitHubSimulator(JsonViews, RestOperations):
             entry["status"] = 422
             return self._json(422, {"message": f"Validation Failed (simulator: {message})",
                                     "documentation_url": "https://docs.github.com/rest"})
-        fault = self._take_fault(req.method, path)
-        if fault is not None:
-            if fault.kind == "slow":
-                with self.lock:
-                    self.requests_log.remove(entry)
-            response = self._fault_response(fault, req)
-            entry["status"] = response.status
-            return response
+        faulted = self._faulted(req, entry)
+        if faulted is not None:
+            return faulted
         # one request at a time through auth and state: handlers read self._auth_* set here
         with self.lock:
             try:
@@ -495,6 +490,18 @@ class GitHubSimulator(JsonViews, RestOperations):
         headers = dict(headers or {})
         headers["Content-Type"] = "application/json; charset=utf-8"
         return Response(status, json.dumps(payload).encode(), headers)
+
+    def _faulted(self, req: Request, entry: dict) -> Response | None:
+        """The injected fault's answer to this request, if one applies (REST and GraphQL alike)."""
+        fault = self._take_fault(req.method, req.raw_path)
+        if fault is None:
+            return None
+        if fault.kind == "slow":
+            with self.lock:
+                self.requests_log.remove(entry)  # logged again when it is answered for real
+        response = self._fault_response(fault, req)
+        entry["status"] = response.status
+        return response
 
     def _take_fault(self, method: str, path: str) -> Fault | None:
         if getattr(self._tls, "skip_faults", False):

@@ -103,14 +103,9 @@ class GraphQLEndpoint:
         if req.method != "POST":
             entry["status"] = 404
             return sim._json(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/graphql"})
-        fault = sim._take_fault(req.method, req.raw_path)
-        if fault is not None:
-            if fault.kind == "slow":
-                with sim.lock:
-                    sim.requests_log.remove(entry)
-            response = sim._fault_response(fault, req)
-            entry["status"] = response.status
-            return response
+        faulted = sim._faulted(req, entry)
+        if faulted is not None:
+            return faulted
         scheme, _, credential = (req.headers.get("authorization") or "").partition(" ")
         with sim.lock:
             token = sim._tokens.get(credential) if scheme.lower() in ("token", "bearer") else None
