@@ -82,7 +82,7 @@ def _is_target(tree) -> bool:
                    ".github/ci-registrar.yml; one matching none counts as one more consumer). Repeatable. Without it, "
                    "an external consumer is not read (REG017 warning).")
 @click.option("--list-rules", is_flag=True, help="Print the rule registry and exit (see also `ci-registrar rule`).")
-@click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Keep each file's parsed facts here, by content hash (default: $CI_REGISTRAR_CACHE_DIR, else $XDG_CACHE_HOME/ci-registrar, else ~/.cache/ci-registrar).")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Keep each file's parsed facts here, by content hash (default: one directory per checkout under $CI_REGISTRAR_CACHE_DIR, else $XDG_CACHE_HOME/ci-registrar, else ~/.cache/ci-registrar).")
 @click.option("--no-cache", is_flag=True, help="Parse every file again; read and write no scan cache.")
 def check(repo: str, base: str | None, head: str | None, fmt: str, output: str | None, new_only: bool, apply_fixes: bool,
           show_diff: bool, fail_on: str, from_store: bool, durations_file: str | None, repository: str | None,
@@ -117,8 +117,15 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, output: str |
 
     scan_cache = None
     if not no_cache:
-        from checks.scan_cache import DiskScanCache
+        import hashlib
 
+        from checks.scan_cache import DiskScanCache, default_cache_dir
+
+        if cache_dir is None:
+            # One cache per checkout: a run loads its own repository's facts, not every repository's
+            # this machine ever checked (entries stay keyed by content, so a move only re-parses).
+            checkout = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+            cache_dir = default_cache_dir() / "checkouts" / checkout
         scan_cache = DiskScanCache(cache_dir)
     external: dict[str, bytes] = {}
     for path in consumers_from:
