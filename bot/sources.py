@@ -6,7 +6,11 @@ import time
 
 from checks.tree import MAX_LINK_BYTES, resolve_link
 
-CONSUMER_TTL_S = 600.0  # an external consumer's workflow is read again (conditionally) after this
+# An external consumer's workflow is read again (conditionally, by ETag) after this many seconds:
+# it runs nightly in another repository, so minutes of delay cost nothing, while reading it for
+# every check of a busy repository would cost a request each (CI_REGISTRAR_CONSUMER_TTL_S).
+CONSUMER_TTL_ENV = "CI_REGISTRAR_CONSUMER_TTL_S"
+CONSUMER_TTL_S = 600.0
 
 
 class GitHubTree:
@@ -143,15 +147,18 @@ def external_consumers(client, config) -> dict[str, bytes | str]:
     read (the engine turns that into a REG017 warning, never a failure).
 
     `client.file_at` asks with If-None-Match: an unchanged workflow costs a 304 from the ETag cache.
-    What was read (or why not) is then kept for CONSUMER_TTL_S in this process: another
+    What was read (or why not) is then kept for CONSUMER_TTL_S (10 minutes) in this process: another
     repository's workflow changes seldom, and every PR check of a busy repository would otherwise
     spend a request on it. A transient error (5xx, timeout) is raised and never kept: the job is
     retried, not checked without it.
     """
     from bot.github.retry import GitHubError
 
+    from bot.settings import env_float
+
     out: dict[str, bytes | str] = {}
     kept = client.github.consumers
+    ttl = env_float(CONSUMER_TTL_ENV, CONSUMER_TTL_S)
     for consumer in config.consumers:
         if consumer.suites is not None:
             continue  # the hand-typed form: nothing to read
@@ -160,7 +167,7 @@ def external_consumers(client, config) -> dict[str, bytes | str]:
             continue
         key = (client.installation_id, label)
         cached = kept.get(key)
-        if cached is not None and time.monotonic() - cached[0] < CONSUMER_TTL_S:
+        if cached is not None and time.monotonic() - cached[0] < ttl:
             out[label] = cached[1]
             continue
         try:

@@ -55,6 +55,18 @@ _FLAG = re.compile(
 )
 _EXPRESSION_RE = re.compile(_EXPRESSION)
 _LOCAL_CALL = re.compile(r"uses:\s*['\"]?\./")
+# The program a command line runs with Python: `python -m pkg.mod` or `python path/script.py`.
+_PYTHON_TARGET = re.compile(r"\bpython[0-9.]*\s+(?:-[A-Za-z]+\s+)*?(?:-m\s+([\w.]+)|([\w./-]+\.py)\b)")
+DEFAULT_RUNNER = "run_suite"
+
+
+def _runs_another_program(line: str, runner: str) -> bool:
+    """A `--suite` of another Python program (sglang's `gen_diffusion_ci_outputs --suite 1-npu`)
+    is that program's, not a run of the suite runner. A line whose program cannot be told (a shell
+    wrapper) still counts: a missed consumer would be a false REG013."""
+    targets = [m.group(1) or m.group(2) for m in _PYTHON_TARGET.finditer(line)]
+    stems = {t.rsplit("/", 1)[-1].removesuffix(".py").rsplit(".", 1)[-1] for t in targets}
+    return bool(stems) and runner not in stems
 _REFERENCE = re.compile(r"\$\{\{\s*(?:fromjson\(\s*)?(?P<ctx>matrix|inputs)\.(?P<key>[\w-]+)\s*\)?\s*\}\}", re.I)
 
 
@@ -112,12 +124,12 @@ class _Invocation:
         return tuple(sorted({v[1] for v in (self.suite, self.hw, self.cadence, self.size) if v and v[0] == ctx}))
 
 
-def _invocations(piece: str) -> list[_Invocation]:
+def _invocations(piece: str, runner: str = DEFAULT_RUNNER) -> list[_Invocation]:
     if "--suite" not in piece:
         return []
     out = []
     for line in piece.replace("\\\r\n", " ").replace("\\\n", " ").split("\n"):
-        if "--suite" not in line:
+        if "--suite" not in line or _runs_another_program(line, runner):
             continue
         expressions = [m.span() for m in _EXPRESSION_RE.finditer(line)] if "${{" in line else []
         suites, flags = [], {}
@@ -309,8 +321,10 @@ def _input_defaults(doc) -> tuple[bool, bool, dict[str, str]]:
     return reusable, reusable and len(triggers) == 1, defaults
 
 
-def _parse_workflow(path: str, text: str, budget: Budget, at: str | None = None) -> tuple[_Workflow | None, list[Finding]]:
-    """`at`: where findings point when `path` is not a file of the repository (an external consumer)."""
+def _parse_workflow(path: str, text: str, budget: Budget, at: str | None = None,
+                    runner: str = DEFAULT_RUNNER) -> tuple[_Workflow | None, list[Finding]]:
+    """`at`: where findings point when `path` is not a file of the repository (an external consumer).
+    `runner`: the suite runner's name (the suites module's stem): `--suite` of other programs is theirs."""
     limits = budget.limits
     try:
         doc = yamlload.load_bounded(text, limits.yaml_nodes)
@@ -334,7 +348,7 @@ def _parse_workflow(path: str, text: str, budget: Budget, at: str | None = None)
     def invocations(piece: str) -> list[_Invocation]:
         found = parsed.get(piece)
         if found is None:
-            found = parsed[piece] = _invocations(piece)
+            found = parsed[piece] = _invocations(piece, runner)
         return found
 
     reusable, only_called, defaults = _input_defaults(doc)
@@ -571,7 +585,7 @@ def _given(consumer: Consumer, consumers_from: dict) -> tuple[str, object] | Non
     return None
 
 
-def _external(label: str, data, budget: Budget, anchor: str) -> tuple[list[SuiteUse], list[Finding]]:
+def _external(label: str, data, budget: Budget, anchor: str, runner: str = DEFAULT_RUNNER) -> tuple[list[SuiteUse], list[Finding]]:
     """One external workflow's uses; what could not be read is a REG017 warning at `anchor`
     (the configuration, else the suite inventory), never a failure."""
 
@@ -597,7 +611,7 @@ def _external(label: str, data, budget: Budget, anchor: str) -> tuple[list[Suite
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return unread("it is not UTF-8")
-    wf, findings = _parse_workflow(label, text, budget, at=anchor)
+    wf, findings = _parse_workflow(label, text, budget, at=anchor, runner=runner)
     if wf is None:
         budget.consumers_partial = True
         return [], findings
@@ -617,6 +631,7 @@ def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budg
 
     anchor = anchor or CONFIG_PATH
     budget = budget or Budget()
+    runner = config.paths.suites_module.rsplit("/", 1)[-1].removesuffix(".py") or DEFAULT_RUNNER
     consumers_from = dict(consumers_from or {})
     findings: list[Finding] = []
     workflows: list[_Workflow] = []
@@ -636,7 +651,7 @@ def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budg
             continue
         if "--suite" not in text and not _LOCAL_CALL.search(text):
             continue  # neither runs a suite nor calls a local reusable workflow that may
-        wf, f = _parse_workflow(path, text, budget)
+        wf, f = _parse_workflow(path, text, budget, runner=runner)
         findings.extend(f)
         if wf is not None:
             workflows.append(wf)
@@ -653,12 +668,12 @@ def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budg
         given = _given(consumer, consumers_from)
         if given is not None:
             used_keys.add(given[0])
-        u, f = _external(label, given[1] if given else None, budget, anchor)
+        u, f = _external(label, given[1] if given else None, budget, anchor, runner)
         uses.extend(u)
         findings.extend(f)
     for key, data in consumers_from.items():
         if key not in used_keys:
-            u, f = _external(key, data, budget, anchor)
+            u, f = _external(key, data, budget, anchor, runner)
             uses.extend(u)
             findings.extend(f)
     return uses, findings

@@ -416,6 +416,7 @@ def _contents_statuses(sim) -> list[int]:
 def test_the_app_reads_the_external_consumer_and_follows_its_changes(github_sim, tmp_path, monkeypatch):
     monkeypatch.setenv("CI_REGISTRAR_HTTP_BACKOFF_S", "0.01")
     monkeypatch.setenv("CI_REGISTRAR_JOB_BACKOFF_S", "0.01")
+    monkeypatch.setenv("CI_REGISTRAR_CONSUMER_TTL_S", "0")  # revalidated by ETag at every check
     stale = miles.SGLANG_NIGHTLY.replace(" --cadence nightly", "")
     world, sglang = _app_world(github_sim, tmp_path, readable=True, nightly=stale)
     run = _run(world)
@@ -431,6 +432,22 @@ def test_the_app_reads_the_external_consumer_and_follows_its_changes(github_sim,
     github_sim.push(world.repo, "nightly", {"tests/e2e/test_c.py": test_file('register_cpu_ci(est_time=10, suite="stage-a-cpu")')})
     _run(world, "synchronize")
     assert _contents_statuses(github_sim) == [200, 200, 304]
+
+
+def test_the_app_keeps_an_external_consumer_for_its_ttl(github_sim, tmp_path, monkeypatch):
+    """Within CI_REGISTRAR_CONSUMER_TTL_S a check spends no request on the external workflow."""
+    monkeypatch.setenv("CI_REGISTRAR_HTTP_BACKOFF_S", "0.01")
+    monkeypatch.setenv("CI_REGISTRAR_JOB_BACKOFF_S", "0.01")
+    world, _ = _app_world(github_sim, tmp_path, readable=True, nightly=miles.SGLANG_NIGHTLY)
+    _run(world)
+    github_sim.push(world.repo, "nightly", {"tests/e2e/test_b.py": test_file('register_cpu_ci(est_time=10, suite="stage-a-cpu")')})
+    run = _run(world, "synchronize")
+    assert "REG017" not in {a["title"].split()[0] for a in run["annotations"]}  # still known
+    assert _contents_statuses(github_sim) == [200]  # read once, not again
+    monkeypatch.setenv("CI_REGISTRAR_CONSUMER_TTL_S", "0")  # its time is up
+    github_sim.push(world.repo, "nightly", {"tests/e2e/test_c.py": test_file('register_cpu_ci(est_time=10, suite="stage-a-cpu")')})
+    _run(world, "synchronize")
+    assert _contents_statuses(github_sim) == [200, 304]
 
 
 def test_the_app_warns_when_the_external_consumer_is_not_readable(github_sim, tmp_path, monkeypatch):
