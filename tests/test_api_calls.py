@@ -245,3 +245,28 @@ def test_a_check_pushed_over_while_it_runs_says_so_and_writes_no_verdict(api_wor
     new = w.latest_run(pr.head_sha)
     assert new["status"] == "completed" and new["conclusion"] != "cancelled"
     assert app_verdict(w, pr.head_sha) == local_verdict(w, w.repo.head("main"), pr.head_sha)
+
+
+def test_a_head_pushed_back_after_being_superseded_is_checked_again(api_world):
+    """Force-push back to a commit whose run says "Superseded": that run is not its verdict."""
+    from bot.handlers.pull_requests import superseded_output
+
+    w = api_world
+    sim = w.sim
+    pr = w.open_pr(seed_pr(w.files, tag="b"), "b")
+    old_sha = pr.head_sha
+    # as the App leaves a run a newer push superseded: completed "cancelled", recorded in the store
+    from bot.github.client import GitHub
+    from bot.store import service as store
+
+    settings = w.world.settings
+    client = GitHub(sim.url, settings.app_id, settings.private_key).for_installation(w.world.installation.id)
+    run = client.create_check_run("radixark/miles", {"name": CHECK_RUN_NAME, "head_sha": old_sha, "status": "in_progress"})
+    client.update_check_run("radixark/miles", run["id"], {"status": "completed", "conclusion": "cancelled",
+                                                           "output": superseded_output("f" * 40)})
+    store.record_check_run(settings.database_url, repository="radixark/miles", head_sha=old_sha, name=CHECK_RUN_NAME,
+                           check_run_id=run["id"], delivery_id=None, conclusion="cancelled")
+    time.sleep(1.1)
+    w.event("pull_request", "synchronize", pull=sim.pull(w.repo, pr.number), sender="bob")
+    latest = w.latest_run(old_sha)
+    assert latest["conclusion"] not in ("cancelled", None) and not latest["output"]["title"].startswith("Superseded")

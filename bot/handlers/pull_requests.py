@@ -126,7 +126,7 @@ def find_or_create_run(client, ctx, repo: str, head_sha: str, rerun: bool) -> tu
     ours = [r for r in runs if r.get("name") == CHECK_NAME and r.get("head_sha") == head_sha
             and (not app_id or str((r.get("app") or {}).get("id", app_id)) == app_id)]
     ours.sort(key=lambda r: r["id"], reverse=True)
-    if ours and (ours[0].get("output") or {}).get("title") not in FAILED_TITLES:
+    if ours and _reusable(ours[0]):
         run = ours[0]
         completed = run.get("status") == "completed"
         if completed:
@@ -144,6 +144,13 @@ def find_or_create_run(client, ctx, repo: str, head_sha: str, rerun: bool) -> tu
         return run, completed
     # None yet, or the last one reports a job that failed for good: this attempt gets a fresh run.
     return _create_run(client, ctx, repo, head_sha), False
+
+
+def _reusable(run: dict) -> bool:
+    """A run that carries a verdict: not one reporting a job that did not finish, nor one that a
+    newer push superseded (that head may be the PR's head again, after a force-push back)."""
+    title = (run.get("output") or {}).get("title") or ""
+    return title not in FAILED_TITLES and not title.startswith(SUPERSEDED_TITLE)
 
 
 def _create_run(client, ctx, repo: str, head_sha: str) -> dict:
@@ -230,8 +237,11 @@ def complete_run(client, repo: str, run_id: int, conclusion: str, output: dict, 
             ctx.log.warning("could not record a completed check run", check_run_id=run_id, error=type(exc).__name__)
 
 
+SUPERSEDED_TITLE = "Superseded by a newer push"
+
+
 def superseded_output(newer: str) -> dict:
-    return {"title": f"Superseded by a newer push ({newer[:7]})",
+    return {"title": f"{SUPERSEDED_TITLE} ({newer[:7]})",
             "summary": f"The pull request's head moved to `{newer}` while this commit was being checked. "
                        "That push is checked instead; nothing here was judged."}
 
