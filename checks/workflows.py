@@ -124,13 +124,49 @@ class _Invocation:
         return tuple(sorted({v[1] for v in (self.suite, self.hw, self.cadence, self.size) if v and v[0] == ctx}))
 
 
+_ASSIGN = re.compile(r"^\s*(?:export\s+|local\s+)?([A-Za-z_]\w*)=(.*?)\s*$")
+_SHELL_REF = re.compile(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
+
+
+def _shell_values(lines: list[str]) -> dict[str, list[str]]:
+    """`NAME=value` assignments of a run script, each name's values in order (quotes removed)."""
+    values: dict[str, list[str]] = {}
+    for line in lines:
+        m = _ASSIGN.match(line)
+        if m:
+            value = m.group(2)
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            values.setdefault(m.group(1), []).append(value)
+    return values
+
+
+def _expand_shell(line: str, values: dict[str, list[str]]) -> str:
+    """A runner line with the script's own variables put in (sglang: `test_suite="${{ inputs.test_suite }}"`
+    then `--suite ${test_suite}`; `NIGHTLY_FLAG="--nightly"` under an `if`). A variable assigned
+    once stands for its value; one assigned several times (set under a condition) becomes an
+    expression, so a flag inside it counts as conditional; an unknown one stays as it is."""
+    def put(m: re.Match) -> str:
+        assigned = values.get(m.group(1) or m.group(2))
+        if not assigned or any("$" in v and "${{" not in v for v in assigned):
+            return m.group(0)  # unknown, or computed from other shell state
+        if len(assigned) == 1:
+            return assigned[0]
+        return "${{ '" + " ".join(v for v in assigned if v).replace("'", "") + "' }}"
+    return _SHELL_REF.sub(put, line)
+
+
 def _invocations(piece: str, runner: str = DEFAULT_RUNNER) -> list[_Invocation]:
     if "--suite" not in piece:
         return []
     out = []
-    for line in piece.replace("\\\r\n", " ").replace("\\\n", " ").split("\n"):
+    lines = piece.replace("\\\r\n", " ").replace("\\\n", " ").split("\n")
+    values = _shell_values(lines) if "=" in piece else {}
+    for line in lines:
         if "--suite" not in line or _runs_another_program(line, runner):
             continue
+        if values and "$" in line:
+            line = _expand_shell(line, values)
         expressions = [m.span() for m in _EXPRESSION_RE.finditer(line)] if "${{" in line else []
         suites, flags = [], {}
         for m in _FLAG.finditer(line):
@@ -141,8 +177,12 @@ def _invocations(piece: str, runner: str = DEFAULT_RUNNER) -> list[_Invocation]:
                 suites.append(_value(m.group("value")))
             else:
                 flags.setdefault(m.group("flag"), _value(m.group("value")))
+        size = flags.get("auto-partition-size")
+        if size is None and _SHELL_REF.search(line.replace("${{", "")):
+            # a shell variable the script computes may hold the partition flags: shards unknown
+            size = ("expr", "shell variable")
         for suite in suites:
-            out.append(_Invocation(suite, flags.get("hw"), flags.get("cadence"), flags.get("auto-partition-size"), flags.get("auto-partition-id")))
+            out.append(_Invocation(suite, flags.get("hw"), flags.get("cadence"), size, flags.get("auto-partition-id")))
     return out
 
 

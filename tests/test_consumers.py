@@ -475,3 +475,50 @@ def test_reg016_negative_for_a_hand_typed_consumer_that_cannot_say_its_cadence()
            "    suites: [nightly-stage-c-2-gpu-mi350]\n")
     report = check(**{CFG: cfg, P: test_file('register_rocm_ci(est_time=10, suite="nightly-stage-c-2-gpu-mi350", labels=["long"], nightly=True)')})
     assert not rules_of(report.findings) & {"REG013", "REG016", "REG017"}
+
+
+STAGE_WITH_SHELL_VARIABLES = """\
+on:
+  workflow_call:
+    inputs:
+      test_suite: {type: string}
+      is_nightly_pipeline_job: {type: boolean, default: false}
+jobs:
+  run:
+    timeout-minutes: 300
+    steps:
+      - run: |
+          test_suite="${{ inputs.test_suite }}"
+          NIGHTLY_FLAG=""
+          if [ "${{ inputs.is_nightly_pipeline_job }}" = "true" ]; then
+            NIGHTLY_FLAG="--nightly --continue-on-error"
+          fi
+          PARTITION_ARGS="--auto-partition-id ${PARTITION_ID} --auto-partition-size ${PARTITION_SIZE}"
+          ${PYTHON_FOR_SGLANG} -u run_suite.py --hw npu --suite ${test_suite} ${NIGHTLY_FLAG} ${PARTITION_ARGS}
+"""
+CALLER = """\
+on: {schedule: [{cron: "0 1 * * *"}]}
+jobs:
+  perf:
+    uses: ./.github/workflows/_stage.yml
+    with:
+      test_suite: nightly-perf-2-npu-a3
+      is_nightly_pipeline_job: true
+"""
+
+
+def test_a_runner_line_with_the_scripts_own_shell_variables():
+    """sglang's NPU stages: the suite comes through `test_suite="${{ inputs.test_suite }}"`, the
+    nightly flag through a variable set under an `if`, the partition flags through another."""
+    uses, findings, _ = uses_of({f"{WF}/_stage.yml": STAGE_WITH_SHELL_VARIABLES, f"{WF}/nightly.yml": CALLER})
+    [use] = by_suite(uses)["nightly-perf-2-npu-a3"]
+    assert use.hw == "npu" and use.nightly is None  # nightly decided at run time: REG016 stays quiet
+    assert use.shards == 0  # the partition size is computed by the script: REG030 skips it
+    assert findings == []
+
+
+def test_a_suite_argument_of_another_program_is_not_a_consumer():
+    wf = ("on: push\njobs:\n  gen:\n    steps:\n      - run: python -m pkg.gen_outputs --suite 1-npu --out x\n"
+          "      - run: python3 test/run_suite.py --hw npu --suite real-suite\n")
+    uses, _, _ = uses_of({f"{WF}/gen.yml": wf})
+    assert set(by_suite(uses)) == {"real-suite"}
