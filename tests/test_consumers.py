@@ -496,7 +496,7 @@ jobs:
           PARTITION_ARGS="--auto-partition-id ${PARTITION_ID} --auto-partition-size ${PARTITION_SIZE}"
           ${PYTHON_FOR_SGLANG} -u run_suite.py --hw npu --suite ${test_suite} ${NIGHTLY_FLAG} ${PARTITION_ARGS}
 """
-CALLER = """\
+NPU_CALLER = """\
 on: {schedule: [{cron: "0 1 * * *"}]}
 jobs:
   perf:
@@ -510,7 +510,7 @@ jobs:
 def test_a_runner_line_with_the_scripts_own_shell_variables():
     """sglang's NPU stages: the suite comes through `test_suite="${{ inputs.test_suite }}"`, the
     nightly flag through a variable set under an `if`, the partition flags through another."""
-    uses, findings, _ = uses_of({f"{WF}/_stage.yml": STAGE_WITH_SHELL_VARIABLES, f"{WF}/nightly.yml": CALLER})
+    uses, findings, _ = uses_of({f"{WF}/_stage.yml": STAGE_WITH_SHELL_VARIABLES, f"{WF}/nightly.yml": NPU_CALLER})
     [use] = by_suite(uses)["nightly-perf-2-npu-a3"]
     assert use.hw == "npu" and use.nightly is None  # nightly decided at run time: REG016 stays quiet
     assert use.shards == 0  # the partition size is computed by the script: REG030 skips it
