@@ -25,7 +25,8 @@ base, plus the PR's files list and the check run's create and complete (2 x file
 
 Then latency: the seed PR with --latency seconds added to every simulator response, delivery
 accepted to completed check run, median of --runs, on a fresh world each time (cold) and as a
-second PR (warm). Then memory: this process's resident set after --checks checks over 20 PRs.
+second PR (warm). Then memory: the resident set of a real `ci-registrar worker` process (the
+simulator stays in this one) once warm and after --checks checks over 20 PRs.
 Ends with one JSON line.
 
     .venv/bin/python bench/api_calls.py [--files 1686 --tests 382] [--runs 5] [--latency 0.1] [--checks 200]
