@@ -48,8 +48,9 @@ def bare_app():
     return app
 
 
-def pull_request_body() -> bytes:
-    """A pull_request.opened payload of GitHub's usual size (~25 KB: repo, users, links)."""
+def pull_request_body(action: str = "opened") -> bytes:
+    """A pull_request payload of GitHub's usual size (~25 KB: repo, users, links). `synchronize`
+    (a push) is the one action the intake also notes in the store (bot/store/heads.py)."""
     user = {"login": "octocat", "id": 1, "node_id": "MDQ6VXNlcjE=", "type": "User", "site_admin": False,
             **{f"{k}_url": f"https://api.github.com/users/octocat/{k}" for k in
                ("avatar", "html", "followers", "following", "gists", "starred", "subscriptions", "organizations",
@@ -66,8 +67,9 @@ def pull_request_body() -> bytes:
     pr = {"url": "https://api.github.com/repos/radixark/miles/pulls/2480", "id": 1, "number": 2480, "state": "open",
           "title": "Enable verified ROCm tests", "body": "b" * 3000, "user": user, "draft": False,
           "head": side("a" * 40, "rocm"), "base": side("b" * 40, "main"), "author_association": "MEMBER",
-          "requested_reviewers": [user, user], "labels": [], "commits": 3, "changed_files": 36}
-    return json.dumps({"action": "opened", "number": 2480, "pull_request": pr, "repository": repo,
+          "requested_reviewers": [user, user], "labels": [], "commits": 3, "changed_files": 36,
+          "updated_at": "2026-08-14T20:05:50Z"}
+    return json.dumps({"action": action, "number": 2480, "pull_request": pr, "repository": repo,
                        "sender": user, "installation": {"id": 42, "node_id": "MDIz"}}).encode()
 
 
@@ -109,9 +111,9 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-def _load(port: int, seconds: float, clients: int, out) -> None:
+def _load(port: int, seconds: float, clients: int, out, action: str = "opened") -> None:
     """The second process: `clients` threads posting deliveries back to back; results to `out`."""
-    body = pull_request_body()
+    body = pull_request_body(action)
     signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
     stop_at = time.perf_counter() + seconds
     lat: list[list[float]] = [[] for _ in range(clients)]
@@ -145,9 +147,9 @@ def _load(port: int, seconds: float, clients: int, out) -> None:
              "latencies": sorted(x for l in lat for x in l)})
 
 
-def measure(port: int, seconds: float, clients: int, raw: bool = False) -> dict:
+def measure(port: int, seconds: float, clients: int, raw: bool = False, action: str = "opened") -> dict:
     out = mp.get_context("spawn").Queue()
-    proc = mp.get_context("spawn").Process(target=_load, args=(port, seconds, clients, out))
+    proc = mp.get_context("spawn").Process(target=_load, args=(port, seconds, clients, out, action))
     proc.start()
     result = out.get(timeout=seconds + 120)
     proc.join()
@@ -169,6 +171,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1),
                         help="gunicorn sync workers for both servers (default: 2 per core, as deploy/gunicorn.conf.py)")
     parser.add_argument("--clients", type=int, default=8, help="concurrent client threads in the sender")
+    parser.add_argument("--action", default="opened", choices=["opened", "synchronize"],
+                        help="the pull_request action sent (synchronize also writes the PR's head note)")
     parser.add_argument("--slice", type=float, default=5.0, help="seconds per alternating measurement slice")
     args = parser.parse_args(argv)
 
@@ -186,13 +190,13 @@ def main(argv=None) -> dict:
         for label, spec in (("bare", "ingress:bare_app()"), ("app", "app:create_app()")):
             port = free_port()
             procs[label] = (start_gunicorn(spec, port, args.workers, env), port)
-        warmed = {label: measure(port, 1.0, args.clients)["acknowledged"]  # imports, queue opened, caches
+        warmed = {label: measure(port, 1.0, args.clients, action=args.action)["acknowledged"]  # imports, queue opened, caches
                   for label, (_, port) in procs.items()}
         slices = max(1, int(round(args.duration / args.slice)))
         parts: dict[str, list[dict]] = {"bare": [], "app": []}
         for _ in range(slices):
             for label in ("bare", "app"):
-                parts[label].append(measure(procs[label][1], args.duration / slices, args.clients, raw=True))
+                parts[label].append(measure(procs[label][1], args.duration / slices, args.clients, raw=True, action=args.action))
     finally:
         for proc, _ in procs.values():
             stop(proc)
@@ -215,7 +219,7 @@ def main(argv=None) -> dict:
     print(f"ratio app/bare: {ratio:.3f} (target >= {TARGET_RATIO})")
     print(f"queued afterwards: {queued} of {figures['app']['acknowledged'] + warmed['app']} acknowledged "
           f"(warm-up included); lost: {lost}")
-    result = {"bench": "ingress", "duration_s": args.duration, "gunicorn_workers": args.workers,
+    result = {"bench": "ingress", "action": args.action, "duration_s": args.duration, "gunicorn_workers": args.workers,
               "clients": args.clients, "app_per_s": round(figures["app"]["per_s"], 1),
               "app_p50_ms": round(figures["app"]["p50_ms"], 3), "app_p99_ms": round(figures["app"]["p99_ms"], 3),
               "bare_per_s": round(figures["bare"]["per_s"], 1), "bare_p50_ms": round(figures["bare"]["p50_ms"], 3),

@@ -256,9 +256,10 @@ def run_check_bounded(
     trees = {"head": head, "base": base}
     # The head is listed up front (discovery needs every path); a base only where it has a listing
     # already (bot.sources reads an unlisted base at the paths the engine asks for).
+    head_paths = list(head.paths())
     head_blob_sha = getattr(head, "blob_sha", None)
-    head_shas = {p: sha for p in head.paths() if (sha := head_blob_sha(p))} if scan_cache is not None and head_blob_sha else None
-    listings = {"head": list(head.paths()),
+    head_shas = {p: sha for p in head_paths if (sha := head_blob_sha(p))} if scan_cache is not None and head_blob_sha else None
+    listings = {"head": head_paths,
                 "base": list(base.paths()) if base is not None and getattr(base, "listed", True) else None}
     answers_r, answers_w = os.pipe()
     try:

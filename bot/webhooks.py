@@ -189,18 +189,15 @@ def _verified(env, body: bytes, secret: str) -> tuple[str, str, str]:
     return event_name, delivery_id, action
 
 
-def _note_head(settings, env, event_name: str) -> None:
-    """A push to a PR, noted as the PR's newest head once queued: a job of an older push still
-    queued behind it then stops before spending a call (bot/store/heads.py). Best effort: the
-    delivery is queued already, and a store that cannot take the note only costs that saving."""
-    if event_name != "pull_request":
+def _note_head(app, env, event_name: str, action: str) -> None:
+    """A push to a PR (`synchronize`), handed to the head-note buffer (bot/store/heads.py, written
+    off this path): a job of an older push still queued behind it then stops before spending a
+    call. Every other delivery costs two comparisons here."""
+    if event_name != "pull_request" or action != "synchronize":
         return
-    try:
-        from bot.store import heads
+    from bot.store import heads
 
-        heads.note_delivery(settings.database_url, event_name, env.get("ci_registrar.payload") or {})
-    except Exception as exc:  # noqa: BLE001
-        log.warning("could not note the PR's head", error=type(exc).__name__)
+    heads.note_delivery(get_settings(app).database_url, event_name, env.get("ci_registrar.payload") or {})
 
 
 @blueprint.post("/webhook")
@@ -233,7 +230,7 @@ def webhook():
     if not fresh:
         _count(event_name, action, "duplicate")
         return _answer(200, "duplicate", delivery_id)
-    _note_head(get_settings(), env, event_name)
+    _note_head(None, env, event_name, action)
     _count(event_name, action, "accepted")
     return _answer(202, "queued", delivery_id)
 
@@ -279,7 +276,7 @@ class IngressFastPath:
             env["wsgi.input"] = io.BytesIO(body)
             return self.wsgi_app(env, start_response)
         if fresh:
-            _note_head(get_settings(self.app), env, event_name)
+            _note_head(self.app, env, event_name, action)
             _count(event_name, action, "accepted")
             status, answer = "202 ACCEPTED", b'{"delivery":"%s","status":"queued"}' % delivery_id.encode()
         else:

@@ -337,7 +337,8 @@ def _read_ahead(head, base, changed, config: Config) -> None:
         prefetch([(head, contract + workflows)])
         return
     changed = changed if isinstance(changed, dict) else {p: p for p in changed}
-    head_tests = discover([p for p in changed if p in set(head_paths)], config)
+    present = set(head_paths)
+    head_tests = discover([p for p in changed if p in present], config)
     base_tests = discover([b for b in changed.values() if b], config)
     prefetch([(head, contract + workflows + head_tests), (base, contract + base_tests)])
 

@@ -51,6 +51,7 @@ import re
 
 from checks.model import Argument, Backend, Finding, Registration, Severity, Span
 from checks.registrations import FileScan
+from checks.tree import git_blob_sha  # noqa: F401  (part of this module's key API)
 
 # Bump when scan_file's output or the facts layout changes.
 ENGINE_FACTS_VERSION = 1
@@ -72,13 +73,6 @@ class UnfitForFacts(ValueError):
 
 
 # -- keys ---------------------------------------------------------------------------------------
-
-
-def git_blob_sha(data: bytes) -> str:
-    """The git blob SHA-1 of `data` (what `git hash-object` prints)."""
-    h = hashlib.sha1(b"blob %d\0" % len(data))
-    h.update(data)
-    return h.hexdigest()
 
 
 def _canonical(value):

@@ -6,10 +6,19 @@ blobs on demand (and caches them by blob SHA); the command line reads a checkout
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from pathlib import Path
 from typing import Iterable, Protocol
+
+
+def git_blob_sha(data: bytes) -> str:
+    """The git blob SHA-1 of `data` (what `git hash-object` prints, and GitHub's tree listings give
+    without the blob being read): the one content key of the engine's cache and the App's index."""
+    h = hashlib.sha1(b"blob %d\0" % len(data))
+    h.update(data)
+    return h.hexdigest()
 
 
 class Tree(Protocol):

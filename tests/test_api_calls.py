@@ -44,9 +44,18 @@ def local_verdict(w: ApiWorld, base_sha: str, head_sha: str):
     return check_run_conclusion(report), sorted(check_run_annotations(report), key=lambda a: (a["path"], a["start_line"], a["title"]))
 
 
+def noted_head(w: ApiWorld, number: int) -> str | None:
+    from bot.store.db import session_scope
+    from bot.store.heads import PullRequestHead
+
+    with session_scope(w.world.settings.database_url) as session:
+        row = session.get(PullRequestHead, ("radixark/miles", number))
+        return row.head_sha if row else None
+
+
 def app_verdict(w: ApiWorld, sha: str):
     run = w.latest_run(sha)
-    annotations = w.sim._check_runs[run["id"]]["annotations"]
+    annotations = run["annotations"]
     return run["conclusion"], sorted(annotations, key=lambda a: (a["path"], a["start_line"], a["title"]))
 
 
@@ -213,6 +222,7 @@ def test_a_check_queued_behind_a_newer_push_spends_nothing(api_world):
     pr = sim.pull(w.repo, pr.number)
     second = sim.webhook("pull_request", "synchronize", app=w.world.app, repo=w.repo, pull=pr, sender="bob")
     assert w.world.deliver(second).status_code == 202
+    assert wait_for(lambda: noted_head(w, pr.number) == pr.head_sha, timeout=5)  # the intake's buffer, written
     w.world.drain()
     assert sim.check_runs(w.repo, old_sha) == []  # never created
     assert w.latest_run(pr.head_sha)["status"] == "completed"
@@ -270,3 +280,24 @@ def test_a_head_pushed_back_after_being_superseded_is_checked_again(api_world):
     w.event("pull_request", "synchronize", pull=sim.pull(w.repo, pr.number), sender="bob")
     latest = w.latest_run(old_sha)
     assert latest["conclusion"] not in ("cancelled", None) and not latest["output"]["title"].startswith("Superseded")
+
+
+def test_the_intakes_head_notes_are_buffered_coalesced_and_written_off_its_path(tmp_path):
+    """bot/webhooks hands `synchronize` heads to heads.BUFFER: add() touches no store; the thread
+    writes the newest head per PR; an older note never replaces a newer one; a store that fails
+    loses the notes, not the delivery."""
+    from bot.store import heads
+    from bot.store.db import upgrade
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    upgrade(url)
+    buffer = heads.NoteBuffer(flush_s=0.05)
+    buffer.add(url, "o/r", 7, "a" * 40, "2026-08-14T20:05:50Z")
+    buffer.add(url, "o/r", 7, "b" * 40, "2026-08-14T20:05:52Z")
+    buffer.add(url, "o/r", 7, "c" * 40, "2026-08-14T20:05:51Z")  # arrived late, older: dropped
+    assert wait_for(lambda: heads.newer_head(url, "o/r", 7, "a" * 40, "2026-08-14T20:05:50Z") == "b" * 40, timeout=5)
+    heads.note(url, "o/r", 7, "d" * 40, "2026-08-14T20:05:49Z")  # an older push's own job: no change
+    assert heads.newer_head(url, "o/r", 7, "a" * 40, "2026-08-14T20:05:50Z") == "b" * 40
+    broken = heads.NoteBuffer(flush_s=0.05)
+    broken.add(f"sqlite:///{tmp_path / 'missing' / 'nowhere' / 'x.db'}", "o/r", 1, "e" * 40, "2026-08-14T20:05:50Z")
+    broken.flush()  # logged, never raised

@@ -155,6 +155,22 @@ def test_a_delayed_retry_moves_into_the_queue_when_due_in_one_step(make_queue):
     assert len(calls) == 2 and queue.inflight() == 0
 
 
+def _enqueue_once_idle(queue, enqueue, started: list) -> None:
+    """A one-thread consumer of `queue`, backed off to a 2 s poll; `enqueue()` once it has gone idle,
+    then wait (at most 5 s) until the job has started."""
+    consumer = queue.create_consumer(workers=1, worker_type="thread", periodic=False, initial_delay=2.0,
+                                     backoff=1.0, max_delay=2.0, check_worker_health=False)
+    consumer.start()
+    try:
+        time.sleep(0.5)  # the worker found nothing and sleeps (or waits) up to 2 s
+        enqueue()
+        deadline = time.time() + 5
+        while not started and time.time() < deadline:
+            time.sleep(0.01)
+    finally:
+        consumer.stop(graceful=True)
+
+
 def test_a_worker_of_the_same_process_starts_at_once_on_an_enqueue(make_queue):
     """The worker has backed off to a 2 s poll; an enqueue in its process wakes it well before that."""
     queue = make_queue()
@@ -164,18 +180,8 @@ def test_a_worker_of_the_same_process_starts_at_once_on_an_enqueue(make_queue):
     def mark(at):
         started.append(time.time() - at)
 
-    consumer = queue.create_consumer(workers=1, worker_type="thread", periodic=False, initial_delay=2.0,
-                                     backoff=1.0, max_delay=2.0, check_worker_health=False)
-    consumer.start()
-    try:
-        time.sleep(0.5)  # the worker found nothing and sleeps its 2 s
-        mark(time.time())
-        deadline = time.time() + 5
-        while not started and time.time() < deadline:
-            time.sleep(0.01)
-        assert started and started[0] < 0.5, started
-    finally:
-        consumer.stop(graceful=True)
+    _enqueue_once_idle(queue, lambda: mark(time.time()), started)
+    assert started and started[0] < 0.5, started
 
 
 def test_a_redis_worker_in_another_process_starts_at_once_on_an_enqueue(tmp_path, redis_prefix):
@@ -192,18 +198,8 @@ def test_a_redis_worker_in_another_process_starts_at_once_on_an_enqueue(tmp_path
 
     remote_mark = web_side.task(name="mark")(lambda at: None)
 
-    consumer = worker_side.create_consumer(workers=1, worker_type="thread", periodic=False, initial_delay=2.0,
-                                           backoff=1.0, max_delay=2.0, check_worker_health=False)
-    consumer.start()
-    try:
-        time.sleep(0.5)  # the worker found nothing and waits up to 2 s
-        remote_mark(time.time())
-        deadline = time.time() + 5
-        while not started and time.time() < deadline:
-            time.sleep(0.01)
-        assert started and started[0] < 0.5, started
-    finally:
-        consumer.stop(graceful=True)
+    _enqueue_once_idle(worker_side, lambda: remote_mark(time.time()), started)
+    assert started and started[0] < 0.5, started
     # a delivery (queued by the Lua script, as the web process does) rings the same doorbell
     storage = web_side.storage
     storage.conn.delete(storage.bell_key)

@@ -19,7 +19,6 @@ import base64
 import collections
 import contextlib
 import datetime as dt
-import hashlib
 import json
 import math
 import os
@@ -38,6 +37,7 @@ from bot.github.auth import AppAuth
 from bot.github.retry import GitHubError, RateLimited, RetryPolicy, TransientError, is_retryable_status, rate_limit_wait
 from bot.github.transport import API_VERSION, USER_AGENT
 from bot.logging import get_logger
+from checks.tree import git_blob_sha
 
 log = get_logger("ci_registrar.github")
 
@@ -150,10 +150,6 @@ def _unpack_tree(compact: dict) -> dict:
             entry["size"] = int(size)
         entries.append(entry)
     return {"sha": compact["sha"], "truncated": compact["truncated"], "tree": entries}
-
-
-def git_blob_sha(data: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 class _CurrentToken(Auth.Token):

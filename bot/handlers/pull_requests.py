@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 
 from gidgethub.routing import Router
 
@@ -39,20 +38,12 @@ async def pull_request_changed(event, ctx):
     if pr.get("state") == "closed":
         return
     repo = event.data["repository"]["full_name"]
-    push = Push(pr.get("updated_at")) if event.data.get("action") in heads.PUSH_ACTIONS else None
-    if push is not None:
-        _note(ctx, repo, pr["number"], pr["head"]["sha"], push.updated_at)
+    if event.data.get("action") in heads.PUSH_ACTIONS:
+        _note(ctx, repo, pr["number"], pr["head"]["sha"], pr.get("updated_at"))
     with ctx.exclusive(repo, pr["head"]["sha"], CHECK_NAME):  # opened + ready_for_review together: one run
         run_check(ctx, repo=repo, head_sha=pr["head"]["sha"], base_sha=pr["base"]["sha"], number=pr["number"],
                   rerun=False, default_branch=_default_branch(event), changed_files=pr.get("changed_files"),
-                  push=push)
-
-
-@dataclass(frozen=True)
-class Push:
-    """The push a pull_request job checks: GitHub's updated_at for the PR at that push."""
-
-    updated_at: str | None
+                  updated_at=pr.get("updated_at"))
 
 
 def _note(ctx, repo: str, number: int, head_sha: str, updated_at: str | None) -> None:
@@ -62,12 +53,13 @@ def _note(ctx, repo: str, number: int, head_sha: str, updated_at: str | None) ->
         ctx.log.warning("could not note the PR's head", error=type(exc).__name__)
 
 
-def superseded_by(ctx, repo: str, number: int | None, head_sha: str, push: Push | None) -> str | None:
-    """The PR's newer head if this push is no longer its head (a re-run is never superseded)."""
-    if push is None or number is None:
+def superseded_by(ctx, repo: str, number: int | None, head_sha: str, updated_at: str | None) -> str | None:
+    """The PR's newer head if the head this pull_request event names (the PR's `updated_at` then)
+    is no longer its head. A re-run passes no `updated_at`: it is never superseded."""
+    if not updated_at or number is None:
         return None
     try:
-        return heads.newer_head(ctx.store_url, repo, number, head_sha, push.updated_at)
+        return heads.newer_head(ctx.store_url, repo, number, head_sha, updated_at)
     except Exception as exc:  # noqa: BLE001 - a store that cannot say: check as before
         ctx.log.warning("could not read the PR's newest head", error=type(exc).__name__)
         return None
@@ -169,9 +161,9 @@ def _record(ctx, repo: str, head_sha: str, run: dict, conclusion: str | None) ->
 
 
 def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: int | None, rerun: bool,
-              default_branch: str, changed_files: int | None = None, push: Push | None = None) -> None:
+              default_branch: str, changed_files: int | None = None, updated_at: str | None = None) -> None:
     client = ctx.client
-    newer = superseded_by(ctx, repo, number, head_sha, push)
+    newer = superseded_by(ctx, repo, number, head_sha, updated_at)
     if newer is not None:
         # Queued behind a newer push: that push's job checks the PR; this one spends nothing.
         ctx.log.info("check superseded before it started", head_sha=head_sha, newer_head=newer)
@@ -194,7 +186,7 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
     report = run_check_bounded(head, base, changed, config_text=config_text, scan_cache=index, log=ctx.log,
                                consumers_from=consumers)  # a child process, time and memory capped
     conclusion, output, annotations = report.check_run() if isinstance(report, LimitExceeded) else render(report)
-    newer = superseded_by(ctx, repo, number, head_sha, push)
+    newer = superseded_by(ctx, repo, number, head_sha, updated_at)
     if newer is not None:
         # Pushed over while this ran: the files list already describes the newer head, so this
         # verdict could mix two pushes. Said so, and nothing else written (no suggestions).

@@ -66,6 +66,16 @@ def get_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
+def dialect_insert(session):
+    """The INSERT construct of the session's database (SQLite or PostgreSQL), which has
+    `on_conflict_do_update` / `on_conflict_do_nothing`: the store's upserts are written once for both."""
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert
+
+
 @contextmanager
 def session_scope(url: str):
     """One transaction: committed on success, rolled back on any error (nothing half-written)."""

@@ -1,23 +1,30 @@
 """Each pull request's newest head (migration 0006), so a check of a push that is no longer the
 PR's head stops spending GitHub calls and never writes a verdict nobody will look at.
 
-Noted when a pull_request delivery is accepted (bot/webhooks.py: before any worker picks up an
-older queued job) and again when its job starts. "Newer" is GitHub's own clock for the PR:
+Noted when any push's job starts, and, for a `synchronize` delivery, already when the intake
+accepts it (bot/webhooks.py), so a job of an older push still queued for that PR learns of it
+before it starts. The intake never writes to the store itself: a store write per delivery cut the
+intake to a third of its rate (bench/ingress.py --action synchronize). It hands the note to an
+in-process buffer (NoteBuffer), which a background thread writes in one transaction every
+FLUSH_S, the newest head per PR only. "Newer" is GitHub's own clock for the PR:
 `pull_request.updated_at` moves with every push; two events of one second keep the one noted
-last. A store that cannot answer means "not superseded": the check runs, as before.
+last. A store that cannot answer means "not superseded": the check runs, as before, and a note
+the buffer could not write only loses that saving.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import threading
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
-from bot.store.db import Base, get_engine, session_scope
+from bot.store.db import Base, dialect_insert, session_scope
 from bot.store.measurements import UTCDateTime
 
 PUSH_ACTIONS = ("opened", "reopened", "synchronize")
+FLUSH_S = 0.2
 
 
 class PullRequestHead(Base):
@@ -32,32 +39,94 @@ class PullRequestHead(Base):
 
 def note(url: str, repository: str, number: int, head_sha: str, updated_at: str) -> None:
     """Record this head unless a newer one (a later updated_at) is recorded already."""
-    if not (repository and isinstance(number, int) and head_sha and updated_at):
+    note_many(url, [(repository, number, head_sha, updated_at)])
+
+
+def note_many(url: str, heads: list[tuple[str, int, str, str]]) -> None:
+    """Record each (repository, number, head_sha, updated_at), in one transaction."""
+    now = dt.datetime.now(dt.timezone.utc)
+    rows = [{"repository": repo[:200], "number": number, "head_sha": sha[:64], "updated_at": updated_at[:40],
+             "noted_at": now} for repo, number, sha, updated_at in heads
+            if repo and isinstance(number, int) and sha and updated_at]
+    if not rows:
         return
-    row = {"repository": repository[:200], "number": number, "head_sha": head_sha[:64], "updated_at": updated_at[:40],
-           "noted_at": dt.datetime.now(dt.timezone.utc)}
-    if get_engine(url).dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    statement = insert(PullRequestHead).values(row)
     with session_scope(url) as session:
-        session.execute(statement.on_conflict_do_update(
-            index_elements=[PullRequestHead.repository, PullRequestHead.number],
-            set_={"head_sha": statement.excluded.head_sha, "updated_at": statement.excluded.updated_at,
-                  "noted_at": statement.excluded.noted_at},
-            where=PullRequestHead.updated_at <= statement.excluded.updated_at))
+        insert = dialect_insert(session)
+        for row in rows:
+            statement = insert(PullRequestHead).values(row)
+            session.execute(statement.on_conflict_do_update(
+                index_elements=[PullRequestHead.repository, PullRequestHead.number],
+                set_={"head_sha": statement.excluded.head_sha, "updated_at": statement.excluded.updated_at,
+                      "noted_at": statement.excluded.noted_at},
+                where=PullRequestHead.updated_at <= statement.excluded.updated_at))
+
+
+class NoteBuffer:
+    """Heads noted by the intake, written by a background thread of this process every FLUSH_S."""
+
+    def __init__(self, flush_s: float = FLUSH_S):
+        self.flush_s = flush_s
+        self._pending: dict[tuple[str, str, int], tuple[str, str]] = {}  # (url, repo, number) -> (sha, updated_at)
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pid = None
+
+    def add(self, url: str, repository: str, number: int, head_sha: str, updated_at: str) -> None:
+        key = (url, repository, number)
+        with self._lock:
+            known = self._pending.get(key)
+            if known is None or known[1] <= updated_at:
+                self._pending[key] = (head_sha, updated_at)
+            self._ensure_thread()
+        self._wake.set()
+
+    def _ensure_thread(self) -> None:
+        import os
+
+        if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
+            self._pid = os.getpid()  # a forked web worker starts its own
+            self._thread = threading.Thread(target=self._run, name="pr-head-notes", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            self.flush()
+            threading.Event().wait(self.flush_s)  # notes arriving meanwhile go in the next batch
+
+    def flush(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        by_url: dict[str, list[tuple[str, int, str, str]]] = {}
+        for (url, repo, number), (sha, updated_at) in pending.items():
+            by_url.setdefault(url, []).append((repo, number, sha, updated_at))
+        for url, heads in by_url.items():
+            try:
+                note_many(url, heads)
+            except Exception as exc:  # noqa: BLE001 - only the saving is lost
+                from bot.logging import get_logger
+
+                get_logger("ci_registrar.web").warning("could not note PR heads", error=type(exc).__name__,
+                                                       notes=len(heads))
+
+
+BUFFER = NoteBuffer()
 
 
 def note_delivery(url: str, event: str, data: dict) -> None:
-    """From an accepted delivery's payload: a push to a PR (opened, reopened, synchronize)."""
-    if event != "pull_request" or data.get("action") not in PUSH_ACTIONS:
+    """From an accepted delivery's payload: a push to an open PR's branch (`synchronize`), the only
+    event that can put a newer head behind a job already queued for the same PR, handed to BUFFER.
+    Opened and reopened are noted by their own job (bot/handlers/pull_requests.py)."""
+    if event != "pull_request" or data.get("action") != "synchronize":
         return
     pr = data.get("pull_request") or {}
     repo = (data.get("repository") or {}).get("full_name")
     sha = (pr.get("head") or {}).get("sha")
-    if isinstance(repo, str) and isinstance(sha, str) and isinstance(pr.get("updated_at"), str):
-        note(url, repo, pr.get("number"), sha, pr["updated_at"])
+    if isinstance(repo, str) and isinstance(sha, str) and isinstance(pr.get("updated_at"), str) \
+            and isinstance(pr.get("number"), int):
+        BUFFER.add(url, repo, pr["number"], sha, pr["updated_at"])
 
 
 def newer_head(url: str, repository: str, number: int, head_sha: str, updated_at: str | None) -> str | None:

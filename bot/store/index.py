@@ -24,7 +24,7 @@ import threading
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
-from bot.store.db import Base, get_engine, session_scope
+from bot.store.db import Base, dialect_insert, session_scope
 from bot.store.measurements import UTCDateTime
 
 MAX_FACTS_BYTES = 256 * 1024  # one file's facts are a few hundred bytes; larger is not kept
@@ -106,12 +106,8 @@ class RegistrationIndex:
                 rows.append({"repository": self.repository, "key": key, "facts": text, "size": len(text), "used_at": now})
         if not rows:
             return
-        engine = get_engine(self.url)
-        if engine.dialect.name == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
         with session_scope(self.url) as session:
+            insert = dialect_insert(session)
             for at in range(0, len(rows), _BATCH):
                 batch = rows[at:at + _BATCH]
                 # A row under the same key was unreadable (get_many skipped it): replace it. A

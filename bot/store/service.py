@@ -8,7 +8,7 @@ import re
 from sqlalchemy import BigInteger, Boolean, DateTime, Integer, String, func, select, update
 from sqlalchemy.orm import Mapped, mapped_column
 
-from bot.store.db import Base, get_engine, session_scope
+from bot.store.db import Base, dialect_insert, get_engine, session_scope
 
 # SQLite only auto-increments an INTEGER PRIMARY KEY; PostgreSQL gets a 64-bit identity.
 _ID = BigInteger().with_variant(Integer(), "sqlite")
@@ -67,12 +67,7 @@ class CheckRunRecord(Base):
 
 
 def _upsert(session, model, values: dict, keys: list[str], update_cols: list[str]):
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    stmt = insert(model).values(**values)
+    stmt = dialect_insert(session)(model).values(**values)
     if update_cols:
         stmt = stmt.on_conflict_do_update(index_elements=keys, set_={c: stmt.excluded[c] for c in update_cols})
     else:

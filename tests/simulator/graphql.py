@@ -133,7 +133,7 @@ class GraphQLEndpoint:
         if result.data is None and errors:
             # did not validate (or parse): the App sent a query GitHub would refuse
             sim._violation("POST /graphql: query invalid: " + "; ".join(e["message"] for e in errors))
-        payload = {"data": self._plain(result.data)} if result.data is not None else {}
+        payload = {"data": result.data} if result.data is not None else {}
         if errors:
             payload["errors"] = errors
         entry["status"] = 200
@@ -153,14 +153,6 @@ class GraphQLEndpoint:
         if error.locations:
             out["locations"] = [{"line": loc.line, "column": loc.column} for loc in error.locations]
         return out
-
-    @classmethod
-    def _plain(cls, value):
-        if isinstance(value, dict):
-            return {k: cls._plain(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [cls._plain(v) for v in value]
-        return value
 
     @staticmethod
     def _rate_headers(bucket: dict) -> dict:
