@@ -23,7 +23,8 @@ from checks.rules import RULES, make_finding
 CONFIG_PATH = ".github/ci-registrar.yml"
 
 SeverityName = Literal["failure", "warning", "notice", "off"]
-InputSource = Literal["suite", "head_sha", "pull_number", "files", "repository"]
+InputSource = Literal["suite", "head_sha", "pull_number", "files", "repository", "runs_on", "shards", "image",
+                      "runner_flags"]
 
 
 class _Struct(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -98,12 +99,21 @@ class DurationSource(_Struct):
 
 
 class Dispatch(_Struct):
+    """Where and how one suite runs on demand (checks/dispatch_plan.py turns it into a run plan)."""
+
     workflow: str
     repository: str | None = None
     ref: str = "main"
-    gpus: int | None = None  # None: the GPU count in the suite name (stage-c-4-gpu-... -> 4), else 1
+    # The GPUs one runner of the run occupies; None: read from its labels (`4gpu`, `...-gpu-8`),
+    # else the GPU count in the suite name (stage-c-4-gpu-... -> 4), else 1.
+    gpus: int | None = None
+    runs_on: list[str] | None = None  # None: the real runner shape for the suite's GPU count
+    shards: int = 1  # parallel jobs, each running the runner's --auto-partition-id/--auto-partition-size
+    image: str | None = None  # a tag of the workflow's image repository, or image@sha256:...; None: its default
+    runner_flags: list[str] | None = None  # None: read from the runner's options (checks/runner.py)
     inputs: dict[str, InputSource] = msgspec.field(
-        default_factory=lambda: {"suite": "suite", "head_sha": "head_sha", "pull_number": "pull_number", "test_files": "files"}
+        default_factory=lambda: {"suite": "suite", "head_sha": "head_sha", "pull_number": "pull_number", "test_files": "files",
+                                 "runs_on": "runs_on", "shards": "shards", "image": "image", "runner_flags": "runner_flags"}
     )
 
 
@@ -147,6 +157,11 @@ _WORKFLOW_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}\.ya?ml|\d{1,20}")
 _REPOSITORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}")
 _BRANCH = re.compile(r"(?!.*\.\.)(?!/)[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
 _INPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,99}")
+# The shapes the shipped workflow accepts (deploy/workflows/rocm-on-demand.yml re-checks them).
+RUNNER_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+IMAGE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|[a-z0-9][a-z0-9._/-]{0,199}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})")
+RUNNER_FLAG = re.compile(r"--?[A-Za-z0-9][A-Za-z0-9-]{0,63}|[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+MAX_SHARDS = 8
 _PATH_PART = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
 
 
@@ -248,6 +263,17 @@ def _semantic_errors(config: Config) -> list[tuple[str, str]]:
                                            "(a trusted ref, never a commit SHA or a pull request ref)"))
         if d.gpus is not None and d.gpus < 1:
             errors.append((f"{where}.gpus", f"dispatch.{suite}.gpus must be at least 1"))
+        if not 1 <= d.shards <= MAX_SHARDS:
+            errors.append((f"{where}.shards", f"dispatch.{suite}.shards must be from 1 to {MAX_SHARDS}"))
+        if d.runs_on is not None and (not 1 <= len(d.runs_on) <= 10 or not all(RUNNER_LABEL.fullmatch(x) for x in d.runs_on)):
+            errors.append((f"{where}.runs_on", f"dispatch.{suite}.runs_on must be 1 to 10 runner labels of letters, "
+                                               "digits, `.`, `_` and `-`"))
+        if d.image is not None and not IMAGE.fullmatch(d.image):
+            errors.append((f"{where}.image", f"dispatch.{suite}.image must be an image tag (`miles-rocm720-mi35x`), "
+                                             "`repository:tag` or `repository@sha256:<digest>`"))
+        if d.runner_flags is not None and (len(d.runner_flags) > 20 or not all(RUNNER_FLAG.fullmatch(x) for x in d.runner_flags)):
+            errors.append((f"{where}.runner_flags", f"dispatch.{suite}.runner_flags: at most 20 plain words "
+                                                    "such as `--cadence` and `nightly` (no spaces, quotes or `$`)"))
         if len(d.inputs) > 25 or any(not _INPUT_NAME.fullmatch(k) for k in d.inputs):
             errors.append((f"{where}.inputs", f"dispatch.{suite}.inputs: at most 25 inputs, named with letters, "
                                               "digits, `_` and `-`"))

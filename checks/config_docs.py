@@ -107,9 +107,26 @@ FIELDS: dict[str, str] = {
     "Dispatch.workflow": "Workflow file name (or numeric id) to dispatch, e.g. `rocm-on-demand.yml`. Required.",
     "Dispatch.repository": "`owner/name` that holds the workflow (the App must be installed there); null: this repository.",
     "Dispatch.ref": "Trusted branch the workflow is dispatched on; never a commit SHA or a pull request ref.",
-    "Dispatch.gpus": "GPUs per run, for the cost estimate; null: the count in the suite name (`...-4-gpu-...`), else 1.",
+    "Dispatch.gpus": "GPUs one runner of the run occupies, for the cost estimate (GPU-hours = this x `shards` x the "
+                     "longest shard's est_time); null: read from the runner labels (`4gpu`, `linux-mi35x-gpu-8`), else "
+                     "the count in the suite name (`...-4-gpu-...`), else 1.",
+    "Dispatch.runs_on": "Runner labels of the jobs that run the suite (all required); null: the real MI350/MI35x runner "
+                        "shape for the GPU count in the suite name: 1 `[linux-mi35x-gpu-1]`, 2 `[linux-mi35x-gpu-2]`, "
+                        "4 `[self-hosted, amd, mi350, 4gpu]` (radixark/miles' split MI350 host), 8 `[linux-mi35x-gpu-8]` "
+                        "(sgl-project/sglang's pools). The shipped workflow accepts only the label sets it lists itself.",
+    "Dispatch.shards": "Jobs run in parallel, each running the runner's own `--auto-partition-id <i> "
+                       "--auto-partition-size <shards>` (1 to 8; one job when the runner has no such options, or for "
+                       "listed files the runner cannot select itself).",
+    "Dispatch.image": "Container image the suite runs in: a tag of the workflow's image repository (`rocm/sgl-dev`), "
+                      "`repository:tag` or `repository@sha256:<digest>`; null: the workflow resolves it the way "
+                      "miles' `pr-test-rocm.yml` does (`rocm/sgl-dev:miles-rocm720-mi35x`).",
+    "Dispatch.runner_flags": "Extra options of the runner for this suite; null: read from the runner's own options at "
+                             "the head: `--cadence nightly` (or `--nightly`) for a `nightly-` suite, `--match-all-labels`, "
+                             "`--continue-on-error`, `--enable-retry --max-attempts 2`, each only where the runner has it.",
     "Dispatch.inputs": "Workflow input name -> what to pass: `suite`, `head_sha`, `pull_number`, `files` "
-                       "(space-separated test files) or `repository`. At most 25 inputs.",
+                       "(space-separated test files), `repository`, `runs_on` (the labels as a JSON list), `shards`, "
+                       "`image` (empty: the workflow's default) or `runner_flags` (space-separated). At most 25 inputs "
+                       "(10 on GitHub Enterprise Server 3.17-3.19); a workflow that lacks an input rejects the dispatch.",
     "Approvers.permissions": "Collaborator roles that count as maintainers.",
     "Approvers.teams": "Teams whose members count as maintainers (`team` or `org/team`; needs `members: read`).",
     "Approvers.users": "Logins that count as maintainers.",

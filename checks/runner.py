@@ -18,7 +18,10 @@ Read from the register module (`paths.register_module`) and the runner (`paths.s
   `CIRegistry.effective_suite`, `f"{self.stage}-test-{self.runner_config}"`);
 - which backends the runner validates against the inventory: `t.backend not in NAME` with NAME a
   module-level set of `HWBackend.X` (sglang's `_SUITE_CHECKED_BACKENDS`), and whether that
-  validation sees disabled registrations too (it never reads `.disabled`).
+  validation sees disabled registrations too (it never reads `.disabled`);
+- its command-line options: every `parser.add_argument("--name", ...)` (whether it takes a value,
+  and its `choices=` when they are literals), so an on-demand run passes only flags this revision
+  of the runner accepts (`--cadence`, `--auto-partition-id`, `--enable-retry`, ...).
 
 Whatever is not read is None here, and the caller falls back to the configuration.
 """
@@ -89,6 +92,16 @@ class RunnerFacts:
     suite_template: tuple[str, tuple[str, ...]] | None = None  # ("{stage}-test-{runner_config}", ("stage", "runner_config"))
     suite_checked_backends: list[str] | None = None  # None: every backend (or not read)
     validates_disabled: bool | None = None  # the suite validation sees disabled registrations
+    options: dict[str, "RunnerOption"] | None = None  # None: no argparse options read
+
+
+@dataclass(frozen=True)
+class RunnerOption:
+    """One `add_argument("--flag", ...)` of the runner."""
+
+    flag: str
+    takes_value: bool  # False for store_true/store_false/store_const/count
+    choices: tuple[str, ...] | None = None  # None: any value (or choices the engine cannot read)
 
 
 def _glob_regex(pattern: str) -> str:
@@ -546,6 +559,44 @@ def read_validation(facts: RunnerFacts, runner: _Module) -> None:
         return
 
 
+_FLAG_ACTIONS = {"store_true", "store_false", "store_const", "count", "help", "version"}
+
+
+def _literal_strings(node: ast.expr | None, bindings: dict[str, ast.expr], depth: int = 0) -> tuple[str, ...] | None:
+    """`["a", "b"]`, `("a",)`, `{"a"}`, a module name bound to one, `sorted(...)`/`list(...)`/`frozenset(...)` of one."""
+    if node is None or depth > 5:
+        return None
+    if isinstance(node, ast.Name) and node.id in bindings:
+        return _literal_strings(bindings[node.id], bindings, depth + 1)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("sorted", "list", "tuple", "set", "frozenset") \
+            and len(node.args) == 1 and not node.keywords:
+        return _literal_strings(node.args[0], bindings, depth + 1)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        values = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        return tuple(values) if len(values) == len(node.elts) else None
+    return None
+
+
+def read_options(facts: RunnerFacts, runner: _Module) -> None:
+    """Every `<parser>.add_argument("--flag", ...)` call anywhere in the runner module."""
+    if runner.tree is None:
+        return
+    options: dict[str, RunnerOption] = {}
+    for node in ast.walk(runner.tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
+            continue
+        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")]
+        if not flags:
+            continue
+        keywords = {k.arg: k.value for k in node.keywords if k.arg}
+        action = keywords.get("action")
+        takes_value = not (isinstance(action, ast.Constant) and action.value in _FLAG_ACTIONS)
+        choices = _literal_strings(keywords.get("choices"), runner.bindings)
+        for flag in flags:
+            options[flag] = RunnerOption(flag, takes_value, choices)
+    facts.options = options or None
+
+
 def read_runner(runner_path: str, runner_tree: ast.Module | None, register_path: str, register_tree: ast.Module | None, keyword_only: set[str]) -> RunnerFacts:
     facts = RunnerFacts()
     runner = _Module(runner_path, runner_tree)
@@ -553,4 +604,5 @@ def read_runner(runner_path: str, runner_tree: ast.Module | None, register_path:
     read_discovery(facts, runner, register)
     read_register_module(facts, register, keyword_only)
     read_validation(facts, runner)
+    read_options(facts, runner)
     return facts

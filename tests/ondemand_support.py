@@ -3,7 +3,9 @@ the App against the simulator, and helpers to comment, click and finish runs as 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from tests.fixtures.miles import miles_tree, test_file
 from tests.test_service_support import World, env_for
@@ -22,10 +24,12 @@ budgets:
   max_files_per_command: 3
 """
 EXTRA_TEST = "tests/e2e/sglang/test_qwen3_4B_offload_disk.py"
+# The shipped workflow: the simulator checks every dispatch against the inputs it declares.
+SHIPPED_WORKFLOW = Path(__file__).resolve().parents[1] / "deploy" / "workflows" / "rocm-on-demand.yml"
 
 
-def ondemand_files(config: str = CONFIG) -> dict[str, str]:
-    return miles_tree(**{
+def ondemand_files(config: str = CONFIG, extra: dict[str, str] | None = None) -> dict[str, str]:
+    return miles_tree(**(extra or {}), **{
         ".github/ci-registrar.yml": config,
         EXTRA_TEST: test_file(
             'register_cuda_ci(est_time=250, suite="stage-c-4-gpu-h200", labels=["sglang"])',
@@ -79,6 +83,25 @@ class OnDemand:
     def dispatches(self) -> list[dict]:
         return self.sim.dispatches(self.repo)
 
+    def finish_run(self, dispatch: dict, shard_logs: list[str], conclusion: str = "success",
+                   shard_conclusions: list[str] | None = None, deliver: bool = True):
+        """Complete a dispatched run of the shipped workflow with the jobs GitHub lists for it: the
+        validate job, then one job per shard of the matrix calling the reusable job, named
+        `<caller job name> / <called job>` and carrying the labels the dispatch asked for."""
+        inputs = dispatch["inputs"]
+        labels = json.loads(inputs.get("runs_on") or '["self-hosted", "amd", "mi350", "4gpu"]')
+        jobs = [{"name": "Validate the request", "labels": ["ubuntu-latest"], "conclusion": "success",
+                 "log": "inputs: ok\nok: the head of the PR\n"}]
+        for i, log in enumerate(shard_logs):
+            jobs.append({"name": f"MI350 shard {i} / run", "labels": labels, "log": log,
+                         "conclusion": (shard_conclusions or [conclusion] * len(shard_logs))[i],
+                         "runner_name": f"mi35x-{i}"})
+        self.sim.complete_run(dispatch["run_id"], conclusion=conclusion, jobs=jobs)
+        if deliver:
+            self.world.deliver(self.sim.webhook("workflow_run", "completed", app=self.world.app, repo=self.repo,
+                                                run=dispatch["run_id"]))
+            self.world.drain()
+
     def replies(self) -> list[str]:
         mine = self.world.app.bot_login
         return [c["body"] for c in self.sim.comments(self.repo, self.pr.number)
@@ -89,7 +112,8 @@ class OnDemand:
 
 
 def build_ondemand(sim, tmp_path, *, config: str = CONFIG, app_permissions: dict | None = None,
-                   database_url: str | None = None) -> OnDemand:
+                   database_url: str | None = None, extra: dict[str, str] | None = None) -> OnDemand:
+    """extra: files of the default branch (and so of the PR's head) beyond the miles-shaped tree."""
     from app import create_app
     from bot.queue import QueueConfig, open_queue
     from bot.settings import load_settings
@@ -97,8 +121,8 @@ def build_ondemand(sim, tmp_path, *, config: str = CONFIG, app_permissions: dict
 
     gh_app = sim.create_app(name="CI Registrar", owner="radixark", permissions=app_permissions)
     repo = sim.create_repo("radixark/miles", default_branch="main")
-    repo.commit(ondemand_files(config), branch="main")
-    repo.add_workflow("rocm-on-demand.yml", name="ROCm on demand", dispatchable=True)
+    repo.commit(ondemand_files(config, extra), branch="main")
+    repo.add_workflow_file("rocm-on-demand.yml", SHIPPED_WORKFLOW.read_text())
     inst = sim.install(gh_app, "radixark/miles")
     repo.commit({"tests/e2e/test_new.py": test_file(
         'register_cuda_ci(est_time=60, suite="stage-c-4-gpu-h200", labels=["short"])',

@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 
 from bot.store import ondemand as store
+from pathlib import Path
+
+from tests.fixtures.miles import test_file
 from tests.ondemand_support import EXTRA_TEST, SUITE, build_ondemand
 from tests.simulator.fixtures import github_sim  # noqa: F401
 
@@ -20,8 +23,11 @@ def test_a_maintainers_command_dispatches_the_exact_head_at_once(od):
     c, _ = od.comment(f"/run-rocm {SUITE}", author="maint")
     [d] = od.dispatches()
     assert d["workflow"] == "rocm-on-demand.yml" and d["ref"] == "main"
+    # where it runs: the 4-GPU suite on miles' 4-GPU runners, one job (the stand-in runner of this
+    # tree has no command-line options to partition or select with)
     assert d["inputs"] == {"suite": SUITE, "head_sha": od.pr.head_sha, "pull_number": str(od.pr.number),
-                           "test_files": ""}
+                           "test_files": "", "runs_on": '["self-hosted", "amd", "mi350", "4gpu"]', "shards": "1",
+                           "image": "", "runner_flags": ""}
     assert od.sim.reactions(od.repo, c["id"]) == ["eyes", "rocket"]
     [reply] = od.replies()
     assert "Dispatched" in reply and od.pr.head_sha in reply and "/actions/runs/" in reply
@@ -289,3 +295,77 @@ def test_the_workers_periodic_pass_expires_old_requests_everywhere(od):
     [check] = od.check_runs("MI350 run request")
     assert check["conclusion"] == "cancelled" and check["output"]["title"] == "Expired"
     assert sweep_expired(od.world.queue.runtime.github, url, service.installation_for) == 0
+
+
+# -- where and how a suite runs: runner shape, shards, the runner's own options ---------------------
+MILES_RUNNER = (Path(__file__).resolve().parent / "fixtures" / "targets" / "miles" / "runner-778227d"
+                / "run_suite.py").read_text()
+EIGHT = "nightly-stage-c-8-gpu-mi350"
+SHARDED = f"""\
+dispatch:
+  {EIGHT}:
+    workflow: rocm-on-demand.yml
+    shards: 2
+"""
+BIG_TEST = "tests/e2e/megatron/test_qwen3_30B_a3b_8gpu.py"
+
+
+@pytest.fixture()
+def sharded(github_sim, tmp_path, monkeypatch):
+    monkeypatch.setenv("CI_REGISTRAR_HTTP_BACKOFF_S", "0.01")
+    monkeypatch.setenv("CI_REGISTRAR_JOB_BACKOFF_S", "0.01")
+    # miles' real runner (its options are read statically) and a second 8-GPU registration
+    return build_ondemand(github_sim, tmp_path, config=SHARDED, extra={
+        "tests/ci/run_suite.py": MILES_RUNNER,
+        BIG_TEST: test_file(f'register_rocm_ci(est_time=1200, suite="{EIGHT}", labels=["megatron"])')})
+
+
+def _eight_gpu_files(od) -> dict[str, float]:
+    from bot.ondemand.flow import selected_rows
+
+    [request] = store.requests_for_pull(od.world.settings.database_url, "radixark/miles", od.pr.number)
+    return dict(selected_rows(request))
+
+
+def test_an_8_gpu_suite_in_two_shards_dispatches_once_and_both_shards_land_in_one_check_run(sharded):
+    od = sharded
+    od.comment(f"/run-rocm {EIGHT}", author="maint")
+    [d] = od.dispatches()  # once, for both shards
+    assert d["inputs"] == {
+        "suite": EIGHT, "head_sha": od.pr.head_sha, "pull_number": str(od.pr.number), "test_files": "",
+        "runs_on": '["linux-mi35x-gpu-8"]', "shards": "2", "image": "",
+        "runner_flags": "--cadence nightly --match-all-labels --continue-on-error --enable-retry --max-attempts 2"}
+    files = _eight_gpu_files(od)
+    assert len(files) == 2 and files[BIG_TEST] == 1200
+    [other] = [f for f in files if f != BIG_TEST]
+    # cost: 8 GPUs x 2 shards x the longer shard (1200 s: the runner puts each file on its own shard)
+    [reply] = od.replies()
+    assert "5.34 GPU-hours" in reply and "2 shards of 8 GPU(s)" in reply
+    # each shard's job runs its partition and prints its own [i/n] lines
+    od.finish_run(d, [f"2026-12-01T04:25:06.1234567Z [1/1] {BIG_TEST}  PASS  elapsed=1100s\n",
+                      f"2026-12-01T04:20:06.1234567Z [1/1] {other}  FAIL  elapsed=760s exit=1\n"],
+                  conclusion="failure", shard_conclusions=["success", "failure"])
+    jobs = od.sim.workflow_runs(od.repo)[-1]["jobs"]
+    assert [j["name"] for j in jobs] == ["Validate the request", "MI350 shard 0 / run", "MI350 shard 1 / run"]
+    [run] = od.check_runs("MI350 · ")
+    assert run["status"] == "completed" and run["conclusion"] == "failure"
+    assert run["output"]["title"] == "failure: 1 of 2 test file(s) passed"
+    summary = run["output"]["summary"]
+    assert summary.count("| `tests/") == 2 and BIG_TEST in summary and other in summary  # one table, both shards
+    from bot.durations import export_records
+
+    rows = export_records(od.world.settings.database_url, repository="radixark/miles")
+    assert {(r["file"], r["elapsed_s"], r["outcome"]) for r in rows} == {(BIG_TEST, 1100.0, "PASS"), (other, 760.0, "FAIL")}
+    assert len({r["job_id"] for r in rows}) == 2 and {r["run_id"] for r in rows} == {d["run_id"]}
+    assert {r["hardware"] for r in rows} == {"MI355X"} and {r["suite"] for r in rows} == {EIGHT}
+
+
+def test_a_dispatch_the_shipped_workflow_does_not_declare_is_refused_by_github(github_sim, tmp_path, monkeypatch):
+    # The simulator checks a dispatch against the shipped workflow's declared inputs, as GitHub does.
+    monkeypatch.setenv("CI_REGISTRAR_HTTP_BACKOFF_S", "0.01")
+    monkeypatch.setenv("CI_REGISTRAR_JOB_BACKOFF_S", "0.01")
+    config = f"dispatch:\n  {SUITE}:\n    workflow: rocm-on-demand.yml\n    inputs: {{suite: suite, head_sha: head_sha, pull_number: pull_number, repo: repository}}\n"
+    od = build_ondemand(github_sim, tmp_path, config=config)
+    od.comment(f"/run-rocm {SUITE}", author="maint")
+    assert od.dispatches() == []
+    assert 'Unexpected inputs provided: ["repo"]' in od.replies()[-1]

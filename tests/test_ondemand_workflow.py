@@ -1,13 +1,17 @@
-"""deploy/workflows/rocm-on-demand.yml: the workflow the App dispatches for `/run-rocm`.
+"""deploy/workflows/rocm-on-demand.yml: the workflow the App dispatches for `/run-rocm`, and
+deploy/workflows/rocm-on-demand-job.yml, its GPU job for targets without a reusable ROCm job.
 
 Linted offline by actionlint (with shellcheck on its shell scripts) and zizmor, with zero findings
-allowed; its structure checked from the parsed YAML; and its own scripts (the input checks, the
-static inventory check, the commit check and the run step) extracted and run against small git
-repositories, so what the workflow enforces is tested for real, not read.
+allowed, beside radixark/miles' real reusable job (vendored: tests/fixtures/targets/miles/
+workflows-778227d), so actionlint checks the call against that job's declared inputs; its
+structure checked from the parsed YAML; and its own scripts (the input checks, the static inventory
+check, the plan of the GPU jobs, the commit check and the commands the GPU jobs run) extracted and
+run against small git repositories, so what the workflow enforces is tested for real, not read.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -19,20 +23,30 @@ from pathlib import Path
 import pytest
 import yaml
 
-from checks.config import Dispatch
+from checks.config import Dispatch, load_config
+from checks.dispatch_plan import RUNNER_SHAPES, default_runner_flags, plan, runs_on_for
 from checks.durations import parse_job_log
+from checks.runner import read_runner
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / "deploy" / "workflows" / "rocm-on-demand.yml"
+JOB_WORKFLOW = ROOT / "deploy" / "workflows" / "rocm-on-demand-job.yml"
+TARGETS = ROOT / "tests" / "fixtures" / "targets"
+MILES_WORKFLOWS = TARGETS / "miles" / "workflows-778227d"
+MILES_RUNNER = TARGETS / "miles" / "runner-778227d" / "run_suite.py"
+MILES_INVENTORY = TARGETS / "miles" / "r2026-08-21-778227d" / "tests" / "ci" / "run_suite.py"
+SGLANG_NIGHTLY = TARGETS / "sglang" / "workflows-382343f" / "nightly-test-amd-miles-rocm720.yml"
 BIN = Path(sys.executable).parent
-INPUTS = ("suite", "head_sha", "pull_number", "test_files")
-RUNNER_LABELS = ["self-hosted", "amd", "mi350"]
+INPUTS = ("suite", "head_sha", "pull_number", "test_files", "runs_on", "shards", "image", "runner_flags")
 
 TEXT = WORKFLOW.read_text()
 DOC = yaml.safe_load(TEXT)
 JOBS = DOC["jobs"]
 VALIDATE = JOBS["validate"]
 RUN = JOBS["run"]
+JOB_TEXT = JOB_WORKFLOW.read_text()
+JOB_DOC = yaml.safe_load(JOB_TEXT)
+GPU_JOB = JOB_DOC["jobs"]["run"]
 
 
 def _tool(name: str) -> str:
@@ -57,24 +71,47 @@ def _step(job: dict, step_id: str | None = None, *, uses: str | None = None, nam
 
 
 def _run_steps():
-    for job_id, job in JOBS.items():
-        for step in job["steps"]:
-            if "run" in step:
-                yield job_id, step
+    for doc in (DOC, JOB_DOC):
+        for job_id, job in doc["jobs"].items():
+            for step in job.get("steps", []):
+                if "run" in step:
+                    yield job_id, step
+
+
+def _workflow_constant(name: str):
+    """A literal the shapes step holds itself (RUNNERS, MAX_SHARDS, RUNNER_FLAGS, ...)."""
+    for node in ast.parse(_step(VALIDATE, "shapes")["run"]).body:
+        if isinstance(node, ast.Assign) and [t.id for t in node.targets if isinstance(t, ast.Name)] == [name]:
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"no {name} in the shapes step")
 
 
 # ----------------------------------------------------------------------------------------------
-# The linters, offline, with zero findings
+# The linters, offline, with zero findings, on the workflows as installed
 
 
-def _actionlint(path: Path, tmp_path: Path) -> list[dict]:
+def _installed(tmp_path: Path, caller: str = TEXT, job: str | None = None) -> Path:
+    """A repository's .github/workflows: the shipped caller beside a reusable `_run-ci-rocm.yml`
+    (miles' real one unless `job` is given), as actionlint needs them to check the call."""
+    workflows = tmp_path / "repo" / ".github" / "workflows"
+    workflows.mkdir(parents=True, exist_ok=True)
+    # actionlint finds the project (and so the called workflow) by its .git directory; without
+    # one it skips checking the call, silently.
+    (tmp_path / "repo" / ".git").mkdir(exist_ok=True)
+    (workflows / "rocm-on-demand.yml").write_text(caller)
+    (workflows / "_run-ci-rocm.yml").write_text(job if job is not None else (MILES_WORKFLOWS / "_run-ci-rocm.yml").read_text())
+    return workflows
+
+
+def _actionlint(path: Path, tmp_path: Path, *, cwd: Path | None = None) -> list[dict]:
     config = tmp_path / "actionlint.yaml"
     # Without this, actionlint rejects the self-hosted MI350 labels as unknown runner labels.
-    config.write_text("self-hosted-runner:\n  labels: [amd, mi350]\n")
+    labels = sorted({label for shape in RUNNER_SHAPES.values() for label in shape} - {"self-hosted"})
+    config.write_text(f"self-hosted-runner:\n  labels: {json.dumps(labels)}\n")
     shellcheck = shutil.which("shellcheck", path=str(BIN)) or shutil.which("shellcheck") or ""
     done = subprocess.run(
         [_tool("actionlint"), "-config-file", str(config), "-shellcheck", shellcheck, "-format", "{{json .}}", str(path)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=120, cwd=cwd or path.parent,
     )
     assert done.returncode in (0, 1), done.stderr  # 0: clean, 1: findings, others: the tool failed
     return json.loads(done.stdout or "null") or []
@@ -90,49 +127,74 @@ def _zizmor(path: Path, persona: str) -> list[dict]:
     return json.loads(done.stdout)
 
 
-def _bad_copy(tmp_path: Path) -> Path:
-    """The workflow with three classic mistakes: an input in a script, a floating tag, an unquoted variable."""
-    bad = TEXT.replace(
-        'echo "running PR code at ${actual}"',
-        "echo running ${{ inputs.suite }} at $actual",
-    )
-    bad = bad.replace(
-        "uses: actions/checkout@de0fac2e4500dabe0009e67214ff5f5447ce83dd # v6.0.2\n        with:\n          ref: ${{ inputs.head_sha }}",
-        "uses: actions/checkout@v6\n        with:\n          ref: ${{ inputs.head_sha }}",
-    )
-    bad = bad.replace("runs-on: [self-hosted, amd, mi350]", "runs-on: [self-hosted, amd, mi305]")
-    assert bad.count("${{ inputs.suite }} at") == 1 and "actions/checkout@v6\n" in bad and "mi305" in bad
+def _repo_root(workflows: Path) -> Path:
+    return workflows.parent.parent
+
+
+def test_actionlint_finds_nothing_calling_miles_real_reusable_job(tmp_path):
+    workflows = _installed(tmp_path)
+    assert _actionlint(workflows / "rocm-on-demand.yml", tmp_path, cwd=_repo_root(workflows)) == []
+
+
+def test_actionlint_finds_nothing_with_the_shipped_gpu_job(tmp_path):
+    workflows = _installed(tmp_path, job=JOB_TEXT)
+    root = _repo_root(workflows)
+    assert _actionlint(workflows / "rocm-on-demand.yml", tmp_path, cwd=root) == []
+    assert _actionlint(workflows / "_run-ci-rocm.yml", tmp_path, cwd=root) == []
+
+
+@pytest.mark.parametrize("job", ["miles", "shipped"])
+def test_actionlint_checks_the_call_against_the_reusable_jobs_inputs(tmp_path, job):
+    # A misspelt input and a missing required one: actionlint reads the called workflow.
+    broken = TEXT.replace("container_image: ${{ needs.validate.outputs.image }}",
+                          "container_imag: ${{ needs.validate.outputs.image }}")
+    assert broken != TEXT
+    workflows = _installed(tmp_path, broken, job=None if job == "miles" else JOB_TEXT)
+    findings = _actionlint(workflows / "rocm-on-demand.yml", tmp_path, cwd=_repo_root(workflows))
+    messages = [f["message"] for f in findings if f["kind"] == "workflow-call"]
+    assert any('"container_imag" is not defined' in m for m in messages), findings
+    assert any('"container_image" is required' in m for m in messages), findings
+
+
+def _bad_job(tmp_path: Path) -> Path:
+    """The GPU job with three classic mistakes: an input in a script, a floating tag, an unknown label."""
+    bad = JOB_TEXT.replace('echo "running PR code at ${actual}"', "echo running ${{ inputs.ref }} at $actual")
+    bad = bad.replace("uses: actions/checkout@de0fac2e4500dabe0009e67214ff5f5447ce83dd # v6.0.2",
+                      "uses: actions/checkout@v6")
+    bad = bad.replace("runs-on: ${{ fromJSON(inputs.runs_on) }}", "runs-on: [self-hosted, amd, mi305]")
+    assert bad.count("${{ inputs.ref }} at") == 1 and "actions/checkout@v6\n" in bad and "mi305" in bad
     path = tmp_path / "bad.yml"
     path.write_text(bad)
     return path
 
 
-def test_actionlint_finds_nothing(tmp_path):
-    assert _actionlint(WORKFLOW, tmp_path) == []
-
-
 def test_actionlint_really_runs_and_lints_the_scripts(tmp_path):
-    findings = _actionlint(_bad_copy(tmp_path), tmp_path)
+    findings = _actionlint(_bad_job(tmp_path), tmp_path)
     kinds = {f["kind"] for f in findings}
     assert "runner-label" in kinds, findings  # the unknown label: the config file is read
     if shutil.which("shellcheck", path=str(BIN)) or shutil.which("shellcheck"):
         assert any(f["kind"] == "shellcheck" and "SC2086" in f["message"] for f in findings), findings
 
 
-def test_zizmor_finds_nothing_even_pedantic():
-    assert _zizmor(WORKFLOW, "regular") == []
-    assert _zizmor(WORKFLOW, "pedantic") == []
-
-
-def test_zizmor_auditor_only_notes_the_self_hosted_runner():
-    # The auditor persona flags every self-hosted runner: running there is this workflow's purpose.
-    findings = _zizmor(WORKFLOW, "auditor")
-    assert [f["ident"] for f in findings] == ["self-hosted-runner"]
+@pytest.mark.parametrize("path", [WORKFLOW, JOB_WORKFLOW], ids=["caller", "gpu-job"])
+def test_zizmor_finds_nothing_even_pedantic(path):
+    assert _zizmor(path, "regular") == []
+    assert _zizmor(path, "pedantic") == []
+    # The auditor persona too: the self-hosted runner is named by a JSON input, not in this file.
+    assert _zizmor(path, "auditor") == []
 
 
 def test_zizmor_really_runs(tmp_path):
-    idents = {f["ident"] for f in _zizmor(_bad_copy(tmp_path), "regular")}
+    idents = {f["ident"] for f in _zizmor(_bad_job(tmp_path), "regular")}
     assert {"template-injection", "unpinned-uses"} <= idents
+    # and its one justified exception is an exception, not a blind spot
+    assert "self-repository" in {f["ident"] for f in _zizmor(_write(tmp_path / "c.yml", TEXT.replace(
+        " # zizmor: ignore[self-repository]", "")), "regular")}
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
 
 
 # ----------------------------------------------------------------------------------------------
@@ -145,11 +207,15 @@ def test_dispatch_inputs_match_the_apps_dispatch_table():
     inputs = on["workflow_dispatch"]["inputs"]
     assert tuple(inputs) == INPUTS
     assert set(inputs) == set(Dispatch(workflow="rocm-on-demand.yml").inputs)  # the App's defaults
+    assert len(inputs) <= 10  # GitHub Enterprise Server 3.17-3.19 take at most 10
     for name, spec in inputs.items():
         assert spec["type"] == "string", name
     for name in ("suite", "head_sha", "pull_number"):
         assert inputs[name]["required"] is True
-    assert inputs["test_files"]["required"] is False and inputs["test_files"]["default"] == ""
+    for name in INPUTS[3:]:
+        assert inputs[name]["required"] is False, name
+    assert inputs["test_files"]["default"] == "" and inputs["shards"]["default"] == "1"
+    assert json.loads(inputs["runs_on"]["default"]) in _workflow_constant("RUNNERS")
 
 
 def test_run_name_identifies_the_run():
@@ -163,6 +229,7 @@ def test_permissions_and_concurrency():
     assert DOC["permissions"] == {}
     assert VALIDATE["permissions"] == {"contents": "read"}
     assert RUN["permissions"] == {}
+    assert JOB_DOC["permissions"] == {} and GPU_JOB["permissions"] == {}
     group = DOC["concurrency"]["group"]
     assert "${{ inputs.pull_number }}" in group and "${{ inputs.suite }}" in group
 
@@ -170,18 +237,18 @@ def test_permissions_and_concurrency():
 def test_no_expression_inside_any_script():
     # Inputs reach scripts only through env: `${{ }}` in a script is template injection.
     scripts = list(_run_steps())
-    assert len(scripts) >= 4
+    assert len(scripts) >= 8
     for job_id, step in scripts:
         assert "${{" not in step["run"], (job_id, step.get("name"))
-    for pattern in ("${{ inputs.", "${{ github.event.inputs."):
-        assert not any(pattern in step["run"] for _, step in scripts)
 
 
 def test_every_action_is_pinned_to_a_commit_with_its_version():
-    uses_lines = [line.strip() for line in TEXT.splitlines() if line.strip().startswith(("uses:", "- uses:"))]
-    assert uses_lines
-    for line in uses_lines:
-        assert re.fullmatch(r"(- )?uses: [\w.-]+/[\w.-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+", line), line
+    for text in (TEXT, JOB_TEXT):
+        uses_lines = [line.strip() for line in text.splitlines() if line.strip().startswith(("uses:", "- uses:"))
+                      and "./.github/workflows/" not in line]
+        assert uses_lines
+        for line in uses_lines:
+            assert re.fullmatch(r"(- )?uses: [\w.-]+/[\w.-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+", line), line
 
 
 def test_validation_comes_first_and_never_executes_pr_code():
@@ -195,30 +262,148 @@ def test_validation_comes_first_and_never_executes_pr_code():
     inventory = _step(VALIDATE, "inventory")
     assert steps.index(inventory) > steps.index(checkout)
     assert "import ast" in inventory["run"]
-    # The only scripts of this job are the two Python checks: nothing runs a file of the PR.
-    assert [s.get("id") for s in steps if "run" in s] == ["shapes", "inventory"]
+    # The only scripts of this job are its Python checks and plan: nothing runs a file of the PR.
+    assert [s.get("id") for s in steps if "run" in s] == ["shapes", "inventory", "plan"]
     for step in (_step(VALIDATE, "shapes"), inventory):
         assert step["shell"] == "python"
         for name, var in (("suite", "SUITE"), ("head_sha", "HEAD_SHA"), ("pull_number", "PULL_NUMBER"), ("test_files", "TEST_FILES")):
             assert step["env"][var] == "${{ inputs.%s }}" % name
+    shapes = _step(VALIDATE, "shapes")
+    for name, var in (("runs_on", "RUNS_ON"), ("shards", "SHARDS"), ("image", "IMAGE"), ("runner_flags", "RUNNER_FLAGS")):
+        assert shapes["env"][var] == "${{ inputs.%s }}" % name
+    # The GPU jobs get only what the checks wrote: no raw input of these four reaches them.
+    assert VALIDATE["outputs"] == {"runs_on": "${{ steps.shapes.outputs.runs_on }}",
+                                   "image": "${{ steps.shapes.outputs.image }}",
+                                   "matrix": "${{ steps.plan.outputs.matrix }}"}
+    plan_step = _step(VALIDATE, "plan")
+    assert plan_step["env"]["SHARDS"] == "${{ steps.shapes.outputs.shards }}"
+    assert plan_step["env"]["RUNNER_FLAGS"] == "${{ steps.shapes.outputs.runner_flags }}"
 
 
-def test_the_job_running_pr_code_has_nothing_to_leak():
+def test_the_gpu_jobs_call_the_targets_own_reusable_job_with_checked_values_only():
     assert RUN["needs"] == "validate"
-    assert RUN["runs-on"] == RUNNER_LABELS
-    assert RUN["permissions"] == {}
-    job_text = yaml.safe_dump(RUN)
-    assert "secrets." not in job_text and "secrets." not in TEXT
-    assert "github.token" not in job_text and "GITHUB_TOKEN" not in job_text
-    assert "env" not in RUN and "env" not in DOC  # no job- or workflow-level environment at all
-    checkout = _step(RUN, uses="actions/checkout@")
-    assert checkout["with"] == {"ref": "${{ inputs.head_sha }}", "persist-credentials": False}
-    assert RUN["steps"].index(checkout) == 0
-    verify = RUN["steps"][1]
-    assert "git rev-parse HEAD" in verify["run"] and verify["env"] == {"HEAD_SHA": "${{ inputs.head_sha }}"}
-    for step in RUN["steps"]:
+    assert RUN["uses"] == "./.github/workflows/_run-ci-rocm.yml"
+    assert RUN["strategy"] == {"fail-fast": False, "matrix": "${{ fromJSON(needs.validate.outputs.matrix) }}"}
+    assert RUN["with"] == {
+        "ref": "${{ inputs.head_sha }}",  # checked to be refs/pull/<n>/head by the validate job
+        "runs_on": "${{ needs.validate.outputs.runs_on }}",
+        "container_image": "${{ needs.validate.outputs.image }}",
+        "execute_command": "${{ matrix.command }}",
+    }
+    # miles' job accepts exactly these (and an optional skip_dependency_install, left at its default)
+    miles = yaml.safe_load((MILES_WORKFLOWS / "_run-ci-rocm.yml").read_text())
+    declared = (miles.get("on") or miles[True])["workflow_call"]["inputs"]
+    assert set(RUN["with"]) <= set(declared) and {k for k, v in declared.items() if v.get("required")} <= set(RUN["with"])
+    shipped = (JOB_DOC.get("on") or JOB_DOC[True])["workflow_call"]["inputs"]
+    assert set(shipped) == set(RUN["with"])  # the shipped GPU job is a drop-in for miles' one
+
+
+def test_no_secret_reaches_the_job_that_runs_pr_code():
+    # miles' reusable job would take a secret if given one...
+    miles = yaml.safe_load((MILES_WORKFLOWS / "_run-ci-rocm.yml").read_text())
+    assert "WANDB_API_KEY" in (miles.get("on") or miles[True])["workflow_call"]["secrets"]
+    # ...and its own caller passes it; this one passes none, not even `inherit`.
+    pr_test = yaml.safe_load((MILES_WORKFLOWS / "pr-test-rocm.yml").read_text())
+    assert pr_test["jobs"]["stage-c-4-gpu-mi350"]["secrets"] == {"WANDB_API_KEY": "${{ secrets.WANDB_API_KEY }}"}
+    assert "secrets" not in RUN
+    for text, doc in ((TEXT, DOC), (JOB_TEXT, JOB_DOC)):
+        assert "secrets" not in _keys(doc)  # no `secrets:` to a call, no `secrets:` declared
+        assert not re.search(r"secrets\s*[.\[]", text)  # no secrets.X anywhere
+        assert "github.token" not in text and "GITHUB_TOKEN" not in text
+    assert "env" not in DOC and "env" not in RUN
+    assert set(GPU_JOB["env"]) == {"PYTHONPATH", "MILES_HARDWARE_PLATFORM"}
+    assert set(GPU_JOB["container"].get("env", {})) == {"HF_HOME", "MIOPEN_USER_DB_PATH", "MIOPEN_CUSTOM_CACHE_DIR"}
+    checkout = _step(GPU_JOB, uses="actions/checkout@")
+    assert checkout["with"] == {"ref": "${{ inputs.ref }}", "persist-credentials": False}
+    assert GPU_JOB["steps"].index(checkout) == 0
+    for step in GPU_JOB["steps"]:
         for value in (step.get("env") or {}).values():
             assert "secret" not in str(value).lower() and "token" not in str(value).lower()
+
+
+def _keys(node) -> set:
+    if isinstance(node, dict):
+        return set(node) | {k for v in node.values() for k in _keys(v)}
+    if isinstance(node, list):
+        return {k for v in node for k in _keys(v)}
+    return set()
+
+
+def test_the_shipped_gpu_job_carries_the_container_pattern():
+    options = GPU_JOB["container"]["options"].split()
+    for option in ("--device=/dev/kfd", "--device=/dev/dri", "--shm-size=32g", "video", "render", "--ipc=host"):
+        assert option in options, option
+    assert GPU_JOB["runs-on"] == "${{ fromJSON(inputs.runs_on) }}"
+    assert GPU_JOB["container"]["image"] == "${{ inputs.container_image }}"
+    names = [s.get("name", "") for s in GPU_JOB["steps"]]
+    assert names.index("Wait for the GPUs") < names.index("Run the tests")
+    run = _step(GPU_JOB, name_has="Run the tests")
+    assert run["env"] == {"EXECUTE_COMMAND": "${{ inputs.execute_command }}"}
+
+
+# ----------------------------------------------------------------------------------------------
+# Where suites run: the App's defaults against the real fleets and this workflow's own lists
+
+
+def _real_runner_shapes() -> list[list[str]]:
+    """Runner label sets of the ROCm jobs in miles' and sglang's real workflows."""
+    shapes = []
+    pr_test = yaml.safe_load((MILES_WORKFLOWS / "pr-test-rocm.yml").read_text())
+    for job in pr_test["jobs"].values():
+        if "runs_on" in job.get("with", {}):
+            shapes.append(json.loads(job["with"]["runs_on"]))
+    nightly = yaml.safe_load(SGLANG_NIGHTLY.read_text())
+    for job in nightly["jobs"].values():
+        for entry in job.get("strategy", {}).get("matrix", {}).get("include", []):
+            shapes.append([entry["runner"]])
+    return shapes
+
+
+def _miles_rocm_suites() -> list[str]:
+    tree = ast.parse(MILES_INVENTORY.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and node.targets[0].id == "CI_SUITES":
+            for key, value in zip(node.value.keys, node.value.values):
+                if key.attr == "ROCM":
+                    return [e.value for e in value.elts]
+    raise AssertionError("no ROCm suites")
+
+
+def test_every_miles_rocm_suite_runs_on_a_real_runner_shape_this_workflow_accepts():
+    real = _real_runner_shapes()
+    assert ["self-hosted", "amd", "mi350", "4gpu"] in real and ["linux-mi35x-gpu-8"] in real
+    accepted = _workflow_constant("RUNNERS")
+    suites = _miles_rocm_suites()
+    assert len(suites) == 4
+    for suite in suites:
+        labels = list(runs_on_for(suite, Dispatch(workflow="rocm-on-demand.yml")))
+        assert labels in real, (suite, labels)
+        assert labels in accepted, (suite, labels)
+    assert list(runs_on_for("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml"))) == ["linux-mi35x-gpu-8"]
+    assert list(runs_on_for("stage-c-4-gpu-mi350", Dispatch(workflow="x.yml"))) == ["self-hosted", "amd", "mi350", "4gpu"]
+
+
+def _miles_options():
+    return read_runner("tests/ci/run_suite.py", ast.parse(MILES_RUNNER.read_text()), "tests/ci/ci_register.py",
+                       None, set()).options
+
+
+def test_the_flags_the_app_plans_for_miles_are_flags_this_workflow_accepts():
+    options = _miles_options()
+    accepted = _workflow_constant("RUNNER_FLAGS")
+    for suite in _miles_rocm_suites():
+        flags = default_runner_flags(suite, options)
+        assert "--match-all-labels" in flags and "--continue-on-error" in flags
+        assert ("--cadence" in flags) is suite.startswith("nightly-")
+        i = 0
+        while i < len(flags):
+            assert flags[i] in accepted, flags[i]
+            if accepted[flags[i]] is not None:
+                assert flags[i + 1] in accepted[flags[i]]
+                i += 1
+            i += 1
+    assert default_runner_flags("nightly-stage-c-8-gpu-mi350", options) == (
+        "--cadence", "nightly", "--match-all-labels", "--continue-on-error", "--enable-retry", "--max-attempts", "2")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -226,15 +411,22 @@ def test_the_job_running_pr_code_has_nothing_to_leak():
 
 
 def _python_step(step: dict, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess:
-    # `shell: python` runs the script file with the runner's python; only `env:` reaches it.
-    return subprocess.run(
+    # `shell: python` runs the script file with the runner's python; only `env:` reaches it, and
+    # GITHUB_OUTPUT names the file a step writes its outputs to.
+    env = dict(env)
+    output = Path(env.setdefault("GITHUB_OUTPUT", str(Path(os.environ.get("TMPDIR", "/tmp")) / f"out-{os.getpid()}")))
+    output.write_text("")
+    done = subprocess.run(
         [sys.executable, "-c", step["run"]], env={"PATH": os.environ["PATH"], **env},
         cwd=cwd, capture_output=True, text=True, timeout=60,
     )
+    done.outputs = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
+    return done
 
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
-GOOD = {"SUITE": "nightly-stage-c-4-gpu-mi350", "HEAD_SHA": SHA, "PULL_NUMBER": "123", "TEST_FILES": ""}
+GOOD = {"SUITE": "nightly-stage-c-4-gpu-mi350", "HEAD_SHA": SHA, "PULL_NUMBER": "123", "TEST_FILES": "",
+        "RUNS_ON": '["self-hosted","amd","mi350","4gpu"]', "SHARDS": "1", "IMAGE": "", "RUNNER_FLAGS": ""}
 
 
 @pytest.mark.parametrize(
@@ -246,11 +438,28 @@ GOOD = {"SUITE": "nightly-stage-c-4-gpu-mi350", "HEAD_SHA": SHA, "PULL_NUMBER": 
         {"TEST_FILES": " tests/fast-gpu/a/b-c/test_x.py  tests/ci/test_y.py "},
         {"SUITE": "a"},
         {"PULL_NUMBER": "9999999999"},
+        {"RUNS_ON": '["linux-mi35x-gpu-8"]', "SHARDS": "2"},
+        {"RUNS_ON": '[ "self-hosted", "amd", "mi350", "4gpu" ]', "SHARDS": "8"},
+        {"IMAGE": "miles-rocm720-mi35x-20260811"},
+        {"IMAGE": "rocm/sgl-dev:miles-rocm720-mi35x"},
+        {"IMAGE": "rocm/sgl-dev@sha256:" + "a" * 64},
+        {"RUNNER_FLAGS": "--cadence nightly --match-all-labels --continue-on-error --enable-retry --max-attempts 2"},
+        {"RUNNER_FLAGS": " --nightly  "},
     ],
 )
 def test_shapes_accepts(changes):
     done = _python_step(_step(VALIDATE, "shapes"), {**GOOD, **changes})
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_shapes_writes_the_checked_values_for_the_gpu_jobs():
+    done = _python_step(_step(VALIDATE, "shapes"), {**GOOD, "RUNS_ON": '[ "linux-mi35x-gpu-8" ]', "SHARDS": "2",
+                                                    "RUNNER_FLAGS": " --cadence  nightly "})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.outputs == {"runs_on": '["linux-mi35x-gpu-8"]', "image": "rocm/sgl-dev:miles-rocm720-mi35x",
+                            "shards": "2", "runner_flags": "--cadence nightly"}
+    digest = "rocm/sgl-dev@sha256:" + "0" * 64
+    assert _python_step(_step(VALIDATE, "shapes"), {**GOOD, "IMAGE": digest}).outputs["image"] == digest
 
 
 @pytest.mark.parametrize(
@@ -293,6 +502,32 @@ def test_shapes_accepts(changes):
         {"TEST_FILES": "tests/e2e/test_x.py tests/e2e/test_x.py"},
         {"TEST_FILES": " ".join(f"tests/e2e/test_{i}.py" for i in range(101))},
         {"TEST_FILES": "tests/e2e/" + "a" * 250 + "/test_x.py"},
+        {"RUNS_ON": ""},
+        {"RUNS_ON": "self-hosted"},
+        {"RUNS_ON": '["self-hosted","amd","mi350"]'},  # a subset: any MI350 machine, whatever its GPUs
+        {"RUNS_ON": '["self-hosted","amd","mi350","4gpu","x"]'},
+        {"RUNS_ON": '["ubuntu-latest"]'},
+        {"RUNS_ON": '"linux-mi35x-gpu-8"'},
+        {"SHARDS": ""},
+        {"SHARDS": "0"},
+        {"SHARDS": "9"},
+        {"SHARDS": "01"},
+        {"SHARDS": "2 "},
+        {"SHARDS": "-1"},
+        {"IMAGE": "evil/image:latest"},
+        {"IMAGE": "rocm/sgl-dev-evil:tag"},
+        {"IMAGE": "docker.io/rocm/sgl-dev:tag"},
+        {"IMAGE": "rocm/sgl-dev:tag; id"},
+        {"IMAGE": "rocm/sgl-dev@sha256:abc"},
+        {"IMAGE": "-tag"},
+        {"RUNNER_FLAGS": "--labels run-ci-all"},
+        {"RUNNER_FLAGS": "--cadence"},
+        {"RUNNER_FLAGS": "--cadence hourly"},
+        {"RUNNER_FLAGS": "--max-attempts 99"},
+        {"RUNNER_FLAGS": "--continue-on-error;id"},
+        {"RUNNER_FLAGS": "--nightly\n::error::x"},
+        {"RUNNER_FLAGS": "$(id)"},
+        {"RUNNER_FLAGS": "--auto-partition-id 0"},
     ],
 )
 def test_shapes_rejects(changes):
@@ -457,7 +692,79 @@ def test_inventory_checks_each_listed_file_is_a_regular_file(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------
-# The GPU job's scripts, run on a stand-in repository (python3 instead of GPUs)
+# The plan of the GPU jobs, and the commands they run, on a stand-in repository (python3 for GPUs)
+
+
+def _plan(suite: str, files: str = "", shards: str = "1", flags: str = "") -> list[dict]:
+    step = _step(VALIDATE, "plan")
+    env = {k: v for k, v in step["env"].items() if "${{" not in v}
+    env.update(SUITE=suite, TEST_FILES=files, SHARDS=shards, RUNNER_FLAGS=flags)
+    done = _python_step(step, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.outputs["matrix"])["include"]
+
+
+def _execute(command: str, repo: Path, *extra: str) -> subprocess.CompletedProcess:
+    """As the reusable job runs it: the command is the script of a `shell: bash` step
+    (`bash --noprofile --norc -eo pipefail {0}`), `--list-only` appended in its plan step."""
+    script = repo / ".step.sh"
+    script.write_text(" ".join([command, *extra]) + "\n")
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(repo), "MILES_HARDWARE_PLATFORM": "rocm"}
+    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env=env, cwd=repo,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_sharded_suite_is_one_job_per_partition_with_the_runners_own_options():
+    flags = "--cadence nightly --match-all-labels --continue-on-error --enable-retry --max-attempts 2"
+    matrix = _plan("nightly-stage-c-8-gpu-mi350", shards="2", flags=flags)
+    base = f"python3 tests/ci/run_suite.py --hw rocm --suite nightly-stage-c-8-gpu-mi350 {flags}"
+    assert matrix == [
+        {"partition_id": 0, "command": f"{base} --auto-partition-id 0 --auto-partition-size 2"},
+        {"partition_id": 1, "command": f"{base} --auto-partition-id 1 --auto-partition-size 2"},
+    ]
+    assert _plan("stage-c-4-gpu-mi350") == [
+        {"partition_id": 0, "command": "python3 tests/ci/run_suite.py --hw rocm --suite stage-c-4-gpu-mi350"}]
+
+
+def test_the_generated_commands_run_miles_real_runner_argument_parser(tmp_path):
+    # miles' own run_suite.py parses each shard's command (its imports stubbed: nothing else runs).
+    runner = MILES_RUNNER.read_text()
+    stub = runner.split("def main():", 1)[1].split("args = parser.parse_args()", 1)[0]
+    probe = ("import argparse, json, sys\nCI_CADENCES = {'regular', 'nightly', 'weekly', 'release'}\n"
+             "NIGHTLY_CADENCE, REGULAR_CADENCE = 'nightly', 'regular'\nHW_MAPPING = {'cpu': 0, 'cuda': 1, 'rocm': 2}\n"
+             "def main():" + stub + "args = parser.parse_args()\n    print(json.dumps(vars(args)))\nmain()\n")
+    repo, _ = _repo(tmp_path, {"tests/ci/run_suite.py": probe})
+    flags = " ".join(default_runner_flags("nightly-stage-c-8-gpu-mi350", _miles_options()))
+    for shard in _plan("nightly-stage-c-8-gpu-mi350", shards="2", flags=flags):
+        for extra in ((), ("--list-only",)):
+            done = _execute(shard["command"], repo, *extra)
+            assert done.returncode == 0, done.stderr
+            args = json.loads(done.stdout)
+            assert (args["suite"], args["hw"], args["cadence"]) == ("nightly-stage-c-8-gpu-mi350", "rocm", "nightly")
+            assert (args["auto_partition_id"], args["auto_partition_size"]) == (shard["partition_id"], 2)
+            assert args["match_all_labels"] and args["continue_on_error"] and args["enable_retry"]
+            assert args["list_only"] is bool(extra)
+
+
+def test_listed_files_use_the_runners_own_selection_where_it_has_one():
+    step = _step(VALIDATE, "plan")
+    env = {k: v for k, v in step["env"].items() if "${{" not in v}
+    env.update(SUITE="s", TEST_FILES="tests/e2e/test_a.py tests/e2e/test_b.py tests/e2e/test_c.py", SHARDS="2",
+               RUNNER_FLAGS="", RUNNER_FILE_OPTION="--files")
+    done = _python_step(step, env)
+    base = "python3 tests/ci/run_suite.py --hw rocm --suite s --files tests/e2e/test_a.py tests/e2e/test_b.py tests/e2e/test_c.py"
+    assert [m["command"] for m in json.loads(done.outputs["matrix"])["include"]] == [
+        f"{base} --auto-partition-id 0 --auto-partition-size 2", f"{base} --auto-partition-id 1 --auto-partition-size 2"]
+    assert step["env"]["RUNNER_FILE_OPTION"] == ""  # neither miles' nor sglang's runner has one
+
+
+def test_verify_step_refuses_another_commit(tmp_path):
+    repo, sha = _repo(tmp_path, {"README.md": "x\n"})
+    verify = _step(GPU_JOB, name_has="Verify")
+    assert verify["env"] == {"HEAD_SHA": "${{ inputs.ref }}"}
+    assert _bash_step(verify, {"HEAD_SHA": sha}, repo).returncode == 0
+    done = _bash_step(verify, {"HEAD_SHA": "e" * 40}, repo)
+    assert done.returncode == 1 and "not the approved" in done.stdout
 
 
 def _bash_step(step: dict, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
@@ -469,19 +776,16 @@ def _bash_step(step: dict, env: dict[str, str], cwd: Path) -> subprocess.Complet
                           capture_output=True, text=True, timeout=120)
 
 
-def _run_env(step: dict, repo: Path, **values: str) -> dict[str, str]:
-    env = {k: v for k, v in step["env"].items() if "${{" not in v}
-    assert step["env"]["PYTHONPATH"] == "${{ github.workspace }}"
-    env.update(PYTHONPATH=str(repo), **values)
-    return env
-
-
-def test_verify_step_refuses_another_commit(tmp_path):
-    repo, sha = _repo(tmp_path, {"README.md": "x\n"})
-    verify = RUN["steps"][1]
-    assert _bash_step(verify, {"HEAD_SHA": sha}, repo).returncode == 0
-    done = _bash_step(verify, {"HEAD_SHA": "e" * 40}, repo)
-    assert done.returncode == 1 and "not the approved" in done.stdout
+def test_the_shipped_gpu_job_runs_the_command_as_miles_job_does(tmp_path):
+    repo, _ = _repo(tmp_path, {"tests/ci/run_suite.py": RUNNER_STANDIN})
+    [shard] = _plan("nightly-stage-c-4-gpu-mi350")
+    env = {"EXECUTE_COMMAND": shard["command"], "PYTHONPATH": str(repo)}
+    listed = _bash_step(_step(GPU_JOB, name_has="Resolve the plan"), env, repo)
+    assert listed.returncode == 0 and "'--list-only'" in listed.stdout
+    done = _bash_step(_step(GPU_JOB, name_has="Run the tests"), env, repo)
+    assert done.returncode == 0, done.stderr
+    assert "argv ['--hw', 'rocm', '--suite', 'nightly-stage-c-4-gpu-mi350']" in done.stdout
+    assert [r.file for r in parse_job_log(done.stdout).records] == ["tests/e2e/test_a.py"]
 
 
 RUNNER_STANDIN = '''\
@@ -491,17 +795,6 @@ print("[1/1] tests/e2e/test_a.py  PASS  elapsed=3s")
 '''
 
 
-def test_whole_suite_runs_the_runner_unchanged(tmp_path):
-    repo, _ = _repo(tmp_path, {"tests/ci/run_suite.py": RUNNER_STANDIN})
-    step = _step(RUN, name_has="Run the suite")
-    done = _bash_step(step, _run_env(step, repo, SUITE="nightly-stage-c-4-gpu-mi350", TEST_FILES=""), repo)
-    assert done.returncode == 0, done.stderr
-    assert "argv ['--hw', 'rocm', '--suite', 'nightly-stage-c-4-gpu-mi350']" in done.stdout
-    parsed = parse_job_log(done.stdout)
-    assert (parsed.suite, parsed.backend) == ("nightly-stage-c-4-gpu-mi350", "rocm")
-    assert [(r.file, r.status, r.elapsed) for r in parsed.records] == [("tests/e2e/test_a.py", "PASS", 3)]
-
-
 def test_listed_files_run_one_by_one_and_their_lines_are_ingestible(tmp_path):
     repo, _ = _repo(tmp_path, {
         "tests/e2e/test_pass.py": "import os\nassert os.environ['MILES_HARDWARE_PLATFORM'] == 'rocm'\n",
@@ -509,10 +802,16 @@ def test_listed_files_run_one_by_one_and_their_lines_are_ingestible(tmp_path):
         "tests/e2e/test_slow.py": "import time\ntime.sleep(60)\n",
         "tests/fast/test_after.py": "print('still ran')\n",
     })
-    step = _step(RUN, name_has="Run the suite")
     files = "tests/e2e/test_pass.py tests/e2e/x/test_fail.py tests/e2e/test_slow.py tests/fast/test_after.py"
-    env = _run_env(step, repo, SUITE="nightly-stage-c-4-gpu-mi350", TEST_FILES=files, TIMEOUT_PER_FILE="1")
-    done = _bash_step(step, env, repo)
+    step = _step(VALIDATE, "plan")
+    env = {k: v for k, v in step["env"].items() if "${{" not in v}
+    env.update(SUITE="nightly-stage-c-4-gpu-mi350", TEST_FILES=files, SHARDS="2", RUNNER_FLAGS="",
+               TIMEOUT_PER_FILE="1")
+    [shard] = json.loads(_python_step(step, env).outputs["matrix"])["include"]  # one job: nothing partitions them
+    listed = _execute(shard["command"], repo, "--list-only")  # the reusable job's plan step
+    assert listed.returncode == 0 and "still ran" not in listed.stdout
+    assert listed.stdout.splitlines()[-4:] == [f"listed: {f}" for f in files.split()]
+    done = _execute(shard["command"], repo)
     assert done.returncode == 1, done.stdout + done.stderr  # a file failed: the job fails
     assert "still ran" in done.stdout  # ...but only after every listed file ran
     parsed = parse_job_log(done.stdout)
@@ -530,8 +829,27 @@ def test_listed_files_run_one_by_one_and_their_lines_are_ingestible(tmp_path):
 
 def test_listed_files_all_passing_pass(tmp_path):
     repo, _ = _repo(tmp_path, {"tests/e2e/test_a.py": "", "tests/e2e/test_b.py": ""})
-    step = _step(RUN, name_has="Run the suite")
-    env = _run_env(step, repo, SUITE="s", TEST_FILES="tests/e2e/test_a.py tests/e2e/test_b.py")
-    done = _bash_step(step, env, repo)
+    [shard] = _plan("s", files="tests/e2e/test_a.py tests/e2e/test_b.py")
+    done = _execute(shard["command"], repo)
     assert done.returncode == 0, done.stdout + done.stderr
     assert [r.status for r in parse_job_log(done.stdout).records] == ["PASS", "PASS"]
+
+
+def test_the_plan_for_nightly_stage_c_8_gpu_mi350_on_miles():
+    """The generated job for the 8-GPU nightly suite with two shards, end to end from the App's
+    dispatch table to the commands the GPU jobs run."""
+    config, findings = load_config("dispatch:\n  nightly-stage-c-8-gpu-mi350:\n    workflow: rocm-on-demand.yml\n"
+                                   "    shards: 2\n")
+    assert findings == []
+    run = plan("nightly-stage-c-8-gpu-mi350", config.dispatch["nightly-stage-c-8-gpu-mi350"], _miles_options(), [])
+    inputs = run.inputs()
+    assert inputs == {"runs_on": '["linux-mi35x-gpu-8"]', "shards": "2", "image": "",
+                      "runner_flags": "--cadence nightly --match-all-labels --continue-on-error --enable-retry "
+                                      "--max-attempts 2"}
+    shapes = _python_step(_step(VALIDATE, "shapes"), {**GOOD, "SUITE": "nightly-stage-c-8-gpu-mi350",
+                                                      **{k.upper(): v for k, v in inputs.items()}})
+    assert shapes.returncode == 0, shapes.stdout
+    assert shapes.outputs["image"] == "rocm/sgl-dev:miles-rocm720-mi35x"
+    matrix = _plan("nightly-stage-c-8-gpu-mi350", shards=shapes.outputs["shards"], flags=shapes.outputs["runner_flags"])
+    assert [m["partition_id"] for m in matrix] == [0, 1]
+    assert all(m["command"].endswith(f"--auto-partition-id {m['partition_id']} --auto-partition-size 2") for m in matrix)

@@ -113,7 +113,8 @@ def details(requested: list[str], selection: Selection) -> dict:
     per_file: dict[str, float] = {}
     for reg in selection.registrations:
         per_file[reg.file] = per_file.get(reg.file, 0.0) + float(reg.est_time or 0)
-    return {"requested": list(requested), "selected": sorted(per_file.items()), "gpus": selection.gpus}
+    return {"requested": list(requested), "selected": sorted(per_file.items()), "gpus": selection.gpus,
+            "plan": selection.plan.inputs()}
 
 
 # -- steps: once per key --------------------------------------------------------------------------
@@ -214,7 +215,9 @@ def open_request_check(pull: Pull, request, comment_url: str | None) -> None:
 # -- dispatch -------------------------------------------------------------------------------------
 def _inputs(pull: Pull, request, dispatch) -> dict:
     values = {"suite": request.suite, "head_sha": request.head_sha, "pull_number": str(request.pull_number),
-              "files": " ".join(requested_files(request)), "repository": request.repository}
+              "files": " ".join(requested_files(request)), "repository": request.repository,
+              # where and how it runs, planned when the request was made (checks/dispatch_plan.py)
+              **request.details.get("plan", {})}
     return {name: values[source] for name, source in dispatch.inputs.items()}
 
 
@@ -378,7 +381,8 @@ def follow_through(pull: Pull, request, *, approved_by: str | None) -> None:
     used = budget_used(pull.store_url, pull.repo)
     reply(pull, key, texts.dispatched(request.suite, request.head_sha, pull.number, request.run_url, rows,
                                       request.cost_gpu_hours, request.details.get("gpus", 1),
-                                      used, float(pull.config.budgets.daily_gpu_hours), approved_by),
+                                      used, float(pull.config.budgets.daily_gpu_hours), approved_by,
+                                      int(request.details.get("plan", {}).get("shards", 1))),
           step="dispatched")
 
 

@@ -8,15 +8,14 @@ checks/, like the PR check: the repository's code is never executed here.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from checks.config import Config, Dispatch
 from checks.contract import Contract, read_contract
+from checks.dispatch_plan import NoRunner, RunPlan, cost_gpu_hours, plan
 from checks.engine import _under, discover
 from checks.model import Backend, Registration
 from checks.registrations import scan_file
-from checks.suites import parse_suite_name
 
 
 @dataclass
@@ -24,7 +23,11 @@ class Selection:
     suite: str
     dispatch: Dispatch
     registrations: list[Registration]
-    gpus: int
+    plan: RunPlan
+
+    @property
+    def gpus(self) -> int:
+        return self.plan.runner_gpus
 
     @property
     def files(self) -> list[str]:
@@ -36,19 +39,11 @@ class Selection:
 
     @property
     def cost_gpu_hours(self) -> float:
-        # Rounded up to the hundredth: a budget is never under-counted.
-        return math.ceil(self.est_seconds * self.gpus / 36.0) / 100.0
+        return cost_gpu_hours(self.registrations, self.plan)
 
 
 class NotSelectable(Exception):
     """The command names something this PR cannot run; the message is shown to the user."""
-
-
-def gpus_for(suite: str, dispatch: Dispatch) -> int:
-    if dispatch.gpus is not None:
-        return dispatch.gpus
-    parsed = parse_suite_name(suite)
-    return parsed.gpus if parsed is not None and parsed.gpus else 1
 
 
 def rocm_suites(contract: Contract) -> set[str]:
@@ -111,4 +106,8 @@ def select(tree, config: Config, contract: Contract, suite: str, files: list[str
         chosen.extend(r for r in mine if not r.disabled)
     if not chosen:
         raise NotSelectable(f"no enabled test file is registered in `{suite}` at {short}: nothing to run")
-    return Selection(suite, dispatch, chosen, gpus_for(suite, dispatch))
+    try:
+        run = plan(suite, dispatch, contract.facts.options, list(files))
+    except NoRunner as exc:
+        raise NotSelectable(str(exc)) from None
+    return Selection(suite, dispatch, chosen, run)

@@ -73,13 +73,19 @@ def waiting(user: str, suite: str, head_sha: str, files_with_est, cost: float, g
 
 
 def dispatched(suite: str, head_sha: str, number: int, run_url: str | None, files_with_est, cost: float, gpus: int,
-               used: float, limit: float, approved_by: str | None) -> str:
+               used: float, limit: float, approved_by: str | None, shards: int = 1) -> str:
     link = f"[the workflow run]({run_url})" if run_url else "the workflow run (its link follows on the check run)"
     who = f" (approved by @{approved_by})" if approved_by else ""
     return (f"Dispatched `{suite}` on {head_sha} for #{number}{who}: {link}.\n\n"
             + _selected_table(files_with_est)
-            + f"\n\nEstimated cost: {hours(cost)} GPU-hours ({gpus} GPU(s) \u00d7 the sum of est_time). "
+            + f"\n\nEstimated cost: {hours(cost)} GPU-hours ({_cost_basis(gpus, shards)}). "
               f"Used in the last 24 hours, this one included: {hours(used)} of {hours(limit)} GPU-hours.")
+
+
+def _cost_basis(gpus: int, shards: int) -> str:
+    if shards <= 1:
+        return f"{gpus} GPU(s) \u00d7 the sum of est_time"
+    return f"{shards} shards of {gpus} GPU(s) \u00d7 the longest shard's est_time"
 
 
 def in_flight(user: str, suite: str, run_url: str | None, requester: str) -> str:

@@ -186,14 +186,32 @@ class Repo:
         return dict(self.store.commits[sha].files)
 
     def add_workflow(self, path: str, name: str | None = None, dispatchable: bool = True,
-                     run_name: str | None = None) -> dict:
-        """run_name: the workflow's `run-name:`; `${{ inputs.X }}` in it is filled from a dispatch's inputs."""
+                     run_name: str | None = None, inputs: dict | None = None) -> dict:
+        """run_name: the workflow's `run-name:`; `${{ inputs.X }}` in it is filled from a dispatch's inputs.
+        inputs: its `on.workflow_dispatch.inputs` (name -> {required, default, ...}); when given, a
+        dispatch is checked against them as GitHub checks it (see add_workflow_file)."""
         with self.sim.lock:
             path = path if path.startswith(".github/") else f".github/workflows/{path}"
             wf = {"id": self.sim._next_id(), "path": path, "name": name or path.rsplit("/", 1)[-1],
-                  "file": path.rsplit("/", 1)[-1], "dispatchable": dispatchable, "run_name": run_name}
+                  "file": path.rsplit("/", 1)[-1], "dispatchable": dispatchable, "run_name": run_name,
+                  "inputs": dict(inputs) if inputs is not None else None}
             self.workflows[wf["id"]] = wf
             return dict(wf)
+
+    def add_workflow_file(self, path: str, text: str) -> dict:
+        """A workflow as its YAML declares it: name, run-name, whether it has workflow_dispatch, its inputs."""
+        import yaml
+
+        doc = yaml.safe_load(text)
+        on = doc.get("on", doc.get(True)) or {}
+        if isinstance(on, str):
+            on = {on: None}
+        elif isinstance(on, list):
+            on = {event: None for event in on}
+        dispatch = on.get("workflow_dispatch", False) if "workflow_dispatch" in on else None
+        inputs = (dispatch or {}).get("inputs") or {} if dispatch is not None else None
+        return self.add_workflow(path, name=doc.get("name"), dispatchable=dispatch is not None,
+                                 run_name=doc.get("run-name"), inputs=inputs)
 
     def workflow(self, key) -> dict | None:
         for wf in self.workflows.values():

@@ -565,6 +565,19 @@ class RestOperations:
         inputs = body.get("inputs") or {}
         if len(json.dumps(inputs)) > 65535:
             raise ApiError(422, "inputs are too large")
+        declared = wf.get("inputs")
+        if declared is not None:
+            # "Input keys and values configured in the workflow file": others are refused, and a
+            # required input without a default must be given.
+            unexpected = sorted(set(inputs) - set(declared))
+            if unexpected:
+                raise ApiError(422, f"Unexpected inputs provided: {json.dumps(unexpected)}")
+            for key, spec in declared.items():
+                spec = spec or {}
+                if spec.get("required") and key not in inputs and spec.get("default") in (None, ""):
+                    raise ApiError(422, f"Required input '{key}' not provided")
+        # What the run sees: the defaults of what was left out (the recorded dispatch keeps what was sent).
+        effective = {**{k: str((v or {}).get("default", "")) for k, v in (declared or {}).items()}, **inputs}
         branch = ref.removeprefix("refs/heads/")
         run = self.add_workflow_run(repo, wf, head_sha=sha, event="workflow_dispatch",
                                     status="queued", conclusion=None, head_branch=branch,
@@ -572,7 +585,7 @@ class RestOperations:
         if wf.get("run_name"):
             self._runs[run["id"]]["display_title"] = re.sub(
                 r"\$\{\{\s*(?:github\.event\.)?inputs\.([A-Za-z0-9_-]+)\s*\}\}",
-                lambda m: str(inputs.get(m.group(1), "")), wf["run_name"])
+                lambda m: str(effective.get(m.group(1), "")), wf["run_name"])
         self._dispatches.append({"repo": repo.full_name, "workflow": wf["file"],
                                  "workflow_id": wf["id"], "ref": ref, "inputs": dict(inputs),
                                  "run_id": run["id"], "at": time.time()})

@@ -1,0 +1,193 @@
+"""checks/dispatch_plan.py and the `dispatch:` keys behind it: where an on-demand run runs (runner
+shape, shards, image), with which of the runner's options (read from its code), and its cost."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from checks.config import Dispatch, load_config
+from checks.dispatch_plan import (
+    NoRunner, RUNNER_SHAPES, cost_gpu_hours, default_runner_flags, gpus_of_labels, partition, plan, runs_on_for,
+)
+from checks.model import Registration
+from checks.runner import RunnerOption, read_runner
+
+TARGETS = Path(__file__).resolve().parent / "fixtures" / "targets"
+MILES_RUNNER = TARGETS / "miles" / "runner-778227d" / "run_suite.py"
+D = Dispatch(workflow="rocm-on-demand.yml")
+
+
+def _options(source: str):
+    return read_runner("tests/ci/run_suite.py", ast.parse(source), "tests/ci/ci_register.py", None, set()).options
+
+
+# The options of sglang's test/run_suite.py at 382343f (2026-08-22), as its argparse declares them.
+SGLANG_RUNNER = '''
+import argparse
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hw", type=str, choices=["cpu", "cuda", "amd", "npu"], required=True)
+    parser.add_argument("--suite", type=str, required=True)
+    parser.add_argument("--nightly", action="store_true", default=False)
+    parser.add_argument("--timeout-per-file", type=int, default=1800)
+    parser.add_argument("--timeout-from-est-time", action="store_true")
+    parser.add_argument("--continue-on-error", action="store_true", default=False)
+    parser.add_argument("--auto-partition-id", type=int)
+    parser.add_argument("--auto-partition-size", type=int)
+    parser.add_argument("--enable-retry", action="store_true", default=False)
+    parser.add_argument("--max-attempts", type=int, default=2)
+    parser.add_argument("--retry-wait-seconds", type=int, default=60)
+    parser.add_argument("--retry-timeout-increase", type=int, default=600)
+    parser.add_argument("--partition-model-file", type=str)
+'''
+
+
+# -- the runner's options, read statically ------------------------------------------------------------
+def test_miles_runner_options_are_read():
+    options = _options(MILES_RUNNER.read_text())
+    assert {"--cadence", "--nightly", "--auto-partition-id", "--auto-partition-size", "--match-all-labels",
+            "--enable-retry", "--max-attempts", "--continue-on-error", "--list-only", "--labels"} <= set(options)
+    assert options["--cadence"].takes_value and not options["--nightly"].takes_value
+    assert options["--cadence"].choices is None  # sorted(CI_CADENCES) is imported: not read, not guessed
+    assert not options["--match-all-labels"].takes_value and options["--labels"].takes_value
+
+
+def test_literal_choices_are_read_and_respected():
+    runner = '''
+import argparse
+CADENCES = ("regular", "weekly")
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--cadence", choices=sorted(CADENCES))
+    p.add_argument("--nightly", action="store_true")
+    p.add_argument("--hw", choices=["rocm", "cuda"])
+'''
+    options = _options(runner)
+    assert options["--cadence"].choices == ("regular", "weekly") and options["--hw"].choices == ("rocm", "cuda")
+    # this runner's --cadence has no nightly: its --nightly flag says it instead
+    assert default_runner_flags("nightly-x-8-gpu-mi350", options) == ("--nightly",)
+    assert default_runner_flags("stage-c-4-gpu-mi350", options) == ()
+    assert _options("x = 1\n") is None
+
+
+def test_sglang_runner_gets_nightly_not_cadence():
+    options = _options(SGLANG_RUNNER)
+    assert "--cadence" not in options and "--nightly" in options
+    assert default_runner_flags("nightly-amd-8-gpu-mi35x", options) == (
+        "--nightly", "--continue-on-error", "--enable-retry", "--max-attempts", "2")
+
+
+def test_no_options_read_means_no_flags_and_one_shard():
+    run = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", shards=4), None, [])
+    assert run.runner_flags == () and run.shards == 1
+
+
+# -- where it runs ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("suite", "labels"), [
+    ("stage-c-4-gpu-mi350", ["self-hosted", "amd", "mi350", "4gpu"]),
+    ("nightly-stage-c-4-gpu-mi350", ["self-hosted", "amd", "mi350", "4gpu"]),
+    ("nightly-stage-c-2-gpu-mi350", ["linux-mi35x-gpu-2"]),
+    ("nightly-stage-c-8-gpu-mi350", ["linux-mi35x-gpu-8"]),
+    ("nightly-stage-c-3-gpu-mi350", ["self-hosted", "amd", "mi350", "4gpu"]),  # the smallest shape that fits
+    ("some-rocm-suite", ["linux-mi35x-gpu-1"]),
+])
+def test_runner_shape_from_the_gpu_count_in_the_suite_name(suite, labels):
+    assert list(runs_on_for(suite, D)) == labels
+
+
+def test_a_suite_no_shape_fits_is_refused_and_runs_on_overrides():
+    with pytest.raises(NoRunner, match="no MI350 runner shape has 16 GPUs"):
+        runs_on_for("nightly-stage-c-16-gpu-mi350", D)
+    assert runs_on_for("nightly-stage-c-16-gpu-mi350", Dispatch(workflow="x.yml", runs_on=["big-box"])) == ("big-box",)
+
+
+@pytest.mark.parametrize(("labels", "gpus"), [
+    (["self-hosted", "amd", "mi350", "4gpu"], 4), (["linux-mi35x-gpu-8"], 8), (["linux-mi35x-gpu-2"], 2),
+    (["self-hosted", "mi350"], None), (["h200-8gpus"], 8),
+])
+def test_gpus_of_labels(labels, gpus):
+    assert gpus_of_labels(labels) == gpus
+
+
+def test_the_sglang_pool_for_a_4_gpu_suite_costs_the_whole_8_gpu_runner():
+    options = _options(MILES_RUNNER.read_text())
+    run = plan("nightly-stage-c-4-gpu-mi350", Dispatch(workflow="x.yml", runs_on=["linux-mi35x-gpu-8"]), options, [])
+    assert run.runner_gpus == 8  # sglang's nightly maps the 4-GPU suite to this pool: all 8 GPUs are held
+    assert plan("nightly-stage-c-4-gpu-mi350", Dispatch(workflow="x.yml", runs_on=["linux-mi35x-gpu-8"], gpus=4),
+                options, []).runner_gpus == 4
+
+
+def test_listed_files_without_the_runners_own_selection_are_one_job():
+    options = _options(MILES_RUNNER.read_text())
+    d = Dispatch(workflow="x.yml", shards=3)
+    assert plan("nightly-stage-c-8-gpu-mi350", d, options, []).shards == 3
+    assert plan("nightly-stage-c-8-gpu-mi350", d, options, ["tests/e2e/test_a.py", "tests/e2e/test_b.py"]).shards == 1
+    with_files = {**options, "--files": RunnerOption("--files", True)}
+    run = plan("nightly-stage-c-8-gpu-mi350", d, with_files, ["tests/e2e/test_a.py", "tests/e2e/test_b.py"])
+    assert run.shards == 2 and run.file_option == "--files"
+
+
+# -- cost -------------------------------------------------------------------------------------------------
+def _reg(file: str, est: float) -> Registration:
+    from checks.registrations import scan_file
+    from checks.contract import Contract
+
+    source = f'from tests.ci.ci_register import register_rocm_ci\nregister_rocm_ci(est_time={est}, suite="s")\n'
+    [reg] = scan_file(f"tests/e2e/{file}.py", source.encode(), Contract(), implicit_cpu=False, exact=False).registrations
+    assert reg.est_time == est
+    return reg
+
+
+def test_partition_is_the_runners_longest_first_greedy_split():
+    est = {"a": 100, "b": 300, "c": 200, "d": 200, "e": 50}
+    # b(300) -> 0; c(200) -> 1; d(200) -> 1 (200 < 300: 400); a(100) -> 0 (400); e(50) -> 0 (a tie: the first)
+    assert partition(est, 2) == [["b", "a", "e"], ["c", "d"]]
+    assert partition(est, 1) == [["b", "c", "d", "a", "e"]]
+
+
+def test_cost_is_runner_gpus_times_shards_times_the_longest_shard():
+    regs = [_reg("a", 1800), _reg("b", 1800), _reg("c", 3600)]
+    options = _options(MILES_RUNNER.read_text())
+    one = plan("nightly-stage-c-8-gpu-mi350", D, options, [])
+    two = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", shards=2), options, [])
+    assert cost_gpu_hours(regs, one) == 16.0  # 8 GPUs x 7200 s
+    assert cost_gpu_hours(regs, two) == 16.0  # 8 GPUs x 2 shards x 3600 s: balanced, the same GPU time
+    three = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", shards=3), options, [])
+    assert cost_gpu_hours(regs, three) == 24.0  # a third runner held for the longest shard's hour
+    assert cost_gpu_hours([_reg("a", 1)], one) == 0.01  # rounded up, never down
+
+
+# -- the `dispatch:` keys ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("entry", [
+    "shards: 2", "shards: 8", "runs_on: [linux-mi35x-gpu-8]", "runs_on: [self-hosted, amd, mi350, 4gpu]",
+    "image: miles-rocm720-mi35x-20260811", "image: rocm/sgl-dev:miles-rocm720-mi35x",
+    "image: rocm/sgl-dev@sha256:" + "a" * 64, "runner_flags: [--cadence, nightly]", "runner_flags: []",
+])
+def test_dispatch_keys_accepted(entry):
+    config, findings = load_config(f"dispatch:\n  s:\n    workflow: rocm-on-demand.yml\n    {entry}\n")
+    assert findings == [], findings
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    ("shards: 0", "shards must be from 1 to 8"),
+    ("shards: 9", "shards must be from 1 to 8"),
+    ("runs_on: []", "runs_on must be 1 to 10 runner labels"),
+    ("runs_on: ['a b']", "runs_on must be 1 to 10 runner labels"),
+    ("runs_on: ['${{ x }}']", "runs_on must be 1 to 10 runner labels"),
+    ("image: 'rocm/sgl-dev:tag; id'", "image must be an image tag"),
+    ("image: 'Rocm/X:tag'", "image must be an image tag"),
+    ("runner_flags: ['--labels run-ci-all']", "runner_flags: at most 20 plain words"),
+    ("runner_flags: ['$(id)']", "runner_flags: at most 20 plain words"),
+])
+def test_dispatch_keys_rejected_at_their_line(entry, message):
+    config, findings = load_config(f"dispatch:\n  s:\n    workflow: rocm-on-demand.yml\n    {entry}\n")
+    assert len(findings) == 1 and message in findings[0].message, findings
+    assert findings[0].span.line == 4
+
+
+def test_the_default_shapes_are_the_real_ones():
+    assert RUNNER_SHAPES == {1: ("linux-mi35x-gpu-1",), 2: ("linux-mi35x-gpu-2",),
+                             4: ("self-hosted", "amd", "mi350", "4gpu"), 8: ("linux-mi35x-gpu-8",)}
