@@ -390,6 +390,45 @@ def test_dispatch_runs_jobs_and_logs_on_another_host(world):
     sim.violations.clear()
 
 
+def test_dispatch_is_checked_against_the_workflows_declared_inputs(world):
+    sim, auth = world["sim"], world["auth"]
+    world["repo"].add_workflow_file("on-demand.yml", """\
+name: On demand
+run-name: "run ${{ inputs.suite }} x${{ inputs.shards }}"
+on:
+  workflow_dispatch:
+    inputs:
+      suite: {required: true, type: string}
+      shards: {required: false, type: string, default: "1"}
+      label: {required: true, type: string, default: "x"}
+jobs: {}
+""")
+    url = f"{sim.url}/repos/radixark/miles/actions/workflows/on-demand.yml/dispatches"
+    extra = requests.post(url, headers=auth, json={"ref": "main", "inputs": {"suite": "s", "files": "a"}})
+    assert extra.status_code == 422 and extra.json()["message"] == 'Unexpected inputs provided: ["files"]'
+    missing = requests.post(url, headers=auth, json={"ref": "main", "inputs": {"shards": "2"}})
+    assert missing.status_code == 422 and missing.json()["message"] == "Required input 'suite' not provided"
+    # a required input with a default may be left out; what was left out takes its default
+    ok = requests.post(url, headers=auth, json={"ref": "main", "inputs": {"suite": "s"}, "return_run_details": True})
+    assert ok.status_code == 200
+    run = requests.get(f"{sim.url}/repos/radixark/miles/actions/runs/{ok.json()['workflow_run_id']}", headers=auth).json()
+    assert run["display_title"] == "run s x1"
+    assert sim.dispatches("radixark/miles")[-1]["inputs"] == {"suite": "s"}  # as sent
+    # GitHub Enterprise Server 3.17-3.19 take at most 10 inputs (the shipped workflow declares 8)
+    sim.dispatch_max_inputs = 10
+    world["repo"].add_workflow_file("wide.yml", "on:\n  workflow_dispatch:\n    inputs:\n"
+                                    + "".join(f"      i{n}: {{type: string}}\n" for n in range(11)) + "jobs: {}\n")
+    wide = f"{sim.url}/repos/radixark/miles/actions/workflows/wide.yml/dispatches"
+    assert requests.post(wide, headers=auth, json={"ref": "main", "inputs": {f"i{n}": "x" for n in range(11)}}).status_code == 422
+    assert requests.post(wide, headers=auth, json={"ref": "main", "inputs": {f"i{n}": "x" for n in range(10)}}).status_code == 204
+    sim.dispatch_max_inputs = 25
+    # a workflow without workflow_dispatch is not dispatchable
+    world["repo"].add_workflow_file("push.yml", "on: push\njobs: {}\n")
+    refused = requests.post(f"{sim.url}/repos/radixark/miles/actions/workflows/push.yml/dispatches", headers=auth,
+                            json={"ref": "main"})
+    assert refused.status_code == 422
+
+
 def test_pygithub_reads_runs_and_jobs(world):
     sim = world["sim"]
     sim.add_workflow_run("radixark/miles", "pr-test-rocm.yml", head_sha=world["head"],

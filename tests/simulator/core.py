@@ -34,6 +34,7 @@ class GitHubSimulator(JsonViews, RestOperations):
         self.rate_limit = rate_limit
         self.tree_entry_limit = 100_000   # recursive trees beyond this answer truncated: true
         self.dispatch_run_details = True  # False: dispatches answer 204 without run ids (GHES 3.17-3.19)
+        self.dispatch_max_inputs = 25  # 10 on GHES 3.17-3.19
         self.lock = threading.RLock()
         self.rest = RestDescription()
         self.hooks = WebhookDescription()

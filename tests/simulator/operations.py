@@ -565,6 +565,8 @@ class RestOperations:
         inputs = body.get("inputs") or {}
         if len(json.dumps(inputs)) > 65535:
             raise ApiError(422, "inputs are too large")
+        if len(inputs) > self.dispatch_max_inputs:
+            raise ApiError(422, f"inputs has more than {self.dispatch_max_inputs} properties")
         declared = wf.get("inputs")
         if declared is not None:
             # "Input keys and values configured in the workflow file": others are refused, and a
