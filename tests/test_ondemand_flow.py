@@ -367,3 +367,19 @@ def test_a_dispatch_the_shipped_workflow_does_not_declare_is_refused_by_github(g
     od.comment(f"/run-rocm {SUITE}", author="maint")
     assert od.dispatches() == []
     assert 'Unexpected inputs provided: ["repo"]' in od.replies()[-1]
+
+
+def test_a_shard_that_reported_nothing_leaves_its_files_visible(sharded):
+    od = sharded
+    od.comment(f"/run-rocm {EIGHT}", author="maint")
+    [d] = od.dispatches()
+    # shard 1's machine died before the runner printed anything
+    od.finish_run(d, [f"[1/1] {BIG_TEST}  PASS  elapsed=1100s\n", "Error: the runner lost communication\n"],
+                  conclusion="failure", shard_conclusions=["success", "failure"])
+    [other] = [f for f in _eight_gpu_files(od) if f != BIG_TEST]
+    [run] = od.check_runs("MI350 · ")
+    assert run["output"]["title"] == "failure: 1 of 2 test file(s) passed"
+    assert f"| `{other}` | NO RESULT |  | 800 s | not in any job's log |" in run["output"]["summary"]
+    from bot.durations import export_records
+
+    assert [r["file"] for r in export_records(od.world.settings.database_url, repository="radixark/miles")] == [BIG_TEST]

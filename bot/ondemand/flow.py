@@ -474,6 +474,10 @@ def finish(job, request, run: dict, run_client) -> None:
                        source=f"on-demand:{request.id}", backend="rocm", suite=request.suite,
                        hardware_mapping=config.hardware if config else None)
     conclusion = run.get("conclusion") if run.get("conclusion") in CONCLUSIONS else "neutral"
+    # A selected file no job reported (a shard that died, a file the runner left out) is shown too.
+    for missing in set(est_of) - set(latest):
+        latest[missing] = {"file": missing, "status": "NO RESULT", "elapsed": None, "est_time": est_of[missing],
+                           "verdict": "not in any job's log"}
     rows = [latest[f] for f in sorted(latest)]
     if request.run_check_run_id is not None:
         pr_client.update_check_run(request.repository, request.run_check_run_id, {

@@ -176,11 +176,12 @@ def run_started_output(suite: str, head_sha: str, run_url: str | None, files_wit
 
 
 def run_finished_output(suite: str, conclusion: str, run_url: str | None, rows: list[dict]) -> dict:
-    """rows: {file, status, elapsed, est_time, verdict} per file the run reported."""
+    """rows: {file, status, elapsed, est_time, verdict} per file the run reported, over all its jobs;
+    a selected file no job reported has status `NO RESULT` and elapsed None."""
     link = f"[workflow run]({run_url})" if run_url else "the workflow run"
-    if rows:
+    if any(r["elapsed"] is not None for r in rows):
         body = "| test file | status | elapsed | est_time | verdict |\n| --- | --- | --- | --- | --- |\n" + "\n".join(
-            f"| `{r['file']}` | {r['status']} | {r['elapsed']:g} s | "
+            f"| `{r['file']}` | {r['status']} | {'' if r['elapsed'] is None else format(r['elapsed'], 'g') + ' s'} | "
             f"{'' if r['est_time'] is None else format(r['est_time'], 'g') + ' s'} | {r['verdict']} |" for r in rows)
     else:
         body = "The run's logs held no per-file result lines."
