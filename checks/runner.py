@@ -578,11 +578,14 @@ def _literal_strings(node: ast.expr | None, bindings: dict[str, ast.expr], depth
 
 
 def read_options(facts: RunnerFacts, runner: _Module) -> None:
-    """Every `<parser>.add_argument("--flag", ...)` call anywhere in the runner module."""
+    """Every `<parser>.add_argument("--flag", ...)` call in the runner module's functions and
+    top-level statements. Module-level assignments are not walked: the suite inventory is one, and
+    it can hold hundreds of thousands of nodes."""
     if runner.tree is None:
         return
     options: dict[str, RunnerOption] = {}
-    for node in ast.walk(runner.tree):
+    statements = [s for s in runner.tree.body if not isinstance(s, (ast.Assign, ast.AnnAssign))]
+    for node in (n for s in statements for n in ast.walk(s)):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
             continue
         flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")]
