@@ -383,3 +383,14 @@ def test_a_shard_that_reported_nothing_leaves_its_files_visible(sharded):
     from bot.durations import export_records
 
     assert [r["file"] for r in export_records(od.world.settings.database_url, repository="radixark/miles")] == [BIG_TEST]
+
+
+def test_a_request_stored_before_plans_were_recorded_dispatches_with_the_workflows_defaults(od):
+    url = od.world.settings.database_url
+    store.create_request(url, repository="radixark/miles", pull_number=od.pr.number, head_sha=od.pr.head_sha,
+                         suite=SUITE, details={"requested": [], "selected": [["tests/e2e/test_new.py", 90.0]], "gpus": 4},
+                         requester="bob", comment_id=None, status="pending", cost_gpu_hours=0.1,
+                         dispatch_repository="radixark/miles", workflow="rocm-on-demand.yml")
+    od.comment("/approve-rocm", author="maint")
+    [d] = od.dispatches()  # the simulator refuses undeclared inputs and missing required ones: this one is whole
+    assert d["inputs"] == {"suite": SUITE, "head_sha": od.pr.head_sha, "pull_number": str(od.pr.number), "test_files": ""}

@@ -216,9 +216,10 @@ def open_request_check(pull: Pull, request, comment_url: str | None) -> None:
 def _inputs(pull: Pull, request, dispatch) -> dict:
     values = {"suite": request.suite, "head_sha": request.head_sha, "pull_number": str(request.pull_number),
               "files": " ".join(requested_files(request)), "repository": request.repository,
-              # where and how it runs, planned when the request was made (checks/dispatch_plan.py)
+              # where and how it runs, planned (and costed) when the request was made (checks/dispatch_plan.py)
               **request.details.get("plan", {})}
-    return {name: values[source] for name, source in dispatch.inputs.items()}
+    # A request stored before plans were recorded has none: the workflow's own defaults apply.
+    return {name: values[source] for name, source in dispatch.inputs.items() if source in values}
 
 
 def client_for(job, repo: str, known=None):
