@@ -339,6 +339,8 @@ def test_an_8_gpu_suite_in_two_shards_dispatches_once_and_both_shards_land_in_on
     # cost: 8 GPUs x 2 shards x the longer shard (1200 s: the runner puts each file on its own shard)
     [reply] = od.replies()
     assert "5.34 GPU-hours" in reply and "2 shards of 8 GPU(s)" in reply
+    [started] = od.check_runs("MI350 · ")
+    assert "Runs on `linux-mi35x-gpu-8` in 2 parallel shards." in started["output"]["summary"]
     # each shard's job runs its partition and prints its own [i/n] lines
     od.finish_run(d, [f"2026-12-01T04:25:06.1234567Z [1/1] {BIG_TEST}  PASS  elapsed=1100s\n",
                       f"2026-12-01T04:20:06.1234567Z [1/1] {other}  FAIL  elapsed=760s exit=1\n"],

@@ -370,7 +370,7 @@ def follow_through(pull: Pull, request, *, approved_by: str | None) -> None:
             "status": "in_progress", "started_at": _iso_now(), "external_id": f"rocm-run:{request.id}",
             **({"details_url": request.run_url} if request.run_url else {}),
             "output": texts.run_started_output(request.suite, request.head_sha, request.run_url, rows,
-                                               request.cost_gpu_hours)})
+                                               request.cost_gpu_hours, request.details.get("plan"))})
         store.update_request(pull.store_url, request.id, run_check_run_id=run["id"])
 
     once(pull, key, "run-check", start_check)

@@ -10,6 +10,7 @@ error messages), so nothing a commenter writes can become a mention, a link or m
 
 from __future__ import annotations
 
+import json
 import re
 
 from bot.ondemand.grammar import GRAMMAR
@@ -168,11 +169,24 @@ def request_closed_output(title: str, detail: str) -> dict:
     return {"title": title, "summary": detail}
 
 
-def run_started_output(suite: str, head_sha: str, run_url: str | None, files_with_est, cost: float) -> dict:
+def run_started_output(suite: str, head_sha: str, run_url: str | None, files_with_est, cost: float,
+                       plan: dict | None = None) -> dict:
+    """plan: the dispatch's run plan (bot.ondemand.flow.details), to say where it runs."""
     link = f"[workflow run]({run_url})" if run_url else "the workflow run"
     return {"title": f"Running on MI350 ({len(files_with_est)} test file(s))",
-            "summary": f"`{suite}` on {head_sha}: {link}. Estimated {hours(cost)} GPU-hours.\n\n"
+            "summary": f"`{suite}` on {head_sha}: {link}. Estimated {hours(cost)} GPU-hours.{_where(plan)}\n\n"
                        + _selected_table(files_with_est)}
+
+
+def _where(plan: dict | None) -> str:
+    if not plan or not plan.get("runs_on"):
+        return ""
+    try:
+        labels = ", ".join(f"`{label}`" for label in json.loads(plan["runs_on"]))
+    except (TypeError, ValueError):
+        return ""
+    shards = int(plan.get("shards") or 1)
+    return f" Runs on {labels}" + (f" in {shards} parallel shards." if shards > 1 else ".")
 
 
 def run_finished_output(suite: str, conclusion: str, run_url: str | None, rows: list[dict]) -> dict:
