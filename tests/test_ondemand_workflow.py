@@ -805,8 +805,9 @@ def test_listed_files_run_one_by_one_and_their_lines_are_ingestible(tmp_path):
     files = "tests/e2e/test_pass.py tests/e2e/x/test_fail.py tests/e2e/test_slow.py tests/fast/test_after.py"
     step = _step(VALIDATE, "plan")
     env = {k: v for k, v in step["env"].items() if "${{" not in v}
+    # 5 s: long enough for a python start-up on a loaded machine, far short of the slow file's 60 s
     env.update(SUITE="nightly-stage-c-4-gpu-mi350", TEST_FILES=files, SHARDS="2", RUNNER_FLAGS="",
-               TIMEOUT_PER_FILE="1")
+               TIMEOUT_PER_FILE="5")
     [shard] = json.loads(_python_step(step, env).outputs["matrix"])["include"]  # one job: nothing partitions them
     listed = _execute(shard["command"], repo, "--list-only")  # the reusable job's plan step
     assert listed.returncode == 0 and "still ran" not in listed.stdout
@@ -821,7 +822,7 @@ def test_listed_files_run_one_by_one_and_their_lines_are_ingestible(tmp_path):
     assert got == [
         (1, 4, "tests/e2e/test_pass.py", "PASS", None, None),
         (2, 4, "tests/e2e/x/test_fail.py", "FAIL", 3, None),
-        (3, 4, "tests/e2e/test_slow.py", "TIMEOUT", 124, 1),
+        (3, 4, "tests/e2e/test_slow.py", "TIMEOUT", 124, 5),
         (4, 4, "tests/fast/test_after.py", "PASS", None, None),
     ]
     assert step["env"]["TIMEOUT_PER_FILE"] == "1800"
@@ -853,3 +854,40 @@ def test_the_plan_for_nightly_stage_c_8_gpu_mi350_on_miles():
     matrix = _plan("nightly-stage-c-8-gpu-mi350", shards=shapes.outputs["shards"], flags=shapes.outputs["runner_flags"])
     assert [m["partition_id"] for m in matrix] == [0, 1]
     assert all(m["command"].endswith(f"--auto-partition-id {m['partition_id']} --auto-partition-size 2") for m in matrix)
+
+
+SGLANG_RUN_SUITE = '''\
+from sglang.test.ci.ci_register import HWBackend
+
+PER_COMMIT_SUITES = {HWBackend.AMD: ["stage-b-test-1-gpu-small-amd"], HWBackend.CUDA: ["stage-b-test-1-gpu-small"]}
+NIGHTLY_SUITES = {HWBackend.AMD: ["nightly-amd-8-gpu-mi35x"]}
+OTHER_SUITES = {HWBackend.AMD: []}
+'''
+
+
+def test_sglangs_setup_is_the_same_workflow_with_its_paths(tmp_path):
+    """sglang's layout: test/run_suite.py, three inventory dicts, backend `amd`, test/registered."""
+    repo, sha = _repo(tmp_path, {"test/run_suite.py": SGLANG_RUN_SUITE, "test/registered/amd/test_x.py": ""})
+    step = _step(VALIDATE, "inventory")
+    env = {k: v for k, v in step["env"].items() if "${{" not in v}
+    env.update(SUITES_MODULE="test/run_suite.py", SUITES_VARIABLES="PER_COMMIT_SUITES NIGHTLY_SUITES OTHER_SUITES",
+               SUITES_BACKEND="amd", SUITE="nightly-amd-8-gpu-mi35x", HEAD_SHA=sha, PULL_NUMBER="7",
+               TEST_FILES="test/registered/amd/test_x.py", HOME=str(repo), GIT_CONFIG_NOSYSTEM="1")
+    assert _python_step(step, env, cwd=repo).returncode == 0
+    assert _python_step(step, {**env, "SUITE": "stage-b-test-1-gpu-small"}, cwd=repo).returncode == 1  # a CUDA suite
+    assert env["SUITES_BACKEND"] == "amd" and step["env"]["SUITES_BACKEND"] == "rocm"
+    # the shapes step's roots are a list the installer edits
+    shapes = _step(VALIDATE, "shapes")
+    sglang_shapes = {**shapes, "run": shapes["run"].replace(
+        'TEST_ROOTS = ["tests/e2e", "tests/fast", "tests/fast-gpu", "tests/ci"]', 'TEST_ROOTS = ["test/registered"]')}
+    assert sglang_shapes["run"] != shapes["run"]
+    good = {**GOOD, "TEST_FILES": "test/registered/amd/test_x.py", "RUNS_ON": '["linux-mi35x-gpu-8"]'}
+    assert _python_step(sglang_shapes, good).returncode == 0
+    assert _python_step(shapes, good).returncode == 1
+    plan_step = _step(VALIDATE, "plan")
+    env = {k: v for k, v in plan_step["env"].items() if "${{" not in v}
+    env.update(SUITE="nightly-amd-8-gpu-mi35x", TEST_FILES="", SHARDS="2", RUNNER_FLAGS="--nightly",
+               RUNNER_SCRIPT="test/run_suite.py", RUNNER_HW="amd")
+    [first, _] = json.loads(_python_step(plan_step, env).outputs["matrix"])["include"]
+    assert first["command"] == ("python3 test/run_suite.py --hw amd --suite nightly-amd-8-gpu-mi35x --nightly "
+                                "--auto-partition-id 0 --auto-partition-size 2")
