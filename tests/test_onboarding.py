@@ -38,7 +38,7 @@ def _produced_manifests(monkeypatch, sim, tmp_path) -> dict[str, dict]:
 
     from bot.commands.service import manifest as manifest_command
 
-    out = {"deploy/app-manifest.json": load_manifest()}
+    out = {"bot/app-manifest.json": load_manifest()}
     printed = CliRunner().invoke(manifest_command, ["--url", "https://ci.example.org"])
     assert printed.exit_code == 0, printed.output
     out["ci-registrar manifest"] = json.loads(printed.output)
@@ -185,6 +185,7 @@ def test_first_run_registers_the_app_and_saves_its_credentials_owner_only(fresh)
     assert creds["client_id"] == registered.client_id and creds["public_url"] == PUBLIC
     assert "PRIVATE KEY" in creds["pem"]
     assert not (data_dir / "setup-token").exists()  # spent
+    assert not (data_dir / "setup-grants.json").exists()
 
     settings = load_settings()
     assert settings.app_configured and settings.app_id == str(registered.id)
@@ -215,6 +216,29 @@ def test_without_the_setup_token_nobody_starts_or_finishes_onboarding(fresh):
     assert stolen.status_code == 400
     assert not (data_dir / "credentials.json").exists()
     assert owner.get(callback).status_code == 200  # the owner still finishes
+
+
+def test_the_setup_link_works_once_and_the_refusal_shows_no_server_path(fresh):
+    sim, app, data_dir = fresh
+    owner = app.test_client()
+    refused = owner.get("/")
+    assert refused.status_code == 403
+    assert str(data_dir) not in refused.data.decode() and "setup-token" in refused.data.decode()
+    link = f"/?token={_token(data_dir)}"
+    assert owner.get(link).status_code == 302
+    assert owner.get("/").status_code == 200  # the cookie carries on
+    # The same link later, from the history, another tab's copy or a log: refused, and says why.
+    for browser in (app.test_client(), owner):
+        again = browser.get(link)
+        assert again.status_code == 403 and "used already" in again.data.decode()
+        assert str(data_dir) not in again.data.decode()
+    stranger = app.test_client()
+    assert stranger.get("/").status_code == 403
+    # The file holds a new token: the person at the server can open set-up in another browser.
+    second = app.test_client()
+    assert f"/?token={_token(data_dir)}" != link
+    assert second.get(f"/?token={_token(data_dir)}").status_code == 302 and second.get("/").status_code == 200
+    assert owner.get("/").status_code == 200  # the first browser keeps its grant
 
 
 def test_a_refresh_or_a_second_tab_never_invalidates_a_registration(fresh):
