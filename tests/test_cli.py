@@ -61,7 +61,7 @@ def test_the_base_install_has_no_service_dependency():
 
 def test_the_install_recipes_ask_for_the_app_extra_where_the_service_runs():
     assert "'.[app,test]'" in (ROOT / "Makefile").read_text()
-    assert 'pip install ".[app]"' in (ROOT / "deploy/Dockerfile").read_text()
+    assert '".[app]"' in (ROOT / "deploy/Dockerfile").read_text() and "ci-registrar[app]==" in (ROOT / "deploy/Dockerfile").read_text()
     text = (ROOT / ".pre-commit-hooks.yaml").read_text()
     import yaml
 

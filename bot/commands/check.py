@@ -39,10 +39,12 @@ def _durations_from_store(repository: str | None):
     def rows(config) -> list[dict]:
         from bot.durations import query_stats
         from bot.settings import load_settings
-        from bot.store.measurements import ensure_store
+        from bot.store.measurements import NO_STORE, open_for_reading, sqlite_path
 
         url = load_settings().database_url
-        ensure_store(url)  # creates the embedded SQLite store on first use; locked against racing workers
+        if open_for_reading(url) is None:  # reading never creates a store
+            click.echo(f"ci-registrar check: {NO_STORE.format(path=sqlite_path(url))}", err=True)
+            return []
         out = []
         for row in query_stats(url, repository=repository, hardware=config.calibration.hardware, params=config.calibration):
             item = row.as_json()
