@@ -53,10 +53,47 @@ def make_tree(root: Path, **extra: str) -> Path:
 def test_the_base_install_has_no_service_dependency():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     base = {d.split(">")[0].split("=")[0].split("<")[0].strip().lower() for d in project["dependencies"]}
-    assert base == {"click", "pyyaml", "msgspec", "libcst", "sqlalchemy", "alembic"}
+    assert base == {"click", "pyyaml", "msgspec", "libcst"}
+    store = {d.split(">")[0].strip().lower() for d in project["optional-dependencies"]["store"]}
+    assert store == {"sqlalchemy", "alembic"}
     app = {d.split(">")[0].strip().lower() for d in project["optional-dependencies"]["app"]}
-    assert {"flask", "gidgethub", "pygithub", "huey", "redis", "psycopg[binary]", "gunicorn"} <= app
+    assert {"ci-registrar[store]", "flask", "gidgethub", "pygithub", "huey", "redis", "psycopg[binary]",
+            "gunicorn"} <= app
     assert not base & SERVICE_PACKAGES
+
+
+BLOCK_STORE = (
+    "import sys\n"
+    "from bot.cli import APP_MODULES, STORE_MODULES\n"
+    "class Block:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] in {**APP_MODULES, **STORE_MODULES}:\n"
+    "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+    "sys.meta_path.insert(0, Block())\n"
+    "from bot.cli import main\n"
+    "main(sys.argv[1:])\n"
+)
+
+
+def test_the_base_install_checks_and_the_store_commands_name_their_extra(tmp_path):
+    """As after `pip install ci-registrar`: neither the store's nor the App's modules importable."""
+    repo = make_tree(tmp_path / "miles", **{PPO: test_file(TYPO)})
+    env = {**os.environ, "CI_REGISTRAR_DATA_DIR": str(tmp_path / "data")}
+    env.pop("DATABASE_URL", None)
+
+    def base(*args):
+        return subprocess.run([sys.executable, "-c", BLOCK_STORE, *args], capture_output=True, text=True, cwd=ROOT,
+                              env=env)
+
+    done = base("check", "--repo", str(repo))
+    assert done.returncode == 1 and "REG010" in done.stdout, done.stderr
+    assert base("check", "--repo", str(repo), "--fix").returncode == 0
+    assert base("rule", "REG010").returncode == 0 and base("config", "defaults").returncode == 0
+    for command in (["durations", "show"], ["durations", "import", "x.log", "--repo", "a/b"], ["audit"],
+                    ["db", "upgrade"], ["check", "--repo", str(repo), "--durations"]):
+        line = one_line_error(base(*command))
+        assert line.startswith(f"ci-registrar {command[0]}: ") and "pip install 'ci-registrar[store]'" in line, line
+    assert not (tmp_path / "data").exists()
 
 
 def test_the_install_recipes_ask_for_the_app_extra_where_the_service_runs():
