@@ -18,9 +18,14 @@ install: $(BIN)/ci-registrar
 run: install
 	$(BIN)/ci-registrar serve
 
+# Workers: the suite waits on subprocesses and sockets as much as it computes, so two per core.
+# Each xdist worker is its own pytest session: its own PostgreSQL database, Redis prefixes, free
+# ports and tmp directories (tests/conftest.py). PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) * 2 )))
+
 test: install
 	bash tests/services.sh
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 bench: install
 	$(BIN)/python bench/scan.py

@@ -316,10 +316,13 @@ _SEVERITY_WORDS = ("failure", "warning", "notice", "off")
 
 
 def _yaml11_severities(data):
-    """`rules:` values a person means as a severity: `false` is off. (`off`, `on`, `yes` and `no`
-    are words here, not booleans: this file is read with YAML 1.2 booleans, checks/yamlload.py.)"""
+    """`rules:` as a person writes it: a rule by its code or its name (as `check --select` takes
+    it), and `false` for off. (`off`, `on`, `yes` and `no` are words here, not booleans: this file
+    is read with YAML 1.2 booleans, checks/yamlload.py.)"""
     if isinstance(data, dict) and isinstance(data.get("rules"), dict):
-        data = {**data, "rules": {k: "off" if v is False else v for k, v in data["rules"].items()}}
+        names = {r.name: code for code, r in RULES.items()}
+        data = {**data, "rules": {names.get(k, k) if isinstance(k, str) else k: "off" if v is False else v
+                                  for k, v in data["rules"].items()}}
     return data
 
 

@@ -390,3 +390,34 @@ def test_a_job_log_without_repo_is_a_usage_error(tmp_path):
     log.write_text("2024-01-01T00:00:00Z [1/1] tests/e2e/test_a.py  PASS  elapsed=5s\n")
     line = one_line_error(cli("durations", "import", str(log), env={"CI_REGISTRAR_DATA_DIR": str(tmp_path)}))
     assert "--repo" in line
+
+
+# ------------------------------------------------------------------------------------------------
+# --select, --ignore, --extend-ignore: the codes and names of the configuration's `rules:`
+
+
+def test_select_and_ignore_take_codes_prefixes_and_names(tmp_path):
+    repo = make_tree(tmp_path / "miles", **{PPO: test_file(TYPO)})
+    everything = cli("check", "--repo", str(repo), "--format", "json")
+    codes = {f["rule"] for f in json.loads(everything.stdout)["findings"]}
+    assert everything.returncode == 1 and "REG010" in codes
+    for flags in (["--ignore", "REG010"], ["--ignore", "unknown-suite"], ["--extend-ignore", "reg01"],
+                  ["--select", "REG04,REG05"], ["--select", "REG040", "--select", "REG050"]):
+        done = cli("check", "--repo", str(repo), "--format", "json", *flags)
+        kept = {f["rule"] for f in json.loads(done.stdout)["findings"]}
+        assert "REG010" not in kept and done.returncode == 0, (flags, done.stdout)
+    only = cli("check", "--repo", str(repo), "--format", "json", "--select", "unknown-suite")
+    assert {f["rule"] for f in json.loads(only.stdout)["findings"]} == {"REG010"} and only.returncode == 1
+    # The configuration takes the same names.
+    named = make_tree(tmp_path / "named", **{PPO: test_file(TYPO),
+                                             ".github/ci-registrar.yml": "consumers: []\nrules:\n  REG013: off\n"
+                                                                         "  unknown-suite: off\n"})
+    assert "REG010" not in cli("check", "--repo", str(named)).stdout
+    line = one_line_error(cli("check", "--repo", str(repo), "--ignore", "REG999,no-such-rule"))
+    assert line.startswith("ci-registrar check: --ignore: no rule is called REG999, no-such-rule")
+
+
+def test_select_never_hides_that_the_configuration_is_invalid(tmp_path):
+    repo = make_tree(tmp_path / "miles", **{".github/ci-registrar.yml": "calibration:\n  margin: lots\n"})
+    done = cli("check", "--repo", str(repo), "--select", "REG010", "--format", "json")
+    assert done.returncode == 1 and {f["rule"] for f in json.loads(done.stdout)["findings"]} == {"REG900"}

@@ -83,12 +83,20 @@ def _is_target(tree) -> bool:
               help="A local copy of a configured external consumer's workflow (matched by file name to `consumers:` in "
                    ".github/ci-registrar.yml; one matching none counts as one more consumer). Repeatable. Without it, "
                    "an external consumer is not read (REG017 warning).")
+@click.option("--select", "select", multiple=True, metavar="RULES",
+              help="Report only these rules: codes (REG010), code prefixes (REG01) or names (unknown-suite), "
+                   "comma-separated or repeated. A rule the configuration turns off stays off.")
+@click.option("--ignore", "ignore", multiple=True, metavar="RULES",
+              help="Report none of these rules (codes, prefixes or names), on top of the configuration's `off`.")
+@click.option("--extend-ignore", "extend_ignore", multiple=True, metavar="RULES",
+              help="The same as --ignore (ruff's spelling for adding to the ignored rules).")
 @click.option("--list-rules", is_flag=True, help="Print the rule registry and exit (see also `ci-registrar rule`).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Keep each file's parsed facts here, by content hash (default: one directory per checkout under $CI_REGISTRAR_CACHE_DIR, else $XDG_CACHE_HOME/ci-registrar, else ~/.cache/ci-registrar).")
 @click.option("--no-cache", is_flag=True, help="Parse every file again; read and write no scan cache.")
 def check(repo: str, base: str | None, head: str | None, fmt: str, output: str | None, new_only: bool, apply_fixes: bool,
           show_diff: bool, fail_on: str, from_store: bool, durations_file: str | None, repository: str | None,
-          consumers_from: tuple[str, ...], list_rules: bool, cache_dir: str | None, no_cache: bool) -> None:
+          consumers_from: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...],
+          extend_ignore: tuple[str, ...], list_rules: bool, cache_dir: str | None, no_cache: bool) -> None:
     """Check the CI registrations of a checkout. Exit 0: no failure; 1: failures; 2: usage or environment error."""
     if list_rules:
         from checks.rules import RULES
@@ -110,6 +118,8 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, output: str |
         _fail("--fix and --diff exclude each other (--diff previews what --fix writes)")
     if (apply_fixes or show_diff) and head is not None:
         _fail("--fix/--diff change the working tree: leave out --head")
+
+    reported = _rule_filter(select, ignore + extend_ignore)
 
     durations = None
     if durations_file is not None:
@@ -141,6 +151,12 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, output: str |
     fixes = fmt in ("text", "sarif") or apply_fixes or show_diff
 
     def run():
+        tree, report = _run()
+        if reported is not None:
+            report.findings = [f for f in report.findings if reported(f.rule)]
+        return tree, report
+
+    def _run():
         if base is not None:
             try:
                 head_tree = GitRevisionTree(root, head or "HEAD")
@@ -196,6 +212,24 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, output: str |
         click.echo(text)
     levels = FAIL_ON[fail_on]
     sys.exit(1 if any(f.severity.value in levels for f in report.findings) else 0)
+
+
+def _rule_filter(select: tuple[str, ...], ignore: tuple[str, ...]):
+    """Which rule codes a report keeps, from --select and --ignore/--extend-ignore (None: all)."""
+    if not select and not ignore:
+        return None
+    from checks.rules import RULES, UNSELECTABLE, resolve_rules
+
+    def codes(option: str, values: tuple[str, ...]) -> set[str]:
+        found, unknown = resolve_rules(part for value in values for part in value.split(","))
+        if unknown:
+            _fail(f"{option}: no rule is called {', '.join(unknown)} (codes, code prefixes such as REG01, or "
+                  "names: `ci-registrar check --list-rules`)")
+        return found
+
+    selected = codes("--select", select) if select else set(RULES)
+    ignored = codes("--ignore", ignore)
+    return lambda code: code in UNSELECTABLE or (code in selected and code not in ignored)
 
 
 def _fix(root: Path, tree, report, run, *, rerun: bool, new_only: bool, added: set[str]):
