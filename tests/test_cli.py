@@ -421,3 +421,25 @@ def test_select_never_hides_that_the_configuration_is_invalid(tmp_path):
     repo = make_tree(tmp_path / "miles", **{".github/ci-registrar.yml": "calibration:\n  margin: lots\n"})
     done = cli("check", "--repo", str(repo), "--select", "REG010", "--format", "json")
     assert done.returncode == 1 and {f["rule"] for f in json.loads(done.stdout)["findings"]} == {"REG900"}
+
+
+# ------------------------------------------------------------------------------------------------
+# check [PATH...], from anywhere in the checkout
+
+
+def test_check_finds_the_root_from_a_subdirectory_and_reports_the_named_paths(tmp_path):
+    repo = make_tree(tmp_path / "miles", **{PPO: test_file(TYPO)})
+    git(repo, "init", "-q")
+    deep = repo / "tests" / "e2e" / "megatron"
+    done = cli("check", cwd=deep)
+    assert done.returncode == 1 and "REG010" in done.stdout and PPO in done.stdout, done.stdout + done.stderr
+    named = cli("check", "test_qwen3_4B_ppo.py", cwd=deep)  # relative to where it runs, as ruff takes it
+    assert named.returncode == 1 and PPO in named.stdout
+    elsewhere = cli("check", "--format", "json", "tests/ci", cwd=repo)
+    assert elsewhere.returncode == 0 and not [f for f in json.loads(elsewhere.stdout)["findings"]
+                                              if f["file"].startswith("tests/e2e/")], elsewhere.stdout
+    both = cli("check", "--format", "json", "tests/ci", PPO, cwd=repo)
+    assert both.returncode == 1 and {f["file"] for f in json.loads(both.stdout)["findings"]
+                                     if f["rule"] == "REG010"} == {PPO}
+    assert one_line_error(cli("check", "--repo", ".", str(tmp_path), cwd=repo)).endswith("is outside the checkout .")
+    assert "no such file" in one_line_error(cli("check", "tests/nope.py", cwd=repo))

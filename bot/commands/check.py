@@ -66,8 +66,37 @@ def _is_target(tree) -> bool:
     return tree.read(config.paths.register_module) is not None
 
 
+def repository_root(start: Path) -> Path:
+    """The checkout holding `start`: the nearest directory upwards with a `.git`, as git finds it
+    (`start` itself when there is none)."""
+    start = start.resolve()
+    here = start if start.is_dir() else start.parent
+    for candidate in (here, *here.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return here
+
+
+def _named_paths(root: Path, paths: tuple[str, ...]) -> list[str]:
+    """PATH arguments as paths relative to the checkout's root ('' for the root itself)."""
+    out = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            _fail(f"{raw}: no such file or directory")
+        try:
+            rel = path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            _fail(f"{raw} is outside the checkout {root}")
+        out.append("" if rel == "." else rel)
+    return out
+
+
 @click.command()
-@click.option("--repo", "repo", default=".", show_default=True, help="Root of the repository checkout.")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--repo", "repo", default=None,
+              help="Root of the repository checkout (default: found from PATH, else from the current directory, "
+                   "walking up to the directory with `.git` as git does).")
 @click.option("--base", "base", default=None, help="Base git revision: check the diff base..head.")
 @click.option("--head", "head", default=None, help="Head git revision (with --base; default HEAD).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]), default="text", show_default=True)
@@ -93,11 +122,13 @@ def _is_target(tree) -> bool:
 @click.option("--list-rules", is_flag=True, help="Print the rule registry and exit (see also `ci-registrar rule`).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Keep each file's parsed facts here, by content hash (default: one directory per checkout under $CI_REGISTRAR_CACHE_DIR, else $XDG_CACHE_HOME/ci-registrar, else ~/.cache/ci-registrar).")
 @click.option("--no-cache", is_flag=True, help="Parse every file again; read and write no scan cache.")
-def check(repo: str, base: str | None, head: str | None, fmt: str, output: str | None, new_only: bool, apply_fixes: bool,
+def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str | None, fmt: str, output: str | None, new_only: bool, apply_fixes: bool,
           show_diff: bool, fail_on: str, from_store: bool, durations_file: str | None, repository: str | None,
           consumers_from: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...],
           extend_ignore: tuple[str, ...], list_rules: bool, cache_dir: str | None, no_cache: bool) -> None:
-    """Check the CI registrations of a checkout. Exit 0: no failure; 1: failures; 2: usage or environment error."""
+    """Check the CI registrations of a checkout; with PATHs, report only the findings in those files
+    and directories (the whole checkout is still read: suites and consumers live elsewhere).
+    Exit 0: no failure; 1: failures; 2: usage or environment error."""
     if list_rules:
         from checks.rules import RULES
 
@@ -107,9 +138,14 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, output: str |
     from checks.engine import check_tree
     from checks.tree import DirectoryTree, GitError, GitRevisionTree, changed_paths
 
+    if repo is None:
+        repo = str(repository_root(Path(paths[0]) if paths else Path.cwd()))
     root = Path(repo)
     if not root.is_dir():
         _fail(f"{repo} is not a readable directory")
+    named = _named_paths(root, paths) if paths else None
+    if named is not None and "" in named:
+        named = None  # the root itself: everything
     if head is not None and base is None:
         _fail("--head needs --base (the diff base..head)")
     if new_only and base is None:
@@ -154,6 +190,11 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, output: str |
         tree, report = _run()
         if reported is not None:
             report.findings = [f for f in report.findings if reported(f.rule)]
+        if named is not None:
+            from checks.rules import UNSELECTABLE
+
+            report.findings = [f for f in report.findings if f.rule in UNSELECTABLE or any(
+                f.file == p or f.file.startswith(p.rstrip("/") + "/") for p in named)]
         return tree, report
 
     def _run():
