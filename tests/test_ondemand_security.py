@@ -17,7 +17,7 @@ from typing import Callable
 import pytest
 
 from bot.store import ondemand as store
-from tests.ondemand_support import CONFIG, SUITE, build_ondemand
+from tests.ondemand_support import CONFIG, SUITE, build_ondemand, next_second
 from tests.simulator.fixtures import github_sim  # noqa: F401
 
 RUN = f"/run-rocm {SUITE}"
@@ -232,6 +232,7 @@ def _(od):
                                     "budgets:\n  daily_gpu_hours: 100000\n",
         "tests/e2e/test_new.py": 'from tests.ci.ci_register import register_rocm_ci\n\n'
                                  'register_rocm_ci(est_time=9, suite="pwn-mi350", labels=["short"])\n'})
+    next_second()  # the maintainer comments after the push
     return od.comment("/run-rocm pwn-mi350", author="maint")[0]
 
 
@@ -401,6 +402,7 @@ def _(od):
     fork = od.sim.fork(od.repo, "mallory/miles")
     od.sim.push(fork, "evil", {"tests/e2e/test_new.py": 'from tests.ci.ci_register import register_rocm_ci\n\n'
                                f'register_rocm_ci(est_time=30, suite="{SUITE}", labels=["short"])\n'})
+    next_second()
     od.world.pr = od.sim.open_pull_request(od.repo, "evil", "main", author="mallory", head_repo=fork)
     od.comment(RUN, author="mallory")
     assert od.dispatches() == []

@@ -58,14 +58,22 @@ async def approve_button(event, ctx):
 
 @router.register("pull_request", action="synchronize")
 async def head_moved(event, ctx):
-    """A push: every request or approval for an older commit is stale, and the PR is told once."""
+    """A push: runs of older heads are cancelled (unless `budgets.cancel_superseded_runs` is off),
+    every request or approval for an older commit is stale, and the PR is told once."""
     pr = event.data["pull_request"]
     repo = event.data["repository"]["full_name"]
     new_head = pr["head"]["sha"]
-    gone = flow.make_stale(repo, int(pr["number"]), new_head, ctx)
+    number = int(pr["number"])
+    if any(r.head_sha != new_head for r in store.requests_for_pull(ctx.store_url, repo, number,
+                                                                   store.IN_FLIGHT + (store.SUPERSEDED,))):
+        config, _problems = flow.trusted_config(ctx.client, repo, event.data["repository"].get("default_branch") or "main")
+        # An invalid configuration keeps the default (on): a run of a commit nobody will merge stops.
+        if config is None or config.budgets.cancel_superseded_runs:
+            flow.supersede(ctx, repo, number, new_head, ctx.client)
+    gone = flow.make_stale(repo, number, new_head, ctx)
     if not gone:
         return
-    pull = Pull(ctx, repo, int(pr["number"]), pr, config=None)
+    pull = Pull(ctx, repo, number, pr, config=None)
     for request in gone:
         flow.close_request_check(pull, request, "Stale",
                                  f"The PR's head moved to {new_head}: this request was for {request.head_sha}.")
