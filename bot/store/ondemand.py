@@ -147,7 +147,8 @@ def create_request(url: str, *, repository: str, pull_number: int, head_sha: str
             row = RocmRequest(repository=repository, pull_number=pull_number, head_sha=head_sha, suite=suite,
                               files_json=json.dumps(details), requester=requester, comment_id=comment_id,
                               status=status, created_at=at, updated_at=at, cost_gpu_hours=cost_gpu_hours,
-                              dispatch_repository=dispatch_repository, workflow=workflow, decided_by=decided_by)
+                              dispatch_repository=dispatch_repository, workflow=workflow, decided_by=decided_by,
+                              commented_at=commented_at)
             session.add(row)
             session.flush()
             return row, True
