@@ -524,10 +524,13 @@ def _(od):
 def _(od):
     c, _ = od.comment(RUN, author="bob")
     od.sim.delete_comment(od.repo, c["id"])
-    a = od.comment("/approve-rocm", author="maint")[0]
+    a, d = od.comment("/approve-rocm", author="maint")
     assert od.sim.reactions(od.repo, a["id"]) == ["eyes", "rocket"]
     actions = [e.action for e in store.audit_entries(od.world.settings.database_url)]
     assert "approval" in actions and "dispatch" in actions
+    from bot.store.service import get_delivery
+
+    assert get_delivery(od.world.settings.database_url, d.delivery_id).status == "done"
     return a
 
 
@@ -615,6 +618,30 @@ def test_a_push_cancels_the_older_heads_run_and_frees_the_slot(github_sim, tmp_p
     od.world.drain()
     assert store.get_request(url, request.id).status == "superseded"
     assert od.sim.violations == []
+
+
+def test_a_push_while_github_starts_the_run_cancels_that_run(github_sim, tmp_path, env):
+    """The push lands between the claim and GitHub's answer to the dispatch: the run GitHub then
+    names is cancelled too, and the maintainer is told."""
+    od = build_ondemand(github_sim, tmp_path)
+    github_sim.inject_fault("POST", r"/dispatches$", "slow", delay=3.0)
+    c, d = od.comment(RUN, author="maint", deliver=False)
+    od.world.deliver(d)
+    task = od.world.queue.dequeue()
+    worker = threading.Thread(target=od.world.queue.execute, args=(task,))
+    worker.start()
+    deadline = dt.datetime.now() + dt.timedelta(seconds=20)
+    while not od.dispatches() and dt.datetime.now() < deadline:  # GitHub started the run; its answer waits
+        threading.Event().wait(0.05)
+    [first] = od.dispatches()
+    new = od.push({NEW: _registered("90")})
+    worker.join(60)
+    [run] = [r for r in od.sim.workflow_runs(od.repo) if r["id"] == first["run_id"]]
+    assert run["conclusion"] == "cancelled"
+    [request] = store.requests_for_pull(od.world.settings.database_url, od.repo.full_name, od.pr.number)
+    assert request.status == "superseded" and request.workflow_run_id == first["run_id"]
+    assert any(f"superseded by {new}" in body for body in od.replies())
+    assert od.check_runs("MI350 · ") == []  # nothing claims the old head is running
 
 
 def test_a_redelivered_push_cancels_nothing_twice(github_sim, tmp_path, env):

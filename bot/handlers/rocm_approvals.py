@@ -64,16 +64,19 @@ async def head_moved(event, ctx):
     repo = event.data["repository"]["full_name"]
     new_head = pr["head"]["sha"]
     number = int(pr["number"])
+    pull = Pull(ctx, repo, number, pr, config=None)
     if any(r.head_sha != new_head for r in store.requests_for_pull(ctx.store_url, repo, number,
                                                                    store.IN_FLIGHT + (store.SUPERSEDED,))):
         config, _problems = flow.trusted_config(ctx.client, repo, event.data["repository"].get("default_branch") or "main")
         # An invalid configuration keeps the default (on): a run of a commit nobody will merge stops.
         if config is None or config.budgets.cancel_superseded_runs:
-            flow.supersede(ctx, repo, number, new_head, ctx.client)
+            cancelled = flow.supersede(ctx, repo, number, new_head, ctx.client)
+            if cancelled:
+                reply(pull, f"push:{repo}:{number}:{new_head}", texts.superseded(
+                    new_head, [(r.suite, r.head_sha, r.run_url) for r in cancelled]), step="superseded")
     gone = flow.make_stale(repo, number, new_head, ctx)
     if not gone:
         return
-    pull = Pull(ctx, repo, number, pr, config=None)
     for request in gone:
         flow.close_request_check(pull, request, "Stale",
                                  f"The PR's head moved to {new_head}: this request was for {request.head_sha}.")

@@ -367,9 +367,21 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
     if answer is None:
         run = _find_run(client, target, request, since)
         answer = {"workflow_run_id": run["id"], "html_url": run.get("html_url")} if run else {}
-    store.transition(pull.store_url, request.id, [store.DISPATCHING], store.DISPATCHED,
-                     workflow_run_id=answer.get("workflow_run_id"), run_url=answer.get("html_url"))
+    confirmed = store.transition(pull.store_url, request.id, [store.DISPATCHING], store.DISPATCHED,
+                                 workflow_run_id=answer.get("workflow_run_id"), run_url=answer.get("html_url"))
     current = store.get_request(pull.store_url, request.id)
+    if not confirmed and current.status == store.SUPERSEDED:
+        # A push superseded the request while GitHub was starting its run: stop that run too.
+        run_id = answer.get("workflow_run_id")
+        store.update_request(pull.store_url, request.id, workflow_run_id=run_id, run_url=answer.get("html_url"))
+        if run_id is not None:
+            tolerate_gone(lambda: client.cancel_workflow_run(target, int(run_id)), also=(409,))
+        pull.audit("superseded", actor=actor, suite=request.suite, request_id=request.id, head_sha=request.head_sha,
+                   run_id=run_id, detail=f"{current.reason}: cancelled as it was dispatched")
+        new_head = str(current.reason or "").rsplit(" ", 1)[-1]
+        reply(pull, key, texts.superseded(new_head, [(request.suite, request.head_sha, answer.get("html_url"))]),
+              step="superseded")
+        return "superseded"
     pull.audit("dispatch", actor=actor, suite=request.suite, files=requested_files(request), request_id=request.id,
                cost_gpu_hours=request.cost_gpu_hours, run_id=current.workflow_run_id, head_sha=request.head_sha,
                detail=f"{target} {dispatch_cfg.workflow}@{dispatch_cfg.ref}"

@@ -147,6 +147,13 @@ def stale(new_sha: str, entries: list[tuple[str, str, str]]) -> str:
             f"will not run:\n{listed}\n\nAsk again with `/run-rocm` on the new head.")
 
 
+def superseded(new_sha: str, entries: list[tuple[str, str, str | None]]) -> str:
+    """entries: (suite, old head SHA, run URL) of the runs a push cancelled."""
+    listed = "\n".join(f"- `{suite}` on {sha[:7]}" + (f" ([run]({url}))" if url else "") for suite, sha, url in entries)
+    return (f"The head of this PR moved to {new_sha[:7]}: these MI350 runs of an older commit were cancelled "
+            f"(superseded by {new_sha}):\n{listed}\n\nRun them on the new head with `/run-rocm`.")
+
+
 def expired(user: str, suites: list[str]) -> str:
     return (f"@{user} the request(s) for {', '.join(f'`{s}`' for s in suites)} expired (older than 7 days) "
             "and will not run. Ask again with `/run-rocm`.")
