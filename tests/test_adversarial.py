@@ -130,7 +130,6 @@ def test_on_demand_commands_at_once_cannot_overspend_or_run_an_unseen_head(githu
         finally:
             conn.close()
         dispatched = sim.dispatches(repo)
-        for pr in prs:
         assert len(dispatched) == len(spent) >= 1
         assert sum(cost for _, _, cost in spent) <= 4.0 + 1e-9, spent
         assert all(cost > 0 for _, _, cost in spent)
