@@ -432,7 +432,7 @@ for _name, _est, _says, _hours in (
         ("absurd-est-time-is-costed-at-the-jobs-limit", "1" + "0" * 400, "costed at the bound, 21600 s",
          "24.00 GPU-hours")):
     @case(_name, dispatches=1, reply=_says)
-    def _(od, est=_est, hours=_hours):
+    def _(od, est=_est, hours=_hours):  # noqa: F811 - each registered in the table
         od.push({NEW: _registered(est)})
         c = od.comment(f"{RUN} {NEW}", author="maint")[0]
         assert hours in od.replies()[-1] and "-1" not in od.replies()[-1].split("GPU-hours")[0][-8:]
@@ -542,6 +542,23 @@ def _(od):
     od.world.deliver(d)
     od.world.drain()
     assert "dispatch" in [e.action for e in store.audit_entries(od.world.settings.database_url)]
+
+
+@case("pull-request-gone-before-the-job-ran", dispatches=0, reactions=NO_REACTIONS, replies=0)
+def _(od):
+    c, d = od.comment(RUN, author="maint", deliver=False)
+    key = (od.repo.full_name, od.pr.number)
+    with od.sim.lock:  # GitHub answers 404 for the pull request while the job runs
+        pr = od.sim.pulls.pop(key)
+    od.world.deliver(d)
+    od.world.drain()
+    od.sim.pulls[key] = pr  # back, for the table's own look at the PR's comments
+    from bot.store.service import get_delivery
+
+    url = od.world.settings.database_url
+    assert get_delivery(url, d.delivery_id).status == "done"
+    assert [e.action for e in store.audit_entries(url)] == ["vanished"]
+    return c
 
 
 @case("a-deleted-run-frees-its-slot", dispatches=2, reply="Dispatched")
@@ -759,3 +776,38 @@ def fresh_pg_url():
     with admin.connect() as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     admin.dispose()
+
+
+# -- the cost function itself (bot/ondemand/cost.py) ---------------------------------------------------
+@pytest.mark.parametrize("ests, positive, p90, seconds, basis", [
+    ([300], False, None, 300, "est_time"),
+    ([300, 200], False, None, 500, "est_time"),  # two registrations of one file in the suite
+    ([-100000], False, None, 1800, "bound"),  # the runner's per-file timeout for it
+    ([0], False, None, 1800, "bound"),
+    ([None], False, None, 21600, "bound"),  # not a number: the job's limit
+    ([float("nan")], False, None, 21600, "bound"),
+    ([float("inf")], False, None, 21600, "bound"),
+    ([10**400], False, None, 21600, "bound"),
+    ([30000], False, None, 21600, "bound"),
+    ([300, -5], False, None, 2100, "bound"),  # one bad registration does not hide behind a good one
+    ([-100000], False, 412.0, 412.0, "p90"),
+    ([30000], False, 99999.0, 21600, "p90"),  # even a stored p90 is capped by the job's limit
+])
+def test_a_cost_never_rests_on_an_out_of_bounds_est_time(ests, positive, p90, seconds, basis):
+    from bot.ondemand.cost import cost_files, gpu_hours
+
+    costing = cost_files({"tests/e2e/test_x.py": ests}, 4, est_time_positive=positive, timeout_per_file_s=1800,
+                         p90_of=lambda f: p90)
+    [f] = costing.files
+    assert (f.seconds, f.basis) == (seconds, basis)
+    assert costing.gpu_hours == gpu_hours(seconds, 4) > 0
+    assert (f.note("MI355X") is None) == (basis == "est_time")
+
+
+@pytest.mark.parametrize("ests", [[-1], [0], [None], [300, 0]])
+def test_an_est_time_the_runner_rejects_refuses_the_command(ests):
+    from bot.ondemand.cost import cost_files
+
+    costing = cost_files({"tests/e2e/test_x.py": ests}, 4, est_time_positive=True, timeout_per_file_s=1800,
+                         p90_of=lambda f: 500.0)
+    assert costing.refusal and "which the runner rejects" in costing.refusal and costing.files == []

@@ -35,7 +35,12 @@ async def approve_button(event, ctx):
     login = sender["login"]
     key = f"click:{ctx.delivery_id}"
     config, problems = flow.trusted_config(ctx.client, repo, data["repository"].get("default_branch") or "main")
-    pull = Pull(ctx, repo, request.pull_number, ctx.client.pull(repo, request.pull_number), config)
+    pr_data = flow.tolerate_gone(lambda: ctx.client.pull(repo, request.pull_number))
+    if pr_data is None:  # the pull request (or its repository) is gone
+        flow.vanished(ctx, repo, request.pull_number, actor=login, detail=f"button click on request {request.id}: "
+                      "the pull request is gone")
+        return
+    pull = Pull(ctx, repo, request.pull_number, pr_data, config)
     if not pull.open:
         return
     if config is None:

@@ -47,7 +47,11 @@ async def comment_created(event, ctx):
     login = comment["user"]["login"]
     client = ctx.client
     key = f"comment:{repo}:{comment['id']}"
-    pull = Pull(ctx, repo, number, client.pull(repo, number), config=None)
+    pr_data = flow.tolerate_gone(lambda: client.pull(repo, number))
+    if pr_data is None:  # the pull request (or its repository) is gone: nothing to act on or answer
+        flow.vanished(ctx, repo, number, actor=login, detail=f"comment {comment['id']}: the pull request is gone")
+        return
+    pull = Pull(ctx, repo, number, pr_data, config=None)
     if not pull.open:
         return  # closed while the delivery waited
     react(pull, comment["id"], "eyes")

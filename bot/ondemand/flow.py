@@ -537,6 +537,12 @@ def tolerate_gone(action, also: tuple = ()):
         raise
 
 
+def vanished(job, repo: str, number: int, *, actor: str | None, detail: str) -> None:
+    """The audit entry of a step whose pull request GitHub no longer has (nothing can be answered)."""
+    store.audit(job.store_url, repository=repo, action="vanished", pull_number=number, actor=actor, detail=detail,
+                delivery_id=job.delivery_id)
+
+
 # -- completion -----------------------------------------------------------------------------------
 def verdict(status: str, elapsed: float, est: float | None, timeout_per_file_s: int) -> str:
     if status == "TIMEOUT":
