@@ -1,4 +1,4 @@
-"""Where and how an on-demand run of one suite runs: runner labels, shards, image, runner flags, cost.
+"""Where and how an on-demand run of one suite runs: runner labels, shards, image, runner flags.
 
 From the trusted dispatch table (`dispatch:` of .github/ci-registrar.yml on the default branch) and
 the runner's options read statically at the head (checks/runner.py): an on-demand run is the
@@ -9,12 +9,10 @@ target's own ROCm CI run of that suite, on the runner shape that suite needs. Th
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass
 
 from checks.config import Dispatch
-from checks.model import Registration
 from checks.runner import RunnerOption
 from checks.suites import parse_suite_name
 
@@ -148,14 +146,3 @@ def partition(est: dict[str, float], size: int) -> list[list[str]]:
         shards[i].append(name)
         totals[i] += est[name]
     return shards
-
-
-def cost_gpu_hours(registrations: list[Registration], run: RunPlan) -> float:
-    """GPU-hours of the run: the runner's GPUs x the shards x the longest shard's est_time, split as
-    the runner splits it. Counting every shard as long as the longest over-counts only by the
-    shards' imbalance; rounded up to the hundredth, a budget is never under-counted."""
-    est: dict[str, float] = {}
-    for reg in registrations:
-        est[reg.file] = est.get(reg.file, 0.0) + float(reg.est_time or 0)
-    longest = max((sum(est[f] for f in shard) for shard in partition(est, run.shards)), default=0.0)
-    return math.ceil(longest * run.runner_gpus * run.shards / 36.0) / 100.0

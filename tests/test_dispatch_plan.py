@@ -10,9 +10,8 @@ import pytest
 
 from checks.config import Dispatch, load_config
 from checks.dispatch_plan import (
-    NoRunner, RUNNER_SHAPES, cost_gpu_hours, default_runner_flags, gpus_of_labels, partition, plan, runs_on_for,
+    NoRunner, RUNNER_SHAPES, default_runner_flags, gpus_of_labels, partition, plan, runs_on_for,
 )
-from checks.model import Registration
 from checks.runner import RunnerOption, read_runner
 
 TARGETS = Path(__file__).resolve().parent / "fixtures" / "targets"
@@ -131,16 +130,6 @@ def test_listed_files_without_the_runners_own_selection_are_one_job():
 
 
 # -- cost -------------------------------------------------------------------------------------------------
-def _reg(file: str, est: float) -> Registration:
-    from checks.registrations import scan_file
-    from checks.contract import Contract
-
-    source = f'from tests.ci.ci_register import register_rocm_ci\nregister_rocm_ci(est_time={est}, suite="s")\n'
-    [reg] = scan_file(f"tests/e2e/{file}.py", source.encode(), Contract(), implicit_cpu=False, exact=False).registrations
-    assert reg.est_time == est
-    return reg
-
-
 def test_partition_is_the_runners_longest_first_greedy_split():
     est = {"a": 100, "b": 300, "c": 200, "d": 200, "e": 50}
     # b(300) -> 0; c(200) -> 1; d(200) -> 1 (200 < 300: 400); a(100) -> 0 (400); e(50) -> 0 (a tie: the first)
@@ -148,16 +137,24 @@ def test_partition_is_the_runners_longest_first_greedy_split():
     assert partition(est, 1) == [["b", "c", "d", "a", "e"]]
 
 
+def _cost(per_file: dict[str, float], run) -> float:
+    from bot.ondemand.cost import cost_files
+
+    return cost_files({f: [e] for f, e in per_file.items()}, run.runner_gpus, est_time_positive=True,
+                      timeout_per_file_s=1800, p90_of=lambda f: None, shards=run.shards).gpu_hours
+
+
 def test_cost_is_runner_gpus_times_shards_times_the_longest_shard():
-    regs = [_reg("a", 1800), _reg("b", 1800), _reg("c", 3600)]
+    # bot/ondemand/cost.py prices the run; the plan says how many runners of how many GPUs it holds
+    regs = {"tests/e2e/a.py": 1800, "tests/e2e/b.py": 1800, "tests/e2e/c.py": 3600}
     options = _options(MILES_RUNNER.read_text())
     one = plan("nightly-stage-c-8-gpu-mi350", D, options, [])
     two = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", shards=2), options, [])
-    assert cost_gpu_hours(regs, one) == 16.0  # 8 GPUs x 7200 s
-    assert cost_gpu_hours(regs, two) == 16.0  # 8 GPUs x 2 shards x 3600 s: balanced, the same GPU time
+    assert _cost(regs, one) == 16.0  # 8 GPUs x 7200 s
+    assert _cost(regs, two) == 16.0  # 8 GPUs x 2 shards x 3600 s: balanced, the same GPU time
     three = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", shards=3), options, [])
-    assert cost_gpu_hours(regs, three) == 24.0  # a third runner held for the longest shard's hour
-    assert cost_gpu_hours([_reg("a", 1)], one) == 0.01  # rounded up, never down
+    assert _cost(regs, three) == 24.0  # a third runner held for the longest shard's hour
+    assert _cost({"tests/e2e/a.py": 1}, one) == 0.01  # rounded up, never down
 
 
 # -- the `dispatch:` keys ---------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from checks.config import Config, Dispatch
 from checks.contract import Contract, read_contract
-from checks.dispatch_plan import NoRunner, RunPlan, cost_gpu_hours, plan
+from checks.dispatch_plan import NoRunner, RunPlan, plan
 from checks.engine import _under, discover
 from checks.model import Backend, Registration
 from checks.registrations import scan_file
@@ -36,10 +36,6 @@ class Selection:
     @property
     def est_seconds(self) -> float:
         return float(sum(r.est_time or 0 for r in self.registrations))
-
-    @property
-    def cost_gpu_hours(self) -> float:
-        return cost_gpu_hours(self.registrations, self.plan)
 
 
 class NotSelectable(Exception):
