@@ -79,7 +79,7 @@ SERIAL = (
     "tests/test_service_intake_limits.py",
     "tests/test_service_kill.py",
     "tests/test_failure_modes.py::test_an_outage_on_check_run_updates_longer_than_the_old_budget_still_completes_the_run",
-    "tests/test_ondemand_workflow.py::test_listed_files_run_one_by_one_and_their_lines_are_ingestible",  # 1 s per file
+    "tests/test_ondemand_workflow.py::test_listed_files_run_one_by_one_and_their_lines_are_ingestible",  # 5 s per file
 )
 
 
