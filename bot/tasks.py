@@ -107,7 +107,11 @@ def register(queue, settings) -> None:
                        since: float | None = None):
         return run_report(runtime, delivery_id, installation_id, report, reason, tries, since)
 
+    def record_refused(delivery_id: str, event: str, reason: str):
+        return run_record_refused(runtime, delivery_id, event, reason)
+
     queue.runtime = runtime
+    queue.record_refused = queue.task(name="record_refused")(record_refused)
     queue.process_delivery = queue.task(name="process_delivery")(process_delivery)
     queue.report_failure = queue.task(name="report_failure")(report_failure)
 
@@ -251,6 +255,19 @@ def _invalid(runtime: Runtime, delivery_id: str, event_name: str, reason: str) -
         except Exception as exc:
             log.error("could not record the invalid delivery", error=type(exc).__name__)
         _forget(runtime, delivery_id)
+
+
+def run_record_refused(runtime: Runtime, delivery_id: str, event_name: str, reason: str) -> None:
+    """The store's record of a delivery the intake refused (400) for its payload: `invalid`, with
+    the reason, as a payload the worker found invalid is. A store that does not answer only loses
+    the record (the intake's log line has it)."""
+    from bot.store import service as store
+
+    with bound(delivery_id=delivery_id, event=event_name):
+        try:
+            store.record_invalid(runtime.settings.database_url, delivery_id=delivery_id, event=event_name, reason=reason)
+        except Exception as exc:
+            log.warning("could not record the refused delivery", error=type(exc).__name__)
 
 
 def _store_down(runtime: Runtime, delivery_id: str, event_name: str, body: bytes, since: float | None, exc) -> None:

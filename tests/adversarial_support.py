@@ -96,7 +96,7 @@ class Arena:
     """A simulator with the App, an ordinary repository (radixark/miles) and an attacker's
     installation (mallory/*, its own account), and the App serving it."""
 
-    def __init__(self, sim, tmp: Path, **env_extra):
+    def __init__(self, sim, tmp: Path, threads: int = 4, **env_extra):
         self.sim = sim
         self.app = sim.create_app(name="CI Registrar", owner="radixark")
         self.miles = sim.create_repo("radixark/miles")
@@ -105,7 +105,7 @@ class Arena:
         self.evil = sim.create_repo("mallory/evil")
         self.evil.commit(miles_tree(), branch="main")
         sim.install(self.app, "mallory/evil")
-        self.service = Service(sim, self.app, tmp, **env_extra)
+        self.service = Service(sim, self.app, tmp, threads=threads, **env_extra)
         self.rounds = 0
 
     def ordinary_pr(self):

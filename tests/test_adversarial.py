@@ -75,3 +75,66 @@ def test_an_outage_longer_than_the_retry_budget_leaves_no_check_in_progress(gith
         assert arena.service.peak_rss_mb() < PEAK_MB
     finally:
         arena.close()
+
+
+# -- the queue cut away: a Redis outage under `serve`, through a TCP proxy ------------------------
+@pytest.mark.parametrize("kind,outage_s", [("drop", 8.0), ("stall", 6.0)])
+def test_serve_outlives_a_redis_outage_and_readyz_tells_the_truth(tmp_path, redis_prefix, kind, outage_s):
+    """Redis is cut (connections reset, or held open carrying nothing) for some seconds while
+    `serve` runs its two worker threads. Every delivery accepted before, during or after is
+    processed exactly once; deliveries sent during the outage are refused (503), not accepted to
+    vanish, and run when redelivered; /readyz answers 503 while the queue is cut and 200 once it is
+    back. bench/adversarial.py runs the same for 30 s."""
+    from tests.conftest import REDIS_TEST_URL
+    from tests.outage_support import RedisOutage
+    from tests.simulator import GitHubSimulator
+
+    sim = GitHubSimulator().start()
+    # A claim sent into the stall can reach Redis late, after its worker gave up waiting: that
+    # message waits out its lease, then is re-queued and found done. A short lease keeps it brief.
+    rig = RedisOutage(sim, tmp_path, REDIS_TEST_URL, redis_prefix, threads=2, CI_REGISTRAR_JOB_LEASE_S=5)
+    try:
+        out = rig.run(kind, outage_s)
+    finally:
+        rig.close()
+        sim.stop()
+    assert out.drained_s is not None, (out.states, rig.service.log_path.read_text()[-3000:])
+    assert len(out.accepted) >= 6 and all(state == "done" for state in out.states.values()), out.states
+    assert all(n == 1 for n in out.processed.values()), out.processed  # once each, none twice
+    assert all(n == 1 for n in out.runs_per_head.values()), out.runs_per_head
+    assert out.refused and all(status == 503 for status in out.refused.values()), out.refused
+    # Redelivered afterwards: accepted then, or "duplicate" when the refused write reached Redis
+    # late (a stalled connection delivers what it held); processed once either way (above).
+    assert all(out.redelivered[i] in (200, 202) for i in out.refused), out.redelivered
+    if kind == "drop":  # a reset connection delivers nothing late
+        assert all(out.redelivered[i] == 202 for i in out.refused), out.redelivered
+    assert out.left_in_queue == 0
+    assert any(code == 503 for a, b, code, _ in out.readyz if a == b != "up"), out.readyz
+    assert out.lies() == [], out.readyz
+    assert out.ready_again_s is not None and out.ready_again_s < 10, out.ready_again_s
+
+
+def test_readyz_is_503_while_no_worker_thread_is_alive(tmp_path):
+    """`serve` registers its consumer: with none of its worker threads alive, not ready."""
+    from app import create_app
+    from bot.queue import open_queue
+    from bot.settings import load_settings
+
+    settings = load_settings({"CI_REGISTRAR_DATA_DIR": str(tmp_path), "GITHUB_WEBHOOK_SECRET": "s",
+                              "GITHUB_APP_ID": "1", "GITHUB_PRIVATE_KEY": "k"})
+    from bot.store.db import upgrade
+
+    upgrade(settings.database_url)
+    queue = open_queue(settings)
+    app = create_app(settings, queue=queue)
+    client = app.test_client()
+    assert client.get("/readyz").status_code == 200  # no consumer in this process: the web part only
+    consumer = queue.create_consumer(workers=2, worker_type="thread")
+    app.extensions["ci_registrar.consumer"] = consumer  # as `serve` does; its threads not started
+    ready = client.get("/readyz")
+    assert ready.status_code == 503 and "workers" in ready.json["missing"], ready.json
+    consumer.start()
+    try:
+        assert consumer.workers_alive() == 2 and client.get("/readyz").status_code == 200
+    finally:
+        consumer.stop(graceful=True)

@@ -87,6 +87,8 @@ def serve(host, port, threads, no_worker):
 
         consumer = _consumer(queue, threads)
         consumer.start()
+        consumer.supervise()  # start() has no health check of its own: a dead worker is replaced
+        app.extensions["ci_registrar.consumer"] = consumer  # /readyz: no live worker, not ready
         start_reconciler(queue.runtime)
 
     class Handler(WSGIRequestHandler):
