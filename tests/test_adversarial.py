@@ -138,3 +138,146 @@ def test_readyz_is_503_while_no_worker_thread_is_alive(tmp_path):
         assert consumer.workers_alive() == 2 and client.get("/readyz").status_code == 200
     finally:
         consumer.stop(graceful=True)
+
+
+# -- payloads and configurations decoded by their schema first ------------------------------------
+def _resign(d, payload: dict, secret: str):
+    import json
+
+    from tests.simulator import sign
+
+    d.body = json.dumps(payload).encode()
+    d.headers["X-Hub-Signature-256"] = sign(d.body, secret)
+    return d
+
+
+MALFORMED_SYNC = {
+    "repository_a_string": lambda p: p.__setitem__("repository", "radixark/miles"),
+    "full_name_a_list": lambda p: p["repository"].__setitem__("full_name", ["radixark", "miles"]),
+    "full_name_with_nul": lambda p: p["repository"].__setitem__("full_name", "radixark/mi\u0000les"),
+    "pull_request_a_list": lambda p: p.__setitem__("pull_request", [1, 2]),
+    "number_2^40": lambda p: p["pull_request"].__setitem__("number", 2**40),
+    "head_a_string": lambda p: p["pull_request"].__setitem__("head", "abc"),
+    "head_sha_an_object": lambda p: p["pull_request"]["head"].__setitem__("sha", {"x": 1}),
+    "head_missing": lambda p: p["pull_request"].pop("head"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED_SYNC))
+def test_a_malformed_synchronize_gets_400_with_its_reason_and_its_redelivery_too(github_sim, tmp_path, kind):
+    """Before any queue write: 400 naming the field, the store records it `invalid` with that
+    reason, nothing is queued to run, and GitHub's redelivery gets the same answer (never
+    "duplicate"). The head-note path never sees it."""
+    import json
+
+    from bot.store import heads
+    from bot.store import service as store
+    from tests.test_service_support import build_world
+
+    world = build_world(github_sim, tmp_path)
+    world.sim.push(world.repo, "feature", {"tests/e2e/test_b.py": "x = 1\n"})
+    d = world.sim.webhook("pull_request", "synchronize", app=world.app, repo=world.repo,
+                          pull=world.sim.pull(world.repo, world.pr.number), sender="bob")
+    payload = json.loads(d.body)
+    MALFORMED_SYNC[kind](payload)
+    d = _resign(d, payload, world.app.webhook_secret)
+    for _ in range(2):  # the delivery, then GitHub's redelivery of it
+        resp = world.deliver(d)
+        assert resp.status_code == 400 and resp.json["error"].startswith("invalid payload:"), resp.data
+    assert world.drain() == 2  # the two records, no delivery job
+    row = {r.delivery_id: r for r in store.recent_deliveries(world.settings.database_url)}[d.delivery_id]
+    assert row.status == "invalid" and row.outcome.startswith("invalid payload:") and row.outcome != "invalid payload:"
+    heads.BUFFER.flush()
+    assert world.sim.check_runs(world.repo) == [] and world.queue.depth() == 0
+    # the same push, well formed, is accepted and checked
+    good = world.sim.webhook("pull_request", "synchronize", app=world.app, repo=world.repo,
+                             pull=world.sim.pull(world.repo, world.pr.number), sender="bob")
+    assert world.deliver(good).status_code == 202
+    world.drain()
+    assert [r["status"] for r in world.sim.check_runs(world.repo)] == ["completed"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_one_bad_head_note_never_drops_the_others(request, tmp_path, backend):
+    """A batch of head notes with a number of 2**40, a NUL or a lone surrogate in a name among good
+    ones: the good ones are written (PostgreSQL refused the whole batch before), the bad left out."""
+    from bot.store import heads
+    from bot.store.db import upgrade
+
+    url = request.getfixturevalue("pg_url") if backend == "postgresql" else f"sqlite:///{tmp_path / 'h.db'}"
+    upgrade(url)
+    sha, when = "a" * 40, "2026-12-01T10:00:00Z"
+    buffer = heads.NoteBuffer()
+    for repo, number in (("good/one", 1), ("bad/number", 2**40), ("bad/n\x00ul", 3), ("bad/\ud800", 4),
+                         ("good/two", 2), ("bad/zero", 0)):
+        buffer.add(url, repo, number, sha, when)
+    buffer.add(url, "bad/sha", 5, "a\x00" * 20, when)
+    buffer.add(url, "bad/when", 6, sha, 12345)
+    buffer.flush()
+    for repo, number in (("good/one", 1), ("good/two", 2)):
+        assert heads.newer_head(url, repo, number, "b" * 40, "2026-12-01T09:00:00Z") == sha, repo
+    assert heads.newer_head(url, "bad/number", 2**40, "b" * 40, "2026-12-01T09:00:00Z") is None
+
+
+HUGE = "9" * 5000
+
+
+@pytest.mark.parametrize("where", ["budgets.daily_gpu_hours", "calibration.window_runs", "dispatch.gpus"])
+def test_a_5000_digit_integer_in_the_configuration_is_a_located_reg900(where):
+    from checks.config import load_config
+
+    text = {"budgets.daily_gpu_hours": f"budgets:\n  daily_gpu_hours: {HUGE}\n",
+            "calibration.window_runs": f"calibration:\n  margin: 1.2\n  window_runs: -{HUGE}\n",
+            "dispatch.gpus": f"dispatch:\n  s:\n    workflow: a.yml\n    gpus: {HUGE}\n"}[where]
+    config, [finding] = load_config(text)
+    line = text.count("\n", 0, text.index(HUGE)) + 1
+    assert finding.rule == "REG900" and finding.span.line == line, finding
+    assert finding.message.startswith("invalid configuration: an integer of 5,00")
+
+
+def test_a_5000_digit_integer_in_the_default_branch_config_fails_the_check_and_commands_are_answered(github_sim,
+                                                                                                       tmp_path):
+    """The PR check fails with the REG900 at its line (not "internal error"), and a maintainer's
+    /run-rocm is answered (the configuration is broken, nothing is dispatched)."""
+    from bot.handlers.pull_requests import CHECK_NAME, FAILED_TITLE
+    from tests.ondemand_support import CONFIG, SUITE, build_ondemand
+
+    od = build_ondemand(github_sim, tmp_path, config=CONFIG + f"calibration:\n  window_runs: {HUGE}\n")
+    d = od.sim.webhook("pull_request", "opened", app=od.world.app, repo=od.repo, pull=od.pr, sender="bob")
+    assert od.world.deliver(d).status_code == 202
+    od.world.drain()
+    [run] = od.sim.check_runs(od.repo, sha=od.pr.head_sha, name=CHECK_NAME)
+    assert run["conclusion"] == "failure" and run["output"]["title"] != FAILED_TITLE, run["output"]
+    [note] = [a for a in run["annotations"] if a["path"] == ".github/ci-registrar.yml" and "REG900" in a["title"]]
+    assert note["start_line"] == CONFIG.count("\n") + 2 and "5,000" in note["message"], note
+    od.comment(f"/run-rocm {SUITE}", author="maint")
+    replies = od.replies()
+    assert replies and od.dispatches() == [], replies
+    assert all(state == "done" for state in _states(od.world).values())
+
+
+def _states(world) -> dict:
+    from bot.store import service as store
+
+    return {r.delivery_id: r.status for r in store.recent_deliveries(world.settings.database_url)}
+
+
+def test_a_check_that_skipped_a_file_never_says_registrations_valid(github_sim, tmp_path, monkeypatch):
+    """A test file over the file_bytes limit (REG902) was not read: the title says files were
+    skipped, the conclusion is neutral (not success), the summary names the file."""
+    from bot.handlers.pull_requests import CHECK_NAME
+    from tests.test_service_support import build_world
+
+    monkeypatch.setenv("CI_REGISTRAR_LIMIT_FILE_BYTES", "4096")
+    world = build_world(github_sim, tmp_path)
+    big = "tests/e2e/test_big.py"
+    world.sim.push(world.repo, "feature", {big: "x = 1\n" + "# padding\n" * 1000})
+    pr = world.sim.pull(world.repo, world.pr.number)
+    d = world.sim.webhook("pull_request", "synchronize", app=world.app, repo=world.repo, pull=pr, sender="bob")
+    assert world.deliver(d).status_code == 202
+    world.drain()
+    [run] = world.sim.check_runs(world.repo, sha=pr.head_sha, name=CHECK_NAME)
+    title, summary = run["output"]["title"], run["output"]["summary"]
+    assert "valid" not in title.lower() and "skipped" in title and "REG902" in title, title
+    assert run["conclusion"] == "neutral", run["conclusion"]
+    assert big in summary and "does not vouch" in summary, summary
