@@ -281,3 +281,175 @@ def test_a_check_that_skipped_a_file_never_says_registrations_valid(github_sim, 
     assert "valid" not in title.lower() and "skipped" in title and "REG902" in title, title
     assert run["conclusion"] == "neutral", run["conclusion"]
     assert big in summary and "does not vouch" in summary, summary
+
+
+# -- the fuzzed intake: every handler's payload shape, signed, against POST /webhook -------------
+def _fuzz_world(sim, tmp):
+    """The App on the simulator with one of each thing a handler's delivery names: a PR (checked
+    once, so it has a check run and a suite), a comment on it, a finished workflow run."""
+    from tests.test_service_support import build_world
+
+    world = build_world(sim, tmp)
+    world.deliver(sim.webhook("pull_request", "opened", app=world.app, repo=world.repo, pull=world.pr, sender="bob"))
+    world.drain()
+    [run] = sim.check_runs(world.repo, sha=world.pr.head_sha)
+    comment = sim.add_comment(world.repo, world.pr.number, "/run-rocm stage-a-1-gpu-mi350", author="bob")
+    workflow_run = sim.add_workflow_run(world.repo, "pr-test-rocm.yml", head_sha=world.pr.head_sha,
+                                        jobs=[{"name": "stage-a-1-gpu-mi350", "labels": ["linux-mi35x-gpu-1"]}])
+    return world, run["id"], comment, workflow_run
+
+
+def _shapes(sim, world, check_run_id, comment, workflow_run) -> dict[str, dict]:
+    """A well-formed payload of each handler (the simulator builds them as GitHub does)."""
+    import json
+
+    pr = sim.pull(world.repo, world.pr.number)
+    kw = {"app": world.app, "repo": world.repo}
+    made = {
+        "pull_request.opened": sim.webhook("pull_request", "opened", pull=pr, sender="bob", **kw),
+        "pull_request.synchronize": sim.webhook("pull_request", "synchronize", pull=pr, sender="bob", **kw),
+        "pull_request.closed": sim.webhook("pull_request", "closed", pull=pr, sender="bob", **kw),
+        "issue_comment.created": sim.webhook("issue_comment", "created", pull=pr, comment=comment, **kw),
+        "check_run.rerequested": sim.webhook("check_run", "rerequested", check_run=check_run_id, sender="bob", **kw),
+        "check_run.requested_action": sim.webhook("check_run", "requested_action", check_run=check_run_id,
+                                                  identifier="approve-run", sender="bob", **kw),
+        "check_suite.rerequested": sim.webhook("check_suite", "rerequested", head_sha=pr.head_sha, sender="bob", **kw),
+        "workflow_run.completed": sim.webhook("workflow_run", "completed", run=workflow_run["id"], **kw),
+        "installation.created": sim.webhook("installation", "created", app=world.app, installation=world.installation),
+        "installation_repositories.added": sim.webhook("installation_repositories", "added", app=world.app,
+                                                       installation=world.installation, added=[world.repo]),
+    }
+    return {name: (d.headers["X-GitHub-Event"], json.loads(d.body)) for name, d in made.items()}
+
+
+_NASTY = [None, True, 0, -1, 2**31, 2**63, 2**64 + 1, -(2**63) - 1, 1.5, float("1e308"), "", "\x00", "a\x00b",
+          "x" * 5000, "radixark/miles", "../../etc", "\u202e/run-rocm", "0" * 40, [], [1, "a"], {}, {"id": 1},
+          {"sha": "a" * 40}, [[[[[[[[]]]]]]]]]
+
+
+def _paths(value, prefix=()):
+    """Every key path in a payload (objects and the first item of lists), shallow ones first."""
+    out = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key, child in value.items():
+            out += _paths(child, prefix + (key,))
+    elif isinstance(value, list) and value:
+        out += _paths(value[0], prefix + (0,))
+    return out
+
+
+def _schema_paths(event: str, payload: dict) -> list[tuple]:
+    """The key paths of a payload its handler's schema (bot.payloads.SCHEMAS) reads: where a hostile
+    value matters most, so most mutants go there rather than to fields nobody reads."""
+    import typing
+
+    import msgspec
+
+    from bot import payloads
+
+    def walk(t, value, prefix):
+        if typing.get_origin(t) in (typing.Union, getattr(__import__("types"), "UnionType")):
+            t = next((a for a in typing.get_args(t) if a is not type(None)), t)
+        if typing.get_origin(t) is typing.Annotated:
+            t = typing.get_args(t)[0]
+        if isinstance(t, type) and issubclass(t, msgspec.Struct) and isinstance(value, dict):
+            out = []
+            for f in msgspec.structs.fields(t):
+                if f.encode_name in value:
+                    out.append(prefix + (f.encode_name,))
+                    out += walk(f.type, value[f.encode_name], prefix + (f.encode_name,))
+            return out
+        if typing.get_origin(t) is list and isinstance(value, list) and value:
+            return [prefix + (0,)] + walk(typing.get_args(t)[0], value[0], prefix + (0,))
+        return []
+
+    action = payload.get("action")
+    schema = payloads.SCHEMAS.get((event, action)) or payloads.SCHEMAS.get((event, None)) or payloads.Envelope
+    return walk(schema, payload, ())
+
+
+def _mutate(payload, path, how, nasty):
+    import copy
+
+    p = copy.deepcopy(payload)
+    parent = p
+    for part in path[:-1]:
+        parent = parent[part]
+    key = path[-1]
+    if how == "delete" and isinstance(parent, dict):
+        del parent[key]
+    else:
+        parent[key] = nasty
+    return p
+
+
+@pytest.fixture(scope="module")
+def fuzz_intake(tmp_path_factory):
+    from tests.simulator import GitHubSimulator
+
+    sim = GitHubSimulator().start()
+    world, check_run_id, comment, workflow_run = _fuzz_world(sim, tmp_path_factory.mktemp("fuzz-intake"))
+    shapes = _shapes(sim, world, check_run_id, comment, workflow_run)
+    yield world, shapes
+    sim.stop()
+
+
+FUZZ_STATES = ("done", "invalid")  # never "failed" (an internal error) nor left running or queued
+
+
+def test_fuzzed_handler_payloads_never_get_a_5xx_and_never_crash_the_worker(fuzz_intake):
+    """For each handler's payload shape: one field at a time (any depth) replaced with a hostile
+    value or deleted, the body signed as GitHub signs it, posted to POST /webhook. No answer is a
+    5xx; what the intake accepts (202), the worker runs to a recorded end: done, or invalid with
+    its reason, never an internal error."""
+    import json
+    import uuid
+
+    from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+    from tests.simulator import sign
+
+    world, shapes = fuzz_intake
+    answers: dict[int, int] = {}
+    ended: dict[str, str] = {}
+
+    @st.composite
+    def cases(draw):
+        name = draw(st.sampled_from(sorted(shapes)))
+        event, payload = shapes[name]
+        read = _schema_paths(event, payload)
+        path = draw(st.sampled_from(read) if read and draw(st.integers(0, 2)) else st.sampled_from(_paths(payload)))
+        how = draw(st.sampled_from(["replace", "replace", "delete"]))
+        nasty = draw(st.sampled_from(_NASTY))
+        return name, event, _mutate(payload, path, how, nasty), path
+
+    @hsettings(max_examples=int(__import__("os").environ.get("CI_REGISTRAR_FUZZ_EXAMPLES", "150")), deadline=None,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture], database=None)
+    @given(cases())
+    def one(case):
+        name, event, payload, path = case
+        body = json.dumps(payload).encode()
+        delivery = str(uuid.uuid4())
+        resp = world.client.post("/webhook", data=body, headers={
+            "X-GitHub-Event": event, "X-GitHub-Delivery": delivery, "Content-Type": "application/json",
+            "X-Hub-Signature-256": sign(body, world.app.webhook_secret)})
+        answers[resp.status_code] = answers.get(resp.status_code, 0) + 1
+        assert resp.status_code < 500, (name, path, resp.data)
+        assert resp.status_code in (202, 400), (name, path, resp.status_code, resp.data)
+        world.drain()
+        state = _states(world).get(delivery)
+        ended[delivery] = state
+        assert state in FUZZ_STATES, (name, path, state, _outcome(world, delivery))
+
+    one()
+    print("fuzzed intake answers:", answers)
+    # Both sides were exercised: some mutants accepted and run, some refused with their reason.
+    assert answers.get(202) and answers.get(400), answers
+    assert world.queue.depth() == 0 and world.queue.inflight() == 0
+
+
+def _outcome(world, delivery_id):
+    from bot.store import service as store
+
+    row = store.get_delivery(world.settings.database_url, delivery_id)
+    return row.outcome if row else None
