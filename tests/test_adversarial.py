@@ -453,3 +453,71 @@ def _outcome(world, delivery_id):
 
     row = store.get_delivery(world.settings.database_url, delivery_id)
     return row.outcome if row else None
+
+
+def test_serve_outlives_a_postgresql_outage_and_readyz_tells_the_truth(tmp_path, pg_url):
+    """The store (PostgreSQL) cut away for 8 s under `serve`, through the TCP proxy: deliveries
+    keep being accepted (the queue is up), wait for the store, and are each processed exactly once
+    after it is back; /readyz answers 503 (store unreachable) while it is cut, 200 after."""
+    import json
+    import time
+    from urllib.parse import urlsplit
+
+    import requests
+
+    from bot.store import service as store
+    from bot.store.db import upgrade
+    from tests.simulator import GitHubSimulator
+    from tests.tcp_proxy import TcpProxy
+    from tests.test_service_support import wait_for
+
+    upgrade(pg_url)
+    target = urlsplit(pg_url.replace("postgresql+psycopg", "postgresql"))
+    proxy = TcpProxy(target.hostname, target.port or 5432)
+    through = pg_url.replace(f"{target.hostname}:{target.port or 5432}", f"127.0.0.1:{proxy.port}")
+    sim = GitHubSimulator().start()
+    arena = Arena(sim, tmp_path, threads=2, DATABASE_URL=through, CI_REGISTRAR_LOG_LEVEL="info")
+    heads, codes = {}, []
+
+    def deliver():
+        pr = arena.ordinary_pr()
+        d = arena.opened(arena.miles, pr)
+        assert arena.service.deliver(sim, d) == 202  # the queue is up: accepted, whatever the store does
+        heads[d.delivery_id] = pr.head_sha
+
+    def states():
+        return {r.delivery_id: r.status for r in store.recent_deliveries(pg_url, limit=100)}
+
+    def ready():
+        return requests.get(arena.service.base + "/readyz", timeout=30).status_code
+
+    try:
+        deliver()
+        assert wait_for(lambda: all(states().get(i) == "done" for i in heads), timeout=60)
+        assert ready() == 200
+        proxy.drop()
+        for _ in range(3):
+            deliver()
+            codes.append(ready())
+            time.sleep(2)
+        codes.append(ready())
+        proxy.restore()
+        assert wait_for(lambda: ready() == 200, timeout=20)
+        deliver()
+        assert wait_for(lambda: all(states().get(i) == "done" for i in heads), timeout=90), states()
+        time.sleep(1)
+        processed: dict = {}
+        for line in arena.service.log_path.read_text(errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record.get("event") == "delivery processed":
+                processed[record["delivery_id"]] = processed.get(record["delivery_id"], 0) + 1
+        assert codes == [503] * len(codes), codes
+        assert {i: processed.get(i) for i in heads} == {i: 1 for i in heads}, processed
+        assert all(len(sim.check_runs(arena.miles, sha=sha)) == 1 for sha in heads.values())
+    finally:
+        arena.close()
+        proxy.close()
+        sim.stop()
