@@ -521,3 +521,57 @@ def test_serve_outlives_a_postgresql_outage_and_readyz_tells_the_truth(tmp_path,
         arena.close()
         proxy.close()
         sim.stop()
+
+
+def test_a_worker_process_outlives_a_redis_outage(github_sim, tmp_path, redis_prefix):
+    """`ci-registrar worker` with its Redis behind the TCP proxy, cut for 6 s while the intake
+    (here, straight to Redis) keeps accepting: every delivery is processed exactly once after."""
+    import time
+    from urllib.parse import urlsplit
+
+    from tests.conftest import REDIS_TEST_URL
+    from tests.tcp_proxy import TcpProxy
+    from tests.test_service_support import Workers, build_world, wait_for, worker_env
+
+    world = build_world(github_sim, tmp_path, redis_url=REDIS_TEST_URL, queue_name=redis_prefix)
+    target = urlsplit(REDIS_TEST_URL)
+    proxy = TcpProxy(target.hostname, target.port or 6379)
+    workers = Workers(tmp_path)
+    proc = workers.start(worker_env(world, REDIS_URL=proxy.url("redis", target.path or "/0"),
+                                    CI_REGISTRAR_JOB_LEASE_S=5), threads=2)
+    sent = []
+
+    def deliver(n):
+        for i in range(n):
+            branch = f"b-{len(sent)}"
+            world.repo.commit({f"tests/e2e/test_{branch.replace('-', '_')}.py": "x = 1\n"}, branch=branch,
+                              parent=world.repo.head("main"))
+            pr = world.sim.open_pull_request(world.repo, branch, "main", author="bob")
+            d = world.sim.webhook("pull_request", "opened", app=world.app, repo=world.repo, pull=pr, sender="bob")
+            assert world.deliver(d).status_code == 202
+            sent.append((d.delivery_id, pr.head_sha))
+
+    def done():
+        from bot.store import service as store
+
+        states = {r.delivery_id: r.status for r in store.recent_deliveries(world.settings.database_url, limit=100)}
+        return all(states.get(i) == "done" for i, _ in sent)
+
+    try:
+        deliver(1)
+        assert wait_for(done, timeout=60)
+        deliver(2)
+        proxy.drop()
+        deliver(2)
+        time.sleep(6)
+        proxy.restore()
+        deliver(2)
+        assert wait_for(done, timeout=90)
+        time.sleep(1)
+        processed = Workers.processed(proc)
+        assert sorted(processed) == sorted(i for i, _ in sent), processed
+        assert all(len(world.sim.check_runs(world.repo, sha=sha)) == 1 for _, sha in sent)
+        assert proc.poll() is None
+    finally:
+        workers.stop_all()
+        proxy.close()
