@@ -28,12 +28,12 @@ import threading
 import time
 from dataclasses import dataclass
 
-from bot.logging import get_logger
-
 from huey.api import Huey
 from huey.consumer import Consumer, Worker, WorkerRecycle
 from huey.signals import SIGNAL_INTERRUPTED
 from huey.storage import RedisStorage, SqliteStorage
+
+from bot.logging import get_logger
 
 log = get_logger("ci_registrar.queue")
 

@@ -575,3 +575,25 @@ def test_a_worker_process_outlives_a_redis_outage(github_sim, tmp_path, redis_pr
     finally:
         workers.stop_all()
         proxy.close()
+
+
+def test_a_workflow_run_that_is_gone_ends_done_not_failed(fuzz_intake):
+    """Found by the fuzz above: a completed workflow_run whose run no longer exists (GitHub answers
+    404 for its jobs) has no durations to read; the job ends done, not as an internal error."""
+    import json
+    import uuid
+
+    from tests.simulator import sign
+
+    world, shapes = fuzz_intake
+    event, payload = shapes["workflow_run.completed"]
+    payload = json.loads(json.dumps(payload))
+    payload["workflow_run"]["id"] = 987654321
+    body = json.dumps(payload).encode()
+    delivery = str(uuid.uuid4())
+    resp = world.client.post("/webhook", data=body, headers={
+        "X-GitHub-Event": event, "X-GitHub-Delivery": delivery, "Content-Type": "application/json",
+        "X-Hub-Signature-256": sign(body, world.app.webhook_secret)})
+    assert resp.status_code == 202
+    world.drain()
+    assert _states(world)[delivery] == "done", _outcome(world, delivery)
