@@ -188,6 +188,13 @@ def _run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: byt
             _quietly(store.release_attempt, settings.database_url, delivery_id, "waiting for another job on the same head")
             raise RetryTask(delay=1 + policy.rng.random()) from None
         except Exception as exc:
+            if _installation_gone(exc):
+                # Uninstalled (or suspended) since GitHub sent this: no token, nothing this App may
+                # do there. Not an error of the job; nothing was created that needs completing.
+                log.info("installation gone, delivery not processed", error=_short(exc))
+                _quietly(store.finish_delivery, settings.database_url, delivery_id, "done",
+                         "installation gone: no token for it")
+                return
             transient = isinstance(exc, TransientError) or (_is_store_error(exc) and store.is_transient(exc))
             if transient and attempt < policy.job_attempts:
                 wait = exc.wait_s * (1 + 0.1 * policy.rng.random()) if isinstance(exc, RateLimited) \
@@ -227,6 +234,14 @@ def _quietly(fn, *args) -> None:
 
 def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _installation_gone(exc: BaseException) -> bool:
+    """GitHub refuses this installation a token: 404 (uninstalled, or no such installation) or
+    403 (suspended). A retry would get the same answer."""
+    from bot.github.retry import GitHubError
+
+    return isinstance(exc, GitHubError) and exc.status in (403, 404) and exc.endpoint.endswith("/access_tokens")
 
 
 def _is_store_error(exc: BaseException) -> bool:

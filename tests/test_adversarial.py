@@ -78,7 +78,8 @@ def test_an_outage_longer_than_the_retry_budget_leaves_no_check_in_progress(gith
 
 
 # -- the queue cut away: a Redis outage under `serve`, through a TCP proxy ------------------------
-@pytest.mark.parametrize("kind,outage_s", [("drop", 8.0), ("stall", 6.0)])
+# A stall longer than two Redis timeouts (2 x 2.5 s): some /readyz answers fall wholly inside it.
+@pytest.mark.parametrize("kind,outage_s", [("drop", 8.0), ("stall", 12.0)])
 def test_serve_outlives_a_redis_outage_and_readyz_tells_the_truth(tmp_path, redis_prefix, kind, outage_s):
     """Redis is cut (connections reset, or held open carrying nothing) for some seconds while
     `serve` runs its two worker threads. Every delivery accepted before, during or after is
@@ -403,8 +404,9 @@ def test_fuzzed_handler_payloads_never_get_a_5xx_and_never_crash_the_worker(fuzz
     """For each handler's payload shape: one field at a time (any depth) replaced with a hostile
     value or deleted, the body signed as GitHub signs it, posted to POST /webhook. No answer is a
     5xx; what the intake accepts (202), the worker runs to a recorded end: done, or invalid with
-    its reason, never an internal error."""
+    its reason, never an internal error. CI_REGISTRAR_FUZZ_EXAMPLES sets the count per store."""
     import json
+    import os
     import uuid
 
     from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
@@ -425,8 +427,13 @@ def test_fuzzed_handler_payloads_never_get_a_5xx_and_never_crash_the_worker(fuzz
         nasty = draw(st.sampled_from(_NASTY))
         return name, event, _mutate(payload, path, how, nasty), path
 
-    @hsettings(max_examples=int(__import__("os").environ.get("CI_REGISTRAR_FUZZ_EXAMPLES", "120")), deadline=None,
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture], database=None)
+    # The same examples every run in CI (a red build names a case anyone can replay);
+    # CI_REGISTRAR_FUZZ_RANDOM=1 explores new ones, as it did to find the two cases pinned below.
+    explore = bool(os.environ.get("CI_REGISTRAR_FUZZ_RANDOM"))
+
+    @hsettings(max_examples=int(os.environ.get("CI_REGISTRAR_FUZZ_EXAMPLES", "120")), deadline=None,
+               derandomize=not explore, database=None,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
     @given(cases())
     def one(case):
         name, event, payload, path = case
@@ -623,3 +630,26 @@ def test_a_pull_request_whose_head_github_does_not_have_ends_done_not_failed(fuz
     world.drain()
     assert _states(world)[delivery] == "done", _outcome(world, delivery)
     assert world.sim.check_runs(world.repo, sha="c" * 40) == []
+
+
+def test_a_delivery_for_an_installation_that_is_gone_ends_done_not_failed(fuzz_intake):
+    """Found by the fuzz above: a delivery naming an installation GitHub no longer has (uninstalled
+    since it was sent: 404 on its access token) ends done, logged, not as an internal error."""
+    import json
+    import uuid
+
+    from tests.simulator import sign
+
+    world, shapes = fuzz_intake
+    event, payload = shapes["check_run.rerequested"]
+    payload = json.loads(json.dumps(payload))
+    payload["installation"]["id"] = 987654321
+    body = json.dumps(payload).encode()
+    delivery = str(uuid.uuid4())
+    resp = world.client.post("/webhook", data=body, headers={
+        "X-GitHub-Event": event, "X-GitHub-Delivery": delivery, "Content-Type": "application/json",
+        "X-Hub-Signature-256": sign(body, world.app.webhook_secret)})
+    assert resp.status_code == 202
+    world.drain()
+    assert _states(world)[delivery] == "done", _outcome(world, delivery)
+    assert _outcome(world, delivery).startswith("installation gone")
