@@ -192,6 +192,13 @@ def _(od):
     return od.comment(f"Try:\n```\n{RUN}\n```", author="maint")[0]
 
 
+for _name, _body in (("indented-code-block", f"Try:\n\n    {RUN}"), ("pre-block", f"<pre>\n{RUN}\n</pre>"),
+                     ("html-comment", f"Will run later.\n\n<!--\n{RUN}\n-->"), ("tilde-fence", f"~~~\n{RUN}\n~~~")):
+    # GitHub shows these as code or not at all: nobody reading the PR sees a command
+    case(f"command-in-an-{_name}-ignored" if _name[0] in "aeiou" else f"command-in-a-{_name}-ignored",
+         dispatches=0, reactions=NO_REACTIONS, reply="")(lambda od, b=_body: od.comment(b, author="maint")[0])
+
+
 # -- arguments ---------------------------------------------------------------------------------------
 def _refused(name: str, body: str, says: str, **extra):
     case(name, dispatches=0, reactions=["eyes", "confused"], reply=says, replies=1, **extra)(
@@ -211,6 +218,11 @@ _refused("unicode-look-alike-in-suite", "/run-rocm nightly-stage-c-4-gpu-m\u0456
 _refused("unicode-dash-in-command-word", f"/run\u2011rocm {SUITE}", "U+2011")
 _refused("fullwidth-slash-command", f"\uff0frun-rocm {SUITE}", "U+FF0F")
 _refused("non-breaking-space", f"/run-rocm\u00a0{SUITE}", "plain ASCII")
+_refused("zero-width-space-in-command-word", f"/run\u200b-rocm {SUITE}", "U+200B ZERO WIDTH SPACE")
+_refused("byte-order-mark-before-command", f"\ufeff{RUN}", "U+FEFF")
+_refused("right-to-left-override-in-suite", f"/run-rocm \u202e{SUITE}", "U+202E RIGHT-TO-LEFT OVERRIDE")
+_refused("files-on-the-line-after-the-suite", f"{RUN}\ntests/e2e/test_new.py", "`/run-rocm <suite> [<test-file> ...]`")
+_refused("html-comment-inside-the-command-line", f"{RUN} <!-- tests/e2e/test_new.py -->", "holds HTML")
 _refused("two-commands-in-one-comment", f"{RUN}\n/approve-rocm", "one command per comment")
 _refused("malformed-command-word", f"/run-rocmm {SUITE}", "is not a command word")
 _refused("file-outside-the-test-roots", f"{RUN} bench/test_x.py", "is not under a test root")
