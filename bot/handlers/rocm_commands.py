@@ -12,7 +12,6 @@ from gidgethub.routing import Router
 from bot.ondemand import flow, grammar, texts
 from bot.ondemand.flow import Pull, once, react, reply, requested_files
 from bot.ondemand.permissions import authority
-from bot.ondemand.selection import NotSelectable, select
 from bot.store import ondemand as store
 
 router = Router()
@@ -93,12 +92,12 @@ def run_rocm(pull: Pull, command: grammar.Command, comment: dict, key: str) -> N
         _refuse(pull, comment, key, texts.too_many_files(login, len(command.files), limit_files),
                 f"{len(command.files)} files listed, limit {limit_files}", suite=command.suite)
         return
-    try:
-        selection = select(pull.tree, pull.config, pull.contract, command.suite, list(command.files), pull.head_sha)
-    except NotSelectable as exc:
-        _refuse(pull, comment, key, texts.not_selectable(login, str(exc), pull.runnable_suites()), str(exc)[:300],
+    outcome = pull.analyse(command.suite, command.files)
+    if outcome.selection is None:
+        _refuse(pull, comment, key, texts.not_selectable(login, outcome.refusal, outcome.runnable), outcome.refusal[:300],
                 suite=command.suite, files=list(command.files))
         return
+    selection = outcome.selection
     who = authority(pull.client, pull.repo, login, pull.config.approvers)
     running = flow.running_for(pull, command.suite)
     if running is not None:
