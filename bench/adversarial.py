@@ -39,7 +39,7 @@ def main(argv=None) -> dict:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attacks", nargs="*", default=ALL_ATTACKS + [ONDEMAND_ATTACK])
-    parser.add_argument("--pad-kb", type=int, default=1024, help="bytes of padding per test file of the on-demand attack")
+    parser.add_argument("--pad-kb", type=int, default=3500, help="KiB of padding per test file of the on-demand attack")
     args = parser.parse_args(argv)
     sim = GitHubSimulator().start()
     with tempfile.TemporaryDirectory() as tmp:

@@ -35,7 +35,7 @@ class SuiteName:
 
 
 def parse_suite_name(name: str) -> SuiteName | None:
-    match = _NAME.match(name)
+    match = _NAME.fullmatch(name)  # not match(): `$` also matches before a final newline
     if not match:
         return None
     if match.group("cpu"):
