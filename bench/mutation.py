@@ -2,10 +2,11 @@
 
 Each mutant is one classic change to one module (a comparison, boolean or arithmetic operator
 swapped, a constant changed, a statement deleted, a `not` dropped, a regular expression's
-character class, quantifier or anchor tweaked); the module's test files run against it in a copy
-of the repository, and a mutant is *killed* when they fail (or run past their time), *survived*
-when they pass. A survivor is either a test gap or an equivalent mutant (no input can tell it
-apart); the report lists each one so that a person can say which.
+character class, quantifier or anchor tweaked); the module's test files run against it in a
+forked copy of this process that imports the mutant in place of the module (nothing on disk
+changes), and a mutant is *killed* when they fail (or run past their time), *survived* when they
+pass. A survivor is either a test gap or an equivalent mutant (no input can tell it apart); the
+report lists each one so that a person can say which.
 
 Run on demand, not in CI (a few minutes per module on a quiet machine):
 
@@ -19,16 +20,12 @@ from __future__ import annotations
 
 import argparse
 import ast
-import concurrent.futures
 import copy
 import json
 import os
 import random
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,14 +36,14 @@ ROOT = Path(__file__).resolve().parent.parent
 @dataclass(frozen=True)
 class Target:
     module: str  # path in the repository
-    tests: tuple[str, ...]  # test files (or node ids) run against each mutant
+    tests: tuple[str, ...]  # pytest arguments run against each mutant: test files, node ids, -k
     only: frozenset[str] = frozenset()  # top-level functions/assignments to mutate; empty: all
 
 
 TARGETS = {
     "grammar": Target("bot/ondemand/grammar.py", ("tests/test_grammar.py",)),
     "suites": Target("checks/suites.py", ("tests/test_suites.py",)),
-    "durations": Target("checks/durations.py", ("tests/test_durations_parse.py",),
+    "durations": Target("checks/durations.py", ("tests/test_durations_parse.py", "-k", "timestamp or summary or lines"),
                         frozenset({"parse_timestamp", "_to_datetime", "_stamp_datetime", "_strip_prefix", "_TIMESTAMP",
                                    "_ANSI"})),
     "permissions": Target("bot/ondemand/permissions.py", ("tests/test_permissions.py",)),
@@ -207,29 +204,68 @@ def render(source: str, mutant: Mutant) -> str | None:
     return text
 
 
-def _copy_repository(dest: Path) -> None:
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
-    for name in filter(None, files):
-        path = name.decode()
-        src = ROOT / path
-        if src.is_file():
-            (dest / path).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / path)
-    for path in ("tests/test_grammar.py", "tests/test_suites.py", "tests/test_permissions.py"):  # new, maybe untracked
-        if (ROOT / path).exists():
-            shutil.copy2(ROOT / path, dest / path)
+# Third-party modules the tests import, loaded once in this process so that every forked run
+# starts warm. No module of the project is imported here: each run imports the project afresh,
+# the mutated module in place of the original.
+_WARM = ("pytest", "hypothesis", "markdown_it", "msgspec", "yaml", "sqlalchemy", "requests", "flask", "gidgethub",
+         "structlog", "cryptography", "jwt")
 
 
-def _run_tests(workdir: Path, tests: tuple[str, ...], timeout: float) -> tuple[bool, float]:
-    """(passed, seconds)."""
-    env = {**os.environ, "PYTHONPATH": str(workdir), "PYTHONDONTWRITEBYTECODE": "1"}
-    started = time.monotonic()
+def _warm_up() -> None:
+    import importlib
+
+    for name in _WARM:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
+def _run_in_fork(module_path: str, source: str | None, tests: tuple[str, ...]) -> int:
+    """Fork; in the child, put `source` (None: the original) in place of `module_path` and run
+    pytest on `tests`. Returns the child's pid; its exit status is pytest's."""
+    pid = os.fork()
+    if pid:
+        return pid
     try:
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
-                              cwd=workdir, env=env, capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return False, time.monotonic() - started
-    return proc.returncode == 0, time.monotonic() - started
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.chdir(ROOT)
+        sys.path.insert(0, str(ROOT))
+        if source is not None:
+            import importlib
+            import types
+
+            name = module_path[:-3].replace("/", ".")
+            package, _, leaf = name.rpartition(".")
+            parent = importlib.import_module(package)
+            module = types.ModuleType(name)
+            module.__file__ = str(ROOT / module_path)
+            module.__package__ = package
+            sys.modules[name] = module  # before exec: dataclasses look their module up
+            exec(compile(source, str(ROOT / module_path), "exec"), module.__dict__)
+            setattr(parent, leaf, module)
+        import pytest
+
+        code = pytest.main(["-x", "-q", "-p", "no:cacheprovider", *tests])
+    except BaseException:  # noqa: BLE001 - a mutant that cannot even be imported is killed
+        code = 99
+    os._exit(int(code))
+
+
+def _wait(pid: int, timeout: float) -> bool | None:
+    """True: the tests passed; False: they failed; None: past the time (the child is killed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status) == 0
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            return None
+        time.sleep(0.02)
 
 
 def check_module(name: str, target: Target, sample: int | None, seed: int, jobs: int) -> dict:
@@ -239,38 +275,35 @@ def check_module(name: str, target: Target, sample: int | None, seed: int, jobs:
     if sample is not None and sample < len(rendered):
         rendered = random.Random(seed).sample(rendered, sample)
         rendered.sort(key=lambda mt: mt[0].line)
-    with tempfile.TemporaryDirectory(prefix="mutation-") as tmp:
-        copies = []
-        for j in range(max(1, jobs)):
-            workdir = Path(tmp) / f"copy{j}"
-            workdir.mkdir()
-            _copy_repository(workdir)
-            copies.append(workdir)
-        # the unparsed original (what mutants are made from) must pass, or no mutant means anything
-        (copies[0] / target.module).write_text(ast.unparse(ast.parse(source)) + "\n")
-        ok, baseline_s = _run_tests(copies[0], target.tests, timeout=600)
-        if not ok:
-            raise SystemExit(f"{name}: the tests fail on the unmutated {target.module}; nothing to measure")
-        timeout = max(30.0, baseline_s * 4)
-        free = list(copies)
-        results: list[tuple[Mutant, bool]] = []
-
-        def one(item):
-            mutant, text = item
-            workdir = free.pop()
-            try:
-                (workdir / target.module).write_text(text + "\n")
-                passed, _ = _run_tests(workdir, target.tests, timeout)
-                return mutant, not passed
-            finally:
-                (workdir / target.module).write_text(source)
-                free.append(workdir)
-
-        with concurrent.futures.ThreadPoolExecutor(max_workers=len(copies)) as pool:
-            for mutant, killed in pool.map(one, rendered):
-                results.append((mutant, killed))
-                print(f"  {'killed  ' if killed else 'SURVIVED'} {target.module}:{mutant.line} {mutant.operator}: "
-                      f"{mutant.shown}", flush=True)
+    # the unparsed original (what mutants are made from) must pass, or no mutant means anything
+    started = time.monotonic()
+    if not _wait(_run_in_fork(target.module, ast.unparse(ast.parse(source)), target.tests), 600):
+        raise SystemExit(f"{name}: the tests fail on the unmutated {target.module}; nothing to measure")
+    baseline_s = time.monotonic() - started
+    timeout = max(20.0, baseline_s * 4)
+    results: list[tuple[Mutant, bool]] = []
+    pending = list(rendered)
+    running: dict[int, tuple[Mutant, float]] = {}
+    while pending or running:
+        while pending and len(running) < max(1, jobs):
+            mutant, text = pending.pop(0)
+            running[_run_in_fork(target.module, text, target.tests)] = (mutant, time.monotonic())
+        for pid, (mutant, began) in list(running.items()):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if not done and time.monotonic() - began <= timeout:
+                continue
+            if not done:  # past its time: an endless loop is a kill
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                killed = True
+            else:
+                killed = os.waitstatus_to_exitcode(status) != 0
+            del running[pid]
+            results.append((mutant, killed))
+            print(f"  {'killed  ' if killed else 'SURVIVED'} {target.module}:{mutant.line} {mutant.operator}: "
+                  f"{mutant.shown}", flush=True)
+        time.sleep(0.02)
+    results.sort(key=lambda mk: mk[0].line)
     killed = sum(1 for _, k in results if k)
     survivors = [{"line": m.line, "operator": m.operator, "mutated": m.shown} for m, k in results if not k]
     return {"module": target.module, "tests": list(target.tests), "mutants": len(results), "killed": killed,
@@ -294,6 +327,7 @@ def main(argv=None) -> dict:
                 if render(source, m) is not None:
                     print(f"{target.module}:{m.line} {m.operator}: {m.shown}")
         return {}
+    _warm_up()
     rows = []
     for name in args.modules:
         print(f"{name}: {TARGETS[name].module} against {' '.join(TARGETS[name].tests)}", flush=True)
