@@ -51,8 +51,9 @@ def test_a_command(body, command):
 
 
 def test_a_deny_reason_is_cut_to_its_limit():
-    answer = parse("/deny-rocm " + "x" * 500)
-    assert answer.reason == "x" * grammar.MAX_REASON
+    assert parse("/deny-rocm " + "x" * 500).reason == "x" * 300
+    assert parse("/deny-rocm " + "x" * 300).reason == "x" * 300
+    assert parse("/deny-rocm " + "x" * 299).reason == "x" * 299
 
 
 @pytest.mark.parametrize("body", [
@@ -142,6 +143,8 @@ def test_a_command_followed_by_a_stray_line_shows_the_grammar(body, stray):
 
 
 def test_html_inside_a_command_line_is_refused():
+    # an empty tag before the word: the page shows the command, the comment holds HTML
+    assert "holds HTML (`<span>`)" in refused(f"<span></span>/run-rocm {SUITE}")
     answer = parse(f"/run-rocm {SUITE} <!-- {FILE} -->")
     assert isinstance(answer, Refusal) and answer.word == RUN
     assert f"holds HTML (`<!-- {FILE} -->`)" in answer.reason
@@ -193,7 +196,7 @@ def test_a_deny_reason_in_plain_text_is_kept_as_written():
 
 
 # -- suite tokens -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("token", [SUITE, "a", "A9", "9", "stage_b.fast-1", "a" * 128])
+@pytest.mark.parametrize("token", [SUITE, "a", "A9", "9", "stage_b.fast-1", "a" * 128, "Nightly-Stage-C", "aB"])
 def test_a_suite_token_of_the_safe_shape(token):
     assert check_suite_token(token) is None
 
@@ -225,7 +228,8 @@ def test_a_suite_name_starting_with_a_dash_never_reaches_a_command():
 
 # -- path tokens ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("token", [FILE, "tests/e2e/sub/dir/test_x_y.py", "tests/fast/test_1.py", "tests/e2e/_x/test_a.py",
-                                   "tests/e2e/a-b.c/test_a.py"])
+                                   "tests/e2e/a-b.c/test_a.py", "tests/e2e/Models/test_a.py", "tests/e2e/2024/test_a.py",
+                                   "tests/e2e/test_Qwen3.py"])
 def test_a_path_of_the_safe_shape_under_a_root(token):
     assert check_path_token(token, ROOTS) is None
 
@@ -282,10 +286,10 @@ def test_a_path_at_the_length_limits():
 
 # -- arguments --------------------------------------------------------------------------------------
 def test_the_argument_count():
-    files = [f"tests/e2e/test_{i}.py" for i in range(grammar.MAX_TOKENS - 1)]
+    files = [f"tests/e2e/test_{i}.py" for i in range(63)]  # 64 tokens with the suite
     assert parse(f"/run-rocm {SUITE} " + " ".join(files), roots=ROOTS).files == tuple(files)
     many = files + ["tests/e2e/test_last.py"]
-    assert refused(f"/run-rocm {SUITE} " + " ".join(many)) == f"too many arguments ({grammar.MAX_TOKENS + 1})"
+    assert refused(f"/run-rocm {SUITE} " + " ".join(many)) == "too many arguments (65)"
 
 
 def test_a_file_listed_twice():
@@ -311,7 +315,14 @@ def test_a_reply_cannot_be_broken_out_of():
     assert "\\u0060" in reason and "`" * 2 not in reason.replace("`\\u0060`", "")
     shown = grammar._printable("x" * 100)
     assert shown == "x" * 80 + "…"
+    assert grammar._printable("x" * 81) == "x" * 80 + "…"
     assert grammar._printable("x" * 80) == "x" * 80
+
+
+def test_a_refusal_names_the_position_of_the_character():
+    assert refused(f"/run\u200b-rocm {SUITE}") == ("character 5 of `/run\\u200b-rocm` is U+200B ZERO WIDTH SPACE: "
+                                                   "commands take plain ASCII only")
+    assert check_suite_token("\u0456x").startswith("character 1 of `\\u0456x` is U+0456")
 
 
 def test_the_skeleton_of_a_line():

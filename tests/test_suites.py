@@ -46,7 +46,8 @@ def test_a_suite_name_is_read(name, parsed):
 @pytest.mark.parametrize("name", [
     "stage-ab-cpu", "stage-A-cpu", "stage--cpu", "stage-a-gpu", "stage-c-x-gpu-h200", "stage-c-4-gpu-", "stage-c-4-gpu-H200",
     "stage-c-4-npu-h200", "xstage-a-cpu", "stage-a-cpux", "stage-a-cpu-", "nightly-stage-a", "nightly--stage-a-cpu",
-    "Nightly-stage-a-cpu", "stage-c-4-gpu-h200\n", "stage-c-4-gpu-h200-extra", "pr-test-amd", "",
+    "Nightly-stage-a-cpu", "stage-c-4-gpu-h200\n", "stage-c-4-gpu-h200-extra", "pr-test-amd", "", "stage-c--gpu-h200",
+    "xnightly-stage-a-cpu",
 ])
 def test_a_name_that_is_not_a_staged_suite(name):
     assert parse_suite_name(name) is None
@@ -116,6 +117,33 @@ def test_a_typo_is_corrected_only_when_one_candidate_is_nearest(name, expected):
     assert confident_correction(name, INVENTORY) == expected
 
 
+def test_the_nightly_rename_needs_the_twin_in_the_inventory():
+    # a nightly- name whose twin is not there, or 8 characters that only look like a prefix, are no rename
+    assert confident_correction("nightly-stage-zzz", INVENTORY) is None
+    assert confident_correction("xxxxxxxxstage-a-cpu", INVENTORY) is None
+    refused = NearNames(budget=0)
+    assert refused.correction("nightly-stage-zzz", INVENTORY, key=0) is None
+    assert refused.correction("xxxxxxxxstage-a-cpu", INVENTORY, key=0) is None
+
+
+def test_candidates_may_be_any_iterable():
+    assert confident_correction("abc", (c for c in ["abd", "xyz"])) == "abd"
+    assert confident_correction("stage-c-8-gpu-b200", iter(INVENTORY)) == "nightly-stage-c-8-gpu-b200"
+
+
+@pytest.mark.parametrize("candidates, expected", [
+    (["s-tage-c-4-gpu-h900", "s6tage-c-4-gpu-h2700", "sage-c-4-gpu-h2030", "seabe-c-4-gpu-hb00", "stagae-c-4-gpuhh200",
+      "stage-c-4-gpu-h20", "stage-cg4-6u-5h200", "stage1-c--3u-h200", "taege-1c-4-gpu-h200"],
+     ["stage-c-4-gpu-h20", "s-tage-c-4-gpu-h900", "s6tage-c-4-gpu-h2700"]),
+    (["ctcg-c-4-gpu-h200", "gstage-c-4-gpu-hg00", "s8tfge-c-4-pu-h200", "sbage-c-4-gp-h200", "stag-c-4-gpu-h4200",
+      "stage-c-4-gpu-h00", "stagea-c-4-gpu-00", "stagec-4-gpu-h201", "stge-c-4-gpu-0h200"],
+     ["stage-c-4-gpu-h00", "gstage-c-4-gpu-hg00", "stag-c-4-gpu-h4200"]),
+])
+def test_close_suites_reorder_difflibs_six_best_by_edits(candidates, expected):
+    # difflib's ratio picks six, the edit distance orders them: five or seven would pick others
+    assert close_suites("stage-c-4-gpu-h200", candidates) == expected
+
+
 def test_a_correction_needs_a_strictly_nearest_candidate():
     assert confident_correction("abc", ["abd", "abe"]) is None  # a tie at one edit
     assert confident_correction("abc", ["abd", "xbe"]) == "abd"  # one at one edit, one at two
@@ -153,7 +181,7 @@ def test_near_names_spend_their_budget_once_per_question():
     near.close("stage-c-4-gpu-h20", INVENTORY, key=3)
     assert near.refused == 2  # every answer without its search is counted
     assert near.close("x", ["a", "b", "c", "d", "e"], key=4) == [] and near.left == 0  # exactly the budget left
-    assert NearNames().left == SUGGESTION_COMPARISONS
+    assert NearNames().left == SUGGESTION_COMPARISONS == 50_000
 
 
 def test_a_refused_correction_keeps_the_nightly_rename():
@@ -205,7 +233,12 @@ def test_the_vocabulary_and_models_come_from_the_inventory():
 @pytest.mark.parametrize("token, model", [("mi350", True), ("mi350x", True), ("gb200", True), ("h200", True), ("t4", True),
                                           ("rtx4090", True), ("4090", True), ("a2", True), ("a3", True), ("a4", True),
                                           ("h20000", False), ("mi", False), ("gpu", False), ("x1", False), ("409", False),
-                                          ("gb", False), ("rtx", False), ("a", False), ("mi350-", False)])
+                                          ("gb", False), ("rtx", False), ("a", False), ("mi350-", False),
+                                          # not known models: the shape alone decides
+                                          ("b999", True), ("h999", True), ("l99", True), ("v99", True), ("t99", True),
+                                          ("a999", True), ("a9999x", True), ("a99999", False), ("gb999", True),
+                                          ("mi999", True), ("rtx9999", True), ("1234x", True), ("12345", False),
+                                          ("c100", False), ("xmi999", False), ("mi999-", False)])
 def test_what_is_shaped_like_a_model(token, model):
     # an inventory word shaped like a model is a model of that inventory
     assert (token in HardwareIndex([f"stage-b-1-gpu-{token}"]).models) == model
@@ -222,6 +255,8 @@ def test_what_is_shaped_like_a_model(token, model):
     ("stage-b-1-gpu-smal-amd", "stage-b-1-gpu-small-amd", True),
     ("stage-b-1-gpu-smal", "stage-b-1-gpu-small-amd", False),  # one typo cannot add two tokens
     ("stage-b-1-gpu-smal-aamd", "stage-b-1-gpu-small-amd", True),
+    ("stage-b-1-gpu-sml-amd", "stage-b-1-gpu-small-amd", True),  # a typo two edits away still counts
+    ("stage-b-1-gpu-sm-amd", "stage-b-1-gpu-small-amd", False),  # three is too far
     ("stage-a-cpu", "stage-a-cpu", True),
     ("stage-a-cpu", "stage-b-1-gpu-h200", False),
 ])
