@@ -329,3 +329,14 @@ def test_the_skeleton_of_a_line():
     assert grammar._skeleton("\u200b/RUN\u2013ROCM") == "/run-rocm"
     assert grammar._skeleton("\uff0frun-rocm") == "/run-rocm"
     assert grammar._skeleton("/run-r\u03bfcm") == "/run-rocm"
+
+
+def test_a_long_comment_is_rendered_only_when_it_could_hold_a_command():
+    hostile = "*_" * 32_000  # slow Markdown: never rendered when no command word is in it
+    assert parse(hostile) is None
+    assert parse("x" * 65_536) is None
+    answer = parse(f"/run-rocm {SUITE}\n\n" + "x" * 16_000)
+    assert answer == Refusal(f"this comment is {16_000 + len(SUITE) + 12:,} characters long, and commands are read "
+                             "from comments of at most 16,000: write the command in a comment of its own")
+    assert parse(f"/run-rocm {SUITE}\n\n" + "x" * (16_000 - len(SUITE) - 12)).suite == SUITE  # exactly at the limit
+    assert isinstance(parse("/run\u2011rocm x " + "y" * 16_000), Refusal)  # a disguised word counts too

@@ -40,6 +40,9 @@ SUITE_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 MAX_REASON = 300
 MAX_TOKENS = 64  # a command line with more words than this is not a command anyone means
+# Rendering is linear but slow on hostile Markdown (about 0.1 s per KiB of `*_*_...` on a busy
+# worker): a comment that could hold a command is rendered only up to this size (GitHub allows 65,536).
+MAX_COMMENT = 16_000
 
 # GitHub's comment Markdown: CommonMark plus the GFM block and inline syntax that changes which
 # text is prose (tables, strikethrough). Raw HTML is parsed as HTML, as GitHub does.
@@ -216,6 +219,12 @@ def parse(body: str | None, *, roots: list[str] | None = None, pattern: str = "t
     """
     if not body:
         return None
+    folded = _skeleton(body)
+    if not any(w[1:] in folded for w in WORDS):
+        return None  # no command word, not even a disguised one: nothing to render
+    if len(body) > MAX_COMMENT:
+        return Refusal(f"this comment is {len(body):,} characters long, and commands are read from comments of "
+                       f"at most {MAX_COMMENT:,}: write the command in a comment of its own")
     lines = _command_lines(body)
     if not lines.commands and not lines.lookalikes:
         return None
