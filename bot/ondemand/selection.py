@@ -73,10 +73,6 @@ def runnable_suites(contract: Contract, config: Config) -> list[str]:
     return sorted(rocm_suites(contract) & set(config.dispatch))
 
 
-def head_contract(tree, config: Config) -> Contract:
-    return read_contract(tree, config)
-
-
 def check_suite(suite: str, contract: Contract, config: Config, head_sha: str) -> Dispatch:
     short = head_sha[:7]
     inventory = config.paths.suites_module
