@@ -145,12 +145,22 @@ def test_timestamps_of_every_month_and_day_width(stamp, expected):
     assert record.timestamp == expected and record.file == "tests/a/test_x.py" and record.elapsed == 5
     [coloured] = parse_job_log(f"\x1b[36m{stamp}\x1b[0m [1/1] tests/a/test_x.py  PASS  elapsed=5s\n").records
     assert coloured.timestamp == expected
+    [bold] = parse_job_log(f"\x1b[1;36m{stamp}\x1b[0;0m [1/1] tests/a/test_x.py  PASS  elapsed=5s\n").records
+    assert bold.timestamp == expected
 
 
 @pytest.mark.parametrize("text", ["2026-8-15T04:05:06Z", "2026-08-15 04:05:06Z", "2026-08-15T04:05:06", "26-08-15T04:05:06Z",
                                   "2026-08-15T04:05:6Z", "2026-08-15T04:05:06.Z", "x2026-08-15T04:05:06Z", ""])
 def test_what_is_not_a_timestamp(text):
     assert parse_timestamp(text) is None
+
+
+@pytest.mark.parametrize("length", [27, 28, 29])
+def test_short_lines_near_the_stamps_length_are_not_misread(length):
+    line = ("x" * length)[: length - 8] + "elapsed="  # reaches the prefix check, as long as a stamp
+    assert len(line) == length
+    parsed = parse_job_log(line + "\n")
+    assert parsed.records == [] and parsed.malformed == []
 
 
 def test_a_line_without_a_timestamp_keeps_its_text():
