@@ -139,6 +139,7 @@ class Outcome:
     runnable: list[str] | None = field(default_factory=list)  # None: not known (the analysis hit a limit)
     selection: Selection | None = None
     refusal: str | None = None  # NotSelectable's message
+    est_time_positive: bool = False  # the head's runner rejects est_time <= 0 (Contract.est_time_positive)
 
 
 def analyse(head, base=None, changed=None, *, config_text=None, limits: Limits | None = None, scan_cache=None,
@@ -150,7 +151,7 @@ def analyse(head, base=None, changed=None, *, config_text=None, limits: Limits |
     """
     budget = Budget(limits)
     contract = read_contract(head, config, budget)
-    outcome = Outcome(runnable_suites(contract, config))
+    outcome = Outcome(runnable_suites(contract, config), est_time_positive=contract.est_time_positive)
     if suite is not None:
         try:
             outcome.selection = select(head, config, contract, suite, list(files), head_sha, budget, scan_cache)
