@@ -188,8 +188,6 @@ def _child_main() -> None:
     except EOFError:
         return
     memory_bytes, cpu_s = job["memory_bytes"], job["cpu_s"]
-    if job.get("niceness"):
-        os.nice(job["niceness"])
     try:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))  # if the parent is gone
@@ -237,7 +235,6 @@ def run_check_bounded(
     log=None,
     consumers_from: dict | None = None,
     arguments: dict | None = None,
-    niceness: int = 0,
 ):
     """checks.engine.check_tree(head, base, changed, config_text=..., limits=..., consumers_from=...) in a child process.
 
@@ -252,7 +249,6 @@ def run_check_bounded(
     (bot.sources.external_consumers), passed on as they are.
     `arguments`: more keyword arguments for `engine` (pickled: plain data), e.g. the on-demand
     selection's trusted configuration and command (bot/ondemand/selection.py).
-    `niceness`: added to the child's nice value (os.nice): a job that can wait yields the CPU.
     """
     env_timeout, env_memory = budget_from_env(os.environ)
     timeout_s = env_timeout if timeout_s is None else timeout_s
@@ -288,8 +284,7 @@ def run_check_bounded(
                               "scan_cache": scan_cache is not None, "head_shas": head_shas,
                               "changed": changed, "config_text": config_text,
                               "limits": limits, "memory_bytes": memory_bytes, "cpu_s": int(timeout_s) + 10,
-                              "consumers_from": consumers_from, "arguments": arguments,
-                              "niceness": niceness})
+                              "consumers_from": consumers_from, "arguments": arguments})
         except (BrokenPipeError, OSError):
             pass  # the child is gone already: its exit status says why, below
         while True:

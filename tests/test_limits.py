@@ -513,19 +513,13 @@ def test_directory_tree_symlink_stays_inside_the_checkout(tmp_path):
 
 
 def _reporting_engine(head, base, changed, *, config_text=None, limits=None, **arguments):
-    import os
-
-    return {"niceness": os.nice(0), "arguments": arguments, "config_text": config_text}
+    return {"arguments": arguments, "config_text": config_text}
 
 
-def test_a_bounded_engine_gets_its_arguments_and_its_niceness():
-    import os
-
-    mine = os.nice(0)
+def test_a_bounded_engine_gets_its_arguments():
     answer = run_check_bounded(MemoryTree(miles_tree()), config_text=b"x", timeout_s=60, memory_bytes=1 << 30,
-                               engine="tests.test_limits:_reporting_engine", arguments={"suite": "s", "files": ("a",)},
-                               niceness=7)
-    assert answer == {"niceness": min(mine + 7, 19), "arguments": {"suite": "s", "files": ("a",)}, "config_text": b"x"}
+                               engine="tests.test_limits:_reporting_engine", arguments={"suite": "s", "files": ("a",)})
+    assert answer == {"arguments": {"suite": "s", "files": ("a",)}, "config_text": b"x"}
     plain = run_check_bounded(MemoryTree(miles_tree()), config_text=None, timeout_s=60, memory_bytes=1 << 30,
                               engine="tests.test_limits:_reporting_engine")
-    assert plain["niceness"] == mine and plain["arguments"] == {}
+    assert plain["arguments"] == {}

@@ -25,10 +25,6 @@ from checks.model import Backend, Registration
 from checks.suites import parse_suite_name
 
 ENGINE = "bot.ondemand.selection:analyse"
-# A command's reply can wait a moment; another installation's PR check should not. So the
-# selection's child yields the CPU to the checks' children (a typical selection needs well under
-# a second of CPU, so the 60 s limit is far even on a busy machine).
-NICENESS = 10
 
 
 @dataclass
@@ -169,7 +165,7 @@ def analyse_bounded(tree, config: Config, *, suite: str | None = None, files=(),
     from bot.analysis import LimitExceeded, run_check_bounded
 
     result = run_check_bounded(tree, None, None, config_text=None, engine=ENGINE, scan_cache=scan_cache, log=log,
-                               niceness=NICENESS, arguments={"config": config, "suite": suite, "files": tuple(files), "head_sha": head_sha})
+                               arguments={"config": config, "suite": suite, "files": tuple(files), "head_sha": head_sha})
     if isinstance(result, LimitExceeded):
         where = f" while reading `{result.file}`" if result.file else ""
         return Outcome(None, refusal=f"reading this PR's head at {head_sha[:7]} stopped at the analysis limit "
