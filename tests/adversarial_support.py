@@ -194,12 +194,18 @@ class Arena:
             f'register_rocm_ci(est_time=60, suite="{ONDEMAND_SUITE}", labels=["short"])') + padding
             for i in range(files)}, branch=branch, parent=self.evil.head("main"))
         pr = self.sim.open_pull_request(self.evil, branch, "main", author="eve")
-        deliveries = [self.opened(self.evil, pr)]
+        opened = self.opened(self.evil, pr)
+        # Commands are written once the App has seen the head (one written before is refused as
+        # unseen), as a person comments on a PR they see: the PR's own check comes first.
+        self.service.deliver(self.sim, opened)
+        wait_for(lambda: self.service.deliveries().get(opened.delivery_id) in ("done", "failed", "dead"),
+                 timeout=settle_s)
+        deliveries = [opened]
         for _ in range(commands):
             comment = self.sim.add_comment(self.evil, pr.number, f"/run-rocm {ONDEMAND_SUITE}", author="eve")
             deliveries.append(self.sim.webhook("issue_comment", "created", app=self.app, repo=self.evil, pull=pr,
                                                comment=comment))
-        for d in deliveries:
+        for d in deliveries[1:]:
             self.service.deliver(self.sim, d)
         ordinary = self.ordinary_pr()
         d = self.opened(self.miles, ordinary)

@@ -131,6 +131,11 @@ def run_rocm(pull: Pull, command: grammar.Command, comment: dict, key: str) -> N
     cost = costing.gpu_hours
     who = authority(pull.client, pull.repo, login, pull.config.approvers)
     running = flow.running_for(pull, command.suite, pull.head_sha)
+    if running is not None and running.comment_id == comment["id"]:
+        # this comment's own request: another worker on the same delivery made it while the
+        # selection was read (seconds, in the analysis child)
+        resume(pull, running, comment)
+        return
     if running is not None:
         _refuse(pull, comment, key, texts.in_flight(login, command.suite, running.run_url, running.requester),
                 f"already in flight: request {running.id}", suite=command.suite, run_id=running.workflow_run_id)
