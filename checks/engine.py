@@ -264,7 +264,7 @@ def check_tree(
         findings.extend(scan.findings)
         if not scan.registrations and not scan.unreadable and path not in ctx.implicit:
             why = " (its register calls are invisible to the runner, see REG003)" if scan.invisible else ""
-            if ctx.contract.unregistered_severity == "failure":
+            if ctx.contract.unregistered_severity_of(path) == "failure":
                 findings.append(
                     make_finding("REG004", path, Span.at_line(1), f"no registration: this test file is discovered under {_root_of(path, config, ctx.contract)} but declares no register_<backend>_ci(...) call{why}, so the runner never runs it")
                 )
