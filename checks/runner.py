@@ -220,6 +220,7 @@ class _Evaluator:
         self.steps = 0
         self.cwd = _START  # os.chdir(...) moves it; relative globs are read from it
         self.sanity_name = sanity_name  # the local handed to collect_tests(sanity_check=...)
+        self.unread: dict[str, str] = {}  # locals that looked like file lists and could not be read: why
 
     def absolute(self, path: str) -> str:
         if path.startswith(_REPO) or path.startswith(_START):
@@ -334,6 +335,8 @@ class _Evaluator:
     def _files(self, node: ast.expr, env: dict, lists: dict, module: _Module) -> list[Source]:
         if isinstance(node, ast.Name) and node.id in lists:
             return list(lists[node.id])
+        if isinstance(node, ast.Name) and node.id in self.unread:
+            raise Unreadable(self.unread[node.id])
         if isinstance(node, ast.List) and not node.elts:
             return []
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
@@ -401,9 +404,11 @@ class _Evaluator:
             try:
                 lists[name] = self.files(stmt.value, env, lists, module)
                 env.pop(name, None)
+                self.unread.pop(name, None)
                 return
-            except Unreadable:
+            except Unreadable as exc:
                 lists.pop(name, None)
+                self.unread[name] = f"`{name}` (line {stmt.lineno}): {exc}"  # why, if collect_tests is given it
             try:
                 env[name] = self.string(stmt.value, env, module)
             except Unreadable:
