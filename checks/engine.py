@@ -48,6 +48,7 @@ class Context:
     registrations_complete: bool = False
     # a diff check: the head paths it changed (REG015 reports only what the diff brings); None: whole tree
     changed_paths: set[str] | None = None
+    direct_runs: dict[str, str] = field(default_factory=dict)  # files a workflow runs itself -> "workflow:line"
 
     @property
     def consumers_partial(self) -> bool:
@@ -199,8 +200,11 @@ def build_context(tree, config: Config, budget: Budget | None = None, consumers_
     workflow_paths = sorted(p for p in all_paths if is_workflow_path(p, config))
     # findings about external consumers point at the configuration, else at the suite inventory
     anchor = CONFIG_PATH if CONFIG_PATH in all_paths else config.paths.suites_module
-    uses, findings = read_consumers(tree, config, workflow_paths, budget, consumers_from=consumers_from, anchor=anchor)
-    return Context(config, read_contract(tree, config, budget), uses, budget=budget), all_paths, findings
+    direct_runs: dict[str, str] = {}
+    uses, findings = read_consumers(tree, config, workflow_paths, budget, consumers_from=consumers_from, anchor=anchor,
+                                    direct_runs=direct_runs)
+    ctx = Context(config, read_contract(tree, config, budget), uses, budget=budget, direct_runs=direct_runs)
+    return ctx, all_paths, findings
 
 
 def check_tree(

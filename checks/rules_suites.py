@@ -89,6 +89,11 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
                 parts[0] = (f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}); "
                             f"the runner ({contract.unknown_suite_warns}) only prints \"Unknown suite\" and runs it anyway, "
                             f"and {where} runs it ({code(flags)}), so the test runs: add the suite to the inventory")
+            elif reg.file in getattr(ctx, "direct_runs", {}):
+                severity = Severity.WARNING
+                parts[0] = (f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}) "
+                            f"and no job runs it, so the runner never selects this registration; "
+                            f"{ctx.direct_runs[reg.file]} runs the file itself, so the test runs: register it in a suite that job runs, or drop the registration")
             else:
                 parts[0] += (f"; the runner ({contract.unknown_suite_warns}) only warns about an unknown suite, "
                              f"but no workflow runs {code(suite)} for {reg.backend.value}" + (" with `--nightly`" if reg.nightly else " without `--nightly`"))

@@ -158,3 +158,15 @@ def test_a_runner_that_runs_nothing_in_a_tree_without_tests_is_not_an_error():
     files = target('    files = glob.glob("reg/**/*.py", recursive=True)\n    all_tests = collect_tests(files)\n')
     report = check_tree(MemoryTree(files))
     assert not [f for f in report.findings if f.rule == "REG901"]
+
+
+def test_a_file_a_workflow_runs_itself_is_a_warning_under_a_warn_only_runner():
+    """sglang's AMD nightlies ran `python3 registered/test_grok_perf.py` in test/ until January
+    2026: the registration's suite is selected by no job, but the test runs."""
+    files = {p: DirectoryTree(SGLANG_MAR).read(p) for p in DirectoryTree(SGLANG_MAR).paths()}
+    wf = ".github/workflows/nightly-test-amd-rocm720.yml"
+    files[wf] += (b"      - name: direct\n        run: |\n"
+                  b"          bash scripts/ci/amd/amd_ci_exec.sh -w /sglang-checkout/test python3 registered/amd/accuracy/mi30x/test_deepseek_r1_eval_amd.py\n")
+    report = check_tree(MemoryTree(files), config_text=SGLANG_CONFIG)
+    (f,) = [f for f in report.findings if f.rule == "REG010" and f.file.endswith("test_deepseek_r1_eval_amd.py")]
+    assert f.severity.value == "warning" and "runs the file itself" in f.message and f"{wf}:" in f.message
