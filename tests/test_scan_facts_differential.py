@@ -200,3 +200,21 @@ def test_the_main_block_requirement_holds_on_the_warm_run(tmp_path):
     assert cache.hits > 0
     main = [[f.rule for f in r.findings if f.file == path and "__main__" in f.message] for r in runs]
     assert main[0] == main[1] == ["REG002"]
+
+
+def test_the_index_on_postgresql_answers_the_same_report(pg_url):
+    """The same through the store the App scales out on (facts are JSON text in either database)."""
+    from bot.analysis import run_check_bounded
+    from bot.store.db import upgrade
+    from bot.store.index import RegistrationIndex
+
+    root = TARGETS / "sglang" / "r2026-08-22-382343f"
+    upgrade(pg_url)
+    cold = check_tree(DirectoryTree(root), config_text=SGLANG_CONFIG)
+    repo = f"o/r-{root.name}"
+    indexes = [RegistrationIndex(pg_url, repo) for _ in range(2)]
+    reports = [run_check_bounded(ShaTree(root), scan_cache=index, config_text=SGLANG_CONFIG, timeout_s=60) for index in indexes]
+    assert indexes[0].writes > 0 and indexes[1].hits > 0 and indexes[1].misses == 0
+    _same(cold, reports[0], "first indexed run (PostgreSQL)")
+    _same(cold, reports[1], "indexed run (PostgreSQL)")
+    assert any(r.composed_suite for r in reports[1].registrations)
