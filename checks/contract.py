@@ -527,7 +527,10 @@ def read_contract(tree, config: Config, budget: Budget | None = None) -> Contrac
     contract.facts = read_runner(p.suites_module, _tree_of(tree, p.suites_module, budget), p.register_module,
                                  _tree_of(tree, p.register_module, budget), keyword_only)
     resolve_validity(contract, config)
-    if contract.discovery is not None:
+    # A tree that is read only at known paths (the App's PR base) has no listing: its relative globs
+    # are anchored by engine.discover against the paths it is given, and its discovery is not
+    # judged (only the head's is).
+    if contract.discovery is not None and getattr(tree, "listed", True):
         paths = list(tree.paths())
         contract.discovery = anchor_sources(contract.discovery, posixpath.dirname(p.suites_module), paths)
         _check_discovery_reads_files(contract, config, paths)

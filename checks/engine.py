@@ -25,6 +25,7 @@ from checks.contract import Contract, read_contract
 from checks.limits import FILE_CHECKS, Budget, Limits
 from checks.model import code, Change, Finding, Registration, Report, Severity, Span
 from checks.registrations import FileScan, implicit_registration, scan_file
+from checks.runner import anchor_sources
 from checks.rules import RULES, make_finding
 from checks.source import decode_source
 from checks.workflows import SuiteUse, is_workflow_path, read_consumers
@@ -73,7 +74,10 @@ def discover(paths, config: Config, contract: Contract | None = None) -> list[st
     excludes) and the flat `paths.test_roots` / `test_pattern` / `test_excludes`.
     """
     if contract is not None and contract.discovery is not None:
-        matchers = [s.matcher() for s in contract.discovery]
+        # relative globs are anchored already unless the contract was read from an unlisted tree
+        paths = list(paths)
+        sources = anchor_sources(contract.discovery, config.paths.suites_module.rpartition("/")[0], paths)
+        matchers = [s.matcher() for s in sources]
         return sorted({path for path in paths if any(m(path) for m in matchers)})
     p = config.paths
     roots = [(d.root, d.pattern, d.excludes) for d in p.discovery] if p.discovery else \

@@ -170,3 +170,21 @@ def test_a_file_a_workflow_runs_itself_is_a_warning_under_a_warn_only_runner():
     report = check_tree(MemoryTree(files), config_text=SGLANG_CONFIG)
     (f,) = [f for f in report.findings if f.rule == "REG010" and f.file.endswith("test_deepseek_r1_eval_amd.py")]
     assert f.severity.value == "warning" and "runs the file itself" in f.message and f"{wf}:" in f.message
+
+
+class UnlistedTree(MemoryTree):
+    """The App's PR base: read at known paths only, no listing (bot.sources.GitHubTree(listed=False))."""
+
+    listed = False
+
+    def paths(self):
+        raise TypeError("an unlisted tree has no listing: read it at known paths")
+
+
+def test_a_diff_against_an_unlisted_base_reads_the_base_from_the_runners_directory():
+    files = {p: DirectoryTree(SGLANG_MAR).read(p) for p in DirectoryTree(SGLANG_MAR).paths()}
+    path = "test/registered/amd/accuracy/mi30x/test_deepseek_v31_eval_amd.py"
+    head = dict(files)
+    head[path] = files[path].replace(b"register_amd_ci(", b"pass  # register_amd_ci(", 1)
+    report = check_tree(MemoryTree(head), UnlistedTree(files), {path: path}, config_text=SGLANG_CONFIG)
+    assert [(f.rule, f.file) for f in report.findings if f.rule == "REG050"] == [("REG050", path)]
