@@ -213,14 +213,15 @@ def classify_failure(tree: str, finding: dict) -> tuple[str, str]:
         suite = m.group(1) if m else None
         b = re.search(r"is not an? (\w+) suite", finding["message"])
         backend = b.group(1) if b else None
-        named, other_hw = [], []
+        named, other_hw, no_hw = [], [], []  # lines that name the suite: with this --hw, another, none
         wf = Path(tree, ".github", "workflows")
         if suite and wf.is_dir():
             for path in sorted(wf.glob("*.y*ml")):
                 for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
                     if re.search(rf"(?<![\w-]){re.escape(suite)}(?![\w-])", line):
-                        hw = re.search(r"--hw[ =](\w+)", line)
-                        (other_hw if hw and backend and hw.group(1) != backend else named).append(f"{path.name}:{i}")
+                        hw = re.search(r"--hw[ =]['\"]?(\w+)", line)
+                        where = f"{path.name}:{i}"
+                        (no_hw if not hw else named if hw.group(1) == backend else other_hw).append(where)
         runs_file = []
         if wf.is_dir():
             rel = finding["file"].split("/", 1)[1] if "/" in finding["file"] else finding["file"]
@@ -230,11 +231,15 @@ def classify_failure(tree: str, finding: dict) -> tuple[str, str]:
                         runs_file.append(f"{path.name}:{i}")
         if runs_file:
             return "tool error", f"no job selects `{suite}`, but {', '.join(runs_file[:2])} runs the file itself (`python3 <file>`): the test runs, the engine does not read direct runs"
-        if suite and not named and other_hw:
-            return "real defect", f"`{suite}` is run only for other backends ({', '.join(other_hw[:2])}): no {backend} job selects this registration, the test never runs"
-        if suite and not named:
-            return "real defect", f"no workflow names `{suite}`: the runner collects the registration, no job selects it, the test never runs"
-        return "tool error", f"`{suite}` is named at {', '.join(named[:3])}"
+        if named:
+            return "tool error", f"`{suite}` is run with `--hw {backend}` at {', '.join(named[:3])}"
+        if other_hw:
+            return "real defect", (f"`{suite}` is run only with another `--hw` ({', '.join(other_hw[:2])}); no {backend} job selects "
+                                   f"this registration, the test never runs")
+        if no_hw:
+            return "real defect", (f"`{suite}` is named only where no `--hw {backend}` runs it ({', '.join(no_hw[:2])}: a job name, "
+                                   f"an input or another backend's caller); the engine found no {backend} job for it")
+        return "real defect", f"no workflow names `{suite}`: the runner collects the registration, no job selects it, the test never runs"
     return "tool error", f"{finding['file']}:{finding['line']}: {finding['message'][:200]}"
 
 
