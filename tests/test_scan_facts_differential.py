@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
-import typing
 from pathlib import Path
 
 import pytest
