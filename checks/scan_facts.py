@@ -66,7 +66,10 @@ ENGINE_FACTS_VERSION = 2  # 2: composed suites and the __main__ block are facts 
 # repr changes with every process, which would make every key new.
 _NOT_SCAN_INPUTS = frozenset({"suites", "partial_backends", "inventory_known", "findings", "near", "facts", "discovery",
                               "implicit_cpu_roots", "unregistered_severity", "suite_checked_backends",
-                              "unknown_suite_when_disabled"})
+                              "unknown_suite_when_disabled", "unknown_suite_warns", "unregistered_configured",
+                              # what was read from where, for people: its line numbers move with
+                              # every edit of the runner, which would make every indexed scan a miss
+                              "notes"})
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 

@@ -217,3 +217,20 @@ def test_the_index_on_postgresql_answers_the_same_report(pg_url):
     _same(cold, reports[0], "first indexed run (PostgreSQL)")
     _same(cold, reports[1], "indexed run (PostgreSQL)")
     assert any(r.composed_suite for r in reports[1].registrations)
+
+
+def test_an_edit_of_the_runner_that_moves_its_lines_keeps_the_index_warm():
+    """sglang edits test/run_suite.py every few days; the scans of its test files do not change,
+    so the contract fingerprint (the index key) must not either."""
+    from checks.config import load_config
+    from checks.contract import read_contract
+    from checks.tree import MemoryTree
+
+    root = TARGETS / "sglang" / "r2026-03-07-0f62da6"
+    files = {p: DirectoryTree(root).read(p) for p in DirectoryTree(root).paths()}
+    config, _ = load_config(SGLANG_CONFIG)
+    before = scan_facts.contract_fingerprint(read_contract(MemoryTree(files), config))
+    files["test/run_suite.py"] = b"# a new comment line\n" * 3 + files["test/run_suite.py"]
+    after = read_contract(MemoryTree(files), config)
+    assert after.unknown_suite_warns and after.notes  # both moved with the lines
+    assert scan_facts.contract_fingerprint(after) == before
