@@ -29,9 +29,13 @@ import time
 from dataclasses import dataclass
 
 from huey.api import Huey
-from huey.consumer import Consumer, Worker
+from huey.consumer import Consumer, Worker, WorkerRecycle
 from huey.signals import SIGNAL_INTERRUPTED
 from huey.storage import RedisStorage, SqliteStorage
+
+from bot.logging import get_logger
+
+log = get_logger("ci_registrar.queue")
 
 DEFAULT_QUEUE_NAME = "ci-registrar"
 # How long a delivery id is remembered: GitHub.com redelivers for 3 days, GHES for 7.
@@ -39,6 +43,10 @@ SEEN_TTL_S = 8 * 24 * 3600
 DEFAULT_LEASE_S = 60.0
 CHECKPOINT_EVERY_S = 1.0
 WAL_REWIND_BYTES = 64 * 1024 * 1024
+OUTAGE_PAUSE_S = 2.0  # a worker's longest wait between tries while its queue does not answer
+SUPERVISE_EVERY_S = 1.0
+REDIS_TIMEOUT_S = 2.0
+BELL_WAIT_MAX_S = 0.5  # the longest blocking pop on the doorbell (the consumer's max_delay)
 
 
 class _LeaseMixin:
@@ -284,16 +292,42 @@ return 0
 """
 
 
+def redis_timeout_s() -> float:
+    """How long one Redis command may take before it counts as an outage."""
+    return float(os.environ.get("CI_REGISTRAR_REDIS_TIMEOUT_S") or REDIS_TIMEOUT_S)
+
+
+def redis_pool(url: str):
+    """A connection pool whose every connect and command ends within redis_timeout_s.
+
+    redis-py waits for ever by default: behind a network partition (a connection that stays open
+    and carries nothing), a worker's claim, the intake's enqueue and /readyz's ping would all hang.
+    One retry on a fresh connection covers a Redis restart; the intake still answers within
+    GitHub's 10 s.
+    """
+    from redis import ConnectionPool
+    from redis.backoff import NoBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError, TimeoutError as RedisTimeoutError
+    from redis.retry import Retry
+
+    timeout = redis_timeout_s()
+    return ConnectionPool.from_url(
+        url, socket_timeout=timeout + BELL_WAIT_MAX_S, socket_connect_timeout=timeout, socket_keepalive=True,
+        health_check_interval=30, retry=Retry(NoBackoff(), 1), retry_on_error=[RedisConnectionError, RedisTimeoutError])
+
+
 class LeasedRedisStorage(_LeaseMixin, RedisStorage):
     """huey's Redis storage with an in-flight sorted set (score: lease deadline) and seen keys.
 
     A message's bytes are its claim id: each holds a unique task id, so no two are equal.
     """
 
-    def __init__(self, name="huey", lease_s=DEFAULT_LEASE_S, **kwargs):
+    def __init__(self, name="huey", lease_s=DEFAULT_LEASE_S, url=None, **kwargs):
         self.lease_s = lease_s
         kwargs.setdefault("clean_name", False)
         kwargs["blocking"] = False  # a Lua claim cannot block; the consumer polls instead
+        if url:
+            kwargs["connection_pool"] = redis_pool(url)
         super().__init__(name=name, **kwargs)
         self.inflight_key = f"huey.inflight.{self.name}"
         self.seen_prefix = f"huey.seen.{self.name}."
@@ -336,7 +370,7 @@ class LeasedRedisStorage(_LeaseMixin, RedisStorage):
 
     def wait_for_work(self, timeout: float) -> bool:
         """Block until a job is made ready (a blocking pop on the doorbell) or `timeout` passes."""
-        return self.conn.blpop([self.bell_key], timeout=max(timeout, 0.01)) is not None
+        return self.conn.blpop([self.bell_key], timeout=min(max(timeout, 0.01), BELL_WAIT_MAX_S)) is not None
 
     def forget(self, key):
         self.conn.delete(self.seen_prefix + key)
@@ -355,14 +389,34 @@ class LeasedRedisStorage(_LeaseMixin, RedisStorage):
 class _WakingWorker(Worker):
     """A huey worker that a new job wakes at once, instead of at its next poll: on Redis, by a
     blocking pop on the queue's doorbell (any process's enqueue rings it); on the embedded queue,
-    by an enqueue in its own process."""
+    by an enqueue in its own process.
+
+    It also outlives its queue: huey ends a worker on any exception its loop lets through, and
+    its own loop lets through one raised while it waits after a failed read (the doorbell's pop
+    on an unreachable Redis). Here no queue error ends the thread: it waits (up to
+    OUTAGE_PAUSE_S between tries) and reads again once the queue answers.
+    """
+
+    def loop(self, now=None):
+        try:
+            super().loop(now)
+        except WorkerRecycle:
+            raise
+        except Exception:
+            self._logger.warning("queue unreachable, the worker waits for it", exc_info=True)
+            self._pause()
 
     def sleep(self):
         if self.delay > self.max_delay:
             self.delay = self.max_delay
         wait_for_work = getattr(self.huey.storage, "wait_for_work", None)
         if wait_for_work is not None:
-            if wait_for_work(self.delay):
+            try:
+                woken = wait_for_work(self.delay)
+            except Exception:
+                self._pause()
+                return
+            if woken:
                 self.delay = self.default_delay
                 return
             self.delay *= self.backoff
@@ -373,9 +427,37 @@ class _WakingWorker(Worker):
             return
         self.delay *= self.backoff
 
+    def _pause(self):
+        """After a queue error: a short wait (the stop flag still ends it), longer while it lasts."""
+        self.stop_flag.wait(min(OUTAGE_PAUSE_S, max(self.delay, self.default_delay)))
+        self.delay = min(OUTAGE_PAUSE_S, max(self.delay, self.default_delay) * 2)
+
 
 class _WakingConsumer(Consumer):
+    """huey's consumer with workers that outlive queue outages, and a supervisor for `start()`.
+
+    `run()` (the worker process) replaces a dead worker thread at its health check; `start()`
+    (`serve`, whose main thread serves HTTP) has no such loop, so `supervise` gives it one.
+    """
+
     worker_class = _WakingWorker
+
+    def workers_alive(self) -> int:
+        return sum(1 for _worker, thread in self.worker_threads if thread.is_alive())
+
+    def supervise(self, every_s: float = SUPERVISE_EVERY_S) -> threading.Thread:
+        """Replace dead workers (and the scheduler) every `every_s` until the consumer stops."""
+
+        def loop():
+            while not self.stop_flag.wait(every_s):
+                try:
+                    self.check_worker_health()
+                except Exception:  # noqa: BLE001 - the next round tries again
+                    self._logger.exception("worker health check failed")
+
+        thread = threading.Thread(target=loop, name="queue-supervisor", daemon=True)
+        thread.start()
+        return thread
 
 
 class JobQueue(Huey):
@@ -388,6 +470,7 @@ class JobQueue(Huey):
         self.arrived = threading.Event()
         self._held: dict[object, float] = {}  # claim id -> when claimed, for the heartbeat
         self._held_lock = threading.Lock()
+        self._unacked: set = set()  # finished jobs whose ack the queue did not take yet
         self._heartbeat: threading.Thread | None = None
         self._next_reap = 0.0
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
@@ -432,10 +515,21 @@ class JobQueue(Huey):
             return result
         finally:
             if claim_id is not None:
-                with self._held_lock:
-                    self._held.pop(claim_id, None)
+                acked = not finished
                 if finished:
-                    self.storage.ack(claim_id)
+                    try:
+                        self.storage.ack(claim_id)
+                        acked = True
+                    except Exception:
+                        # The queue went away as the job ended. The heartbeat keeps its lease
+                        # and acks it once the queue answers: a finished job is not run again.
+                        log.warning("queue unreachable at a job's end, its ack will follow")
+                        with self._held_lock:
+                            self._unacked.add(claim_id)
+                        self._ensure_heartbeat()
+                if acked:
+                    with self._held_lock:
+                        self._held.pop(claim_id, None)
 
     def _emit(self, signal, task, *args, **kwargs):
         if signal == SIGNAL_INTERRUPTED:
@@ -456,7 +550,17 @@ class JobQueue(Huey):
 
     def _beat(self):
         while True:
-            time.sleep(max(0.2, self.storage.lease_s / 3))
+            with self._held_lock:
+                unacked = list(self._unacked)
+            time.sleep(min(1.0, self.storage.lease_s / 3) if unacked else max(0.2, self.storage.lease_s / 3))
+            for claim_id in unacked:
+                try:
+                    self.storage.ack(claim_id)
+                except Exception:  # still unreachable: its lease is extended below, tried again next beat
+                    continue
+                with self._held_lock:
+                    self._unacked.discard(claim_id)
+                    self._held.pop(claim_id, None)
             with self._held_lock:
                 held = list(self._held)
             if held:
@@ -474,6 +578,10 @@ class JobQueue(Huey):
         if fresh:
             self.arrived.set()
         return fresh
+
+    def record_refusal(self, delivery_id: str, event: str, reason: str) -> None:
+        """Queue the store record of a delivery the intake refused for its payload (no work runs)."""
+        self.enqueue(self.record_refused.s(delivery_id, event, reason))
 
     def forget_delivery(self, delivery_id: str) -> None:
         """Let a redelivery of this id run again (after its job failed for good)."""

@@ -171,6 +171,8 @@ def post_worker_init(worker):
     consumer.start()
     for signum, handler in kept.items():
         signal.signal(signum, handler)
+    consumer.supervise()  # start() has no health check of its own: a dead job thread is replaced
+    worker.wsgi.extensions["ci_registrar.consumer"] = consumer  # /readyz: no live job thread, not ready
     start_reconciler(queue.runtime)
     _jobs["consumer"] = consumer
 

@@ -107,7 +107,11 @@ def register(queue, settings) -> None:
                        since: float | None = None):
         return run_report(runtime, delivery_id, installation_id, report, reason, tries, since)
 
+    def record_refused(delivery_id: str, event: str, reason: str):
+        return run_record_refused(runtime, delivery_id, event, reason)
+
     queue.runtime = runtime
+    queue.record_refused = queue.task(name="record_refused")(record_refused)
     queue.process_delivery = queue.task(name="process_delivery")(process_delivery)
     queue.report_failure = queue.task(name="report_failure")(report_failure)
 
@@ -184,6 +188,13 @@ def _run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: byt
             _quietly(store.release_attempt, settings.database_url, delivery_id, "waiting for another job on the same head")
             raise RetryTask(delay=1 + policy.rng.random()) from None
         except Exception as exc:
+            if _installation_gone(exc):
+                # Uninstalled (or suspended) since GitHub sent this: no token, nothing this App may
+                # do there. Not an error of the job; nothing was created that needs completing.
+                log.info("installation gone, delivery not processed", error=_short(exc))
+                _quietly(store.finish_delivery, settings.database_url, delivery_id, "done",
+                         "installation gone: no token for it")
+                return
             transient = isinstance(exc, TransientError) or (_is_store_error(exc) and store.is_transient(exc))
             if transient and attempt < policy.job_attempts:
                 wait = exc.wait_s * (1 + 0.1 * policy.rng.random()) if isinstance(exc, RateLimited) \
@@ -225,6 +236,14 @@ def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:300]
 
 
+def _installation_gone(exc: BaseException) -> bool:
+    """GitHub refuses this installation a token: 404 (uninstalled, or no such installation) or
+    403 (suspended). A retry would get the same answer."""
+    from bot.github.retry import GitHubError
+
+    return isinstance(exc, GitHubError) and exc.status in (403, 404) and exc.endpoint.endswith("/access_tokens")
+
+
 def _is_store_error(exc: BaseException) -> bool:
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -251,6 +270,19 @@ def _invalid(runtime: Runtime, delivery_id: str, event_name: str, reason: str) -
         except Exception as exc:
             log.error("could not record the invalid delivery", error=type(exc).__name__)
         _forget(runtime, delivery_id)
+
+
+def run_record_refused(runtime: Runtime, delivery_id: str, event_name: str, reason: str) -> None:
+    """The store's record of a delivery the intake refused (400) for its payload: `invalid`, with
+    the reason, as a payload the worker found invalid is. A store that does not answer only loses
+    the record (the intake's log line has it)."""
+    from bot.store import service as store
+
+    with bound(delivery_id=delivery_id, event=event_name):
+        try:
+            store.record_invalid(runtime.settings.database_url, delivery_id=delivery_id, event=event_name, reason=reason)
+        except Exception as exc:
+            log.warning("could not record the refused delivery", error=type(exc).__name__)
 
 
 def _store_down(runtime: Runtime, delivery_id: str, event_name: str, body: bytes, since: float | None, exc) -> None:

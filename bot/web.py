@@ -74,6 +74,11 @@ def readyz():
         get_queue().storage.ping()
     except Exception as exc:
         missing["queue"] = f"queue unreachable: {type(exc).__name__}"
+    # `serve` runs its workers in this process: accepting deliveries nobody here will run is not
+    # ready (a web-only process, gunicorn or `serve --no-worker`, registers no consumer).
+    consumer = current_app.extensions.get("ci_registrar.consumer")
+    if consumer is not None and consumer.workers_alive() == 0:
+        missing["workers"] = "no worker thread alive"
     if not settings.app_configured:
         absent = [name for name, value in (("GITHUB_APP_ID", settings.app_id), ("GITHUB_PRIVATE_KEY", settings.private_key),
                                            ("GITHUB_WEBHOOK_SECRET", settings.webhook_secret)) if not value]

@@ -143,9 +143,10 @@ def _json_utf8(content_type: str) -> str | None:
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, reason: str, event: str = "", outcome: str = "rejected"):
+    def __init__(self, status: int, reason: str, event: str = "", outcome: str = "rejected", record: bool = False):
         super().__init__(reason)
         self.status, self.reason, self.event, self.outcome = status, reason, event, outcome
+        self.record = record  # a signed delivery GitHub sent: kept in the store's deliveries too
 
 
 def _verified(env, body: bytes, secret: str) -> tuple[str, str, str]:
@@ -183,10 +184,26 @@ def _verified(env, body: bytes, secret: str) -> tuple[str, str, str]:
         data = payloads.decode(body)
     except payloads.PayloadError as exc:
         raise _Refused(400, f"{BAD_BODY}: {str(exc)[:120]}", event_name, outcome="invalid") from None
-    action = data.get("action")
-    action = action if isinstance(action, str) and len(action) <= 64 and action.isprintable() else ""
+    try:
+        # Then its schema: the fields its handler reads (bot.payloads.SCHEMAS), present and in the
+        # bounds the store holds. A payload that fails is answered 400 with the reason now, never
+        # queued to fail later (or to reach a 500 in the head-note path after it was queued,
+        # which made GitHub's redelivery a "duplicate").
+        envelope = payloads.validate(event_name, data)
+    except payloads.PayloadError as exc:
+        raise _Refused(400, f"invalid payload: {str(exc)[:200]}", event_name, outcome="invalid", record=True) from None
     env["ci_registrar.payload"] = data
-    return event_name, delivery_id, action
+    return event_name, delivery_id, envelope.action or ""
+
+
+def _record_refusal(env, refused: _Refused) -> None:
+    """A signed delivery refused for its payload: its id and reason go to the store's deliveries
+    (status `invalid`, shown on the status page) through the queue, as the intake writes no store
+    row itself. Best effort: the 400 and the log line already say why."""
+    try:
+        get_queue().record_refusal(env.get("HTTP_X_GITHUB_DELIVERY", ""), refused.event, refused.reason)
+    except Exception as exc:  # noqa: BLE001 - the answer must not depend on it
+        log.warning("could not queue the refusal's record", error=type(exc).__name__)
 
 
 def _note_head(app, env, event_name: str, action: str) -> None:
@@ -197,7 +214,10 @@ def _note_head(app, env, event_name: str, action: str) -> None:
         return
     from bot.store import heads
 
-    heads.note_delivery(get_settings(app).database_url, event_name, env.get("ci_registrar.payload") or {})
+    try:
+        heads.note_delivery(get_settings(app).database_url, event_name, env.get("ci_registrar.payload") or {})
+    except Exception as exc:  # noqa: BLE001 - queued already: only the saving is lost, never a 500
+        log.warning("could not note the PR's head", error=type(exc).__name__)
 
 
 @blueprint.post("/webhook")
@@ -216,6 +236,8 @@ def webhook():
     try:
         event_name, delivery_id, action = _verified(env, body, secret)
     except _Refused as refused:
+        if refused.record:
+            _record_refusal(env, refused)
         return _refuse(refused.status, refused.reason, refused.event, refused.outcome)
 
     if event_name == "ping":
@@ -223,6 +245,9 @@ def webhook():
         return jsonify(status="pong"), 200
 
     try:
+        failed = env.get("ci_registrar.queue_error")
+        if failed is not None:
+            raise failed
         fresh = get_queue().enqueue_delivery(delivery_id, event_name, body)
     except Exception as exc:
         log.error("queue write failed", delivery_id=delivery_id, error=type(exc).__name__)
@@ -269,10 +294,16 @@ class IngressFastPath:
             event_name, delivery_id, action = _verified(env, body, secret)
             if event_name == "ping":
                 raise _Refused(200, "ping")
-            fresh = get_queue(self.app).enqueue_delivery(delivery_id, event_name, body)
         except Exception:
-            # Not a delivery to queue here: the view answers it (a failed write is tried once
-            # more there, which is safe: the write is atomic and de-duplicated).
+            # Not a delivery to queue here: the view answers it.
+            env["wsgi.input"] = io.BytesIO(body)
+            return self.wsgi_app(env, start_response)
+        try:
+            fresh = get_queue(self.app).enqueue_delivery(delivery_id, event_name, body)
+        except Exception as exc:
+            # The view answers 503 without writing again: behind a network partition each try
+            # waits out the queue's timeout, and GitHub gives a delivery 10 s in all.
+            env["ci_registrar.queue_error"] = exc
             env["wsgi.input"] = io.BytesIO(body)
             return self.wsgi_app(env, start_response)
         if fresh:

@@ -319,7 +319,8 @@ def load_config(text: str | bytes | None, path: str = CONFIG_PATH, limits: Limit
         line = mark.line + 1 if mark else 1
         column = mark.column + 1 if mark else 1
         problem = getattr(exc, "problem", None) or str(exc)
-        return Config(), [make_finding("REG900", path, Span(line, column, line, column), f"{path} is not valid YAML: {problem}")]
+        what = "invalid configuration: " if isinstance(exc, yamlload.NumberTooLong) else f"{path} is not valid YAML: "
+        return Config(), [make_finding("REG900", path, Span(line, column, line, column), what + problem)]
     if data is None:
         return Config(), []
     data = _yaml11_severities(data)

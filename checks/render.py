@@ -320,20 +320,43 @@ SUMMARY_LIMIT = 65_000  # GitHub's limit is 65,535 characters
 _ANNOTATION_LEVEL = {Severity.FAILURE: "failure", Severity.WARNING: "warning", Severity.NOTICE: "notice"}
 
 
+LIMIT_RULE = "REG902"  # analysis limit reached: what it names was not (fully) read
+
+
+def limited_files(report: Report) -> list[str]:
+    """Files the engine stopped reading at an analysis limit: their registrations are unchecked."""
+    return sorted({f.file for f in report.findings if f.rule == LIMIT_RULE})
+
+
 def check_run_conclusion(report: Report) -> str:
-    return "failure" if report.failed else "success"
+    """`failure` when a finding fails; `neutral` when nothing fails but a file went unread (a pass
+    would vouch for registrations nobody checked); else `success`."""
+    if report.failed:
+        return "failure"
+    return "neutral" if limited_files(report) else "success"
 
 
 def check_run_title(report: Report) -> str:
+    skipped = limited_files(report)
+    unread = f"{len(skipped)} file(s) skipped at an analysis limit ({LIMIT_RULE})" if skipped else ""
     if report.failed:
-        return f"{report.count(Severity.FAILURE)} registration problem(s) would stop tests from running"
+        title = f"{report.count(Severity.FAILURE)} registration problem(s) would stop tests from running"
+        return f"{title}; {unread}" if unread else title
+    counts = f"{report.count(Severity.WARNING)} warning(s), {report.count(Severity.NOTICE)} notice(s)"
+    if unread:
+        return f"Not fully checked: {unread}; {counts}"
     if report.findings:
-        return f"Registrations valid; {report.count(Severity.WARNING)} warning(s), {report.count(Severity.NOTICE)} notice(s)"
+        return f"Registrations valid; {counts}"
     return "Registrations valid"
 
 
 def check_run_summary(report: Report) -> str:
     lines = [f"**{summary_line(report)}**", ""]
+    skipped = limited_files(report)
+    if skipped:
+        shown = ", ".join(md_code(file) for file in skipped[:20]) + (f" and {len(skipped) - 20} more" if len(skipped) > 20 else "")
+        lines += [f"Not checked past an analysis limit ({LIMIT_RULE}), so this check does not vouch for their "
+                  f"registrations: {shown}.", ""]
     if report.findings:
         lines += ["| rule | severity | where | finding |", "| --- | --- | --- | --- |"]
         for f in report.findings:

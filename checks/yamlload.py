@@ -7,6 +7,7 @@ as False and a workflow's `on:` key as True. GitHub and our schema mean the word
 from __future__ import annotations
 
 import re
+import sys
 
 import yaml
 
@@ -16,8 +17,20 @@ except AttributeError:  # pragma: no cover - PyYAML built without libyaml
     _Base = yaml.SafeLoader
 
 
+class NumberTooLong(yaml.constructor.ConstructorError):
+    """An integer longer than the interpreter converts (sys.get_int_max_str_digits): a located
+    error of the document, where int() would raise a bare ValueError from deep inside the loader."""
+
+
 class Yaml12Loader(_Base):
-    pass
+    def construct_yaml_int(self, node):
+        try:
+            return super().construct_yaml_int(node)
+        except ValueError as exc:
+            if isinstance(exc, yaml.YAMLError):
+                raise
+            raise NumberTooLong(None, None, f"an integer of {len(str(node.value)):,} characters, longer than "
+                                f"{sys.get_int_max_str_digits():,} digits", node.start_mark) from None
 
 
 Yaml12Loader.yaml_implicit_resolvers = {
@@ -27,6 +40,7 @@ Yaml12Loader.yaml_implicit_resolvers = {
 Yaml12Loader.add_implicit_resolver(
     "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
+Yaml12Loader.add_constructor("tag:yaml.org,2002:int", Yaml12Loader.construct_yaml_int)
 
 
 def load(text: str):

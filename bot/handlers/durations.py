@@ -26,6 +26,7 @@ import os
 from gidgethub.routing import Router
 
 from bot.durations import ingest_job_log
+from bot.github.retry import GitHubError
 from bot.store import service as store
 from checks.config import CONFIG_PATH, Config, load_config
 
@@ -108,6 +109,9 @@ def ingest_targets(ctx, source_repo: str, workflow_path: str) -> list[tuple[str,
     return targets
 
 
+GONE = (404, 410)  # a run deleted, a log past its retention: nothing left to read, not an error
+
+
 @router.register("workflow_run", action="completed")
 async def workflow_run_completed(event, ctx):
     run = event.data["workflow_run"]
@@ -116,10 +120,24 @@ async def workflow_run_completed(event, ctx):
     if not targets:
         return
     client = ctx.client
-    for job in client.run_jobs(source_repo, run["id"]):
+    try:
+        jobs = list(client.run_jobs(source_repo, run["id"]))
+    except GitHubError as exc:
+        if exc.status not in GONE:
+            raise
+        # The run was deleted (or never existed) since the delivery was sent: nothing to read.
+        ctx.log.info("workflow run gone, no durations", run_id=run["id"], status=exc.status)
+        return
+    for job in jobs:
         if job.get("status") != "completed" or job.get("conclusion") in ("skipped", "cancelled"):
             continue
-        log_text = client.job_log(source_repo, job["id"])
+        try:
+            log_text = client.job_log(source_repo, job["id"])
+        except GitHubError as exc:
+            if exc.status not in GONE:
+                raise
+            ctx.log.info("job log gone, its durations skipped", run_id=run["id"], job_id=job["id"], status=exc.status)
+            continue
         for repo, config in targets:
             result = ingest_job_log(
                 ctx.store_url, log_text, repository=repo, run_id=run["id"], job_id=job["id"],

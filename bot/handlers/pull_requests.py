@@ -8,6 +8,7 @@ from gidgethub.routing import Router
 
 from bot.analysis import LimitExceeded, run_check_bounded
 from bot.checkruns import DEAD_TITLE, FAILED_TITLE, STALE_TITLE
+from bot.github.retry import GitHubError
 from bot.routing import CURRENT_JOB, check_run_completed
 from bot.sources import GitHubTree, changed_paths, external_consumers
 from bot.store import heads
@@ -168,7 +169,15 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
         # Queued behind a newer push: that push's job checks the PR; this one spends nothing.
         ctx.log.info("check superseded before it started", head_sha=head_sha, newer_head=newer)
         return
-    run, done = find_or_create_run(client, ctx, repo, head_sha, rerun)
+    try:
+        run, done = find_or_create_run(client, ctx, repo, head_sha, rerun)
+    except GitHubError as exc:
+        if not _no_such_commit(exc):
+            raise
+        # GitHub has no such commit (a head force-pushed away and collected, or a payload naming
+        # none): nothing to check, and no check run can be attached to it.
+        ctx.log.info("head commit not on GitHub, nothing to check", head_sha=head_sha)
+        return
     if done:
         ctx.log.info("check already completed", check_run_id=run["id"], head_sha=head_sha)
         return
@@ -198,6 +207,11 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
         post_suggestions(client, repo, number, head_sha, report, files)
     store.record_check_run(ctx.store_url, repository=repo, head_sha=head_sha, name=CHECK_NAME,
                            check_run_id=run["id"], delivery_id=ctx.delivery_id, conclusion=conclusion)
+
+
+def _no_such_commit(exc: GitHubError) -> bool:
+    """GitHub's answer to a check run for a SHA it does not have: 422 "No commit found for SHA"."""
+    return exc.status == 422 and "no commit found" in (exc.message or "").lower()
 
 
 def complete_run(client, repo: str, run_id: int, conclusion: str, output: dict, annotations: list[dict]) -> None:

@@ -63,7 +63,21 @@ def get_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    return create_engine(url, pool_pre_ping=True, connect_args=_pg_connect_args(url))
+
+
+# A PostgreSQL that does not answer a connect is an outage, not a wait without end: a job then
+# waits for the store on the queue (bot/tasks.py) rather than holding its worker thread. TCP
+# keepalives find a connection whose peer vanished. Any of these set in DATABASE_URL wins.
+PG_CONNECT_DEFAULTS = {"connect_timeout": 5, "keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
+                       "keepalives_count": 3}
+
+
+def _pg_connect_args(url: str) -> dict:
+    from sqlalchemy.engine import make_url
+
+    given = make_url(url).query
+    return {k: v for k, v in PG_CONNECT_DEFAULTS.items() if k not in given}
 
 
 def dialect_insert(session):

@@ -42,14 +42,31 @@ def note(url: str, repository: str, number: int, head_sha: str, updated_at: str)
     note_many(url, [(repository, number, head_sha, updated_at)])
 
 
+_MAX_NUMBER = 2**31 - 1  # the column is an Integer: PostgreSQL refuses more, and the whole batch with it
+
+
+def _storable(repo, number, sha, updated_at) -> bool:
+    """A row both stores hold: the column types and sizes, ASCII text (GitHub's names, SHAs and
+    timestamps are; no NUL, which PostgreSQL refuses, no lone surrogate, which no driver encodes).
+    The intake's schema bounds these already; a caller that skipped it loses only its own row."""
+    return (isinstance(repo, str) and 0 < len(repo) <= 200 and repo.isascii() and repo.isprintable()
+            and type(number) is int and 1 <= number <= _MAX_NUMBER
+            and isinstance(sha, str) and 0 < len(sha) <= 64 and sha.isascii() and sha.isalnum()
+            and isinstance(updated_at, str) and 0 < len(updated_at) <= 40 and updated_at.isascii()
+            and updated_at.isprintable())
+
+
 def note_many(url: str, heads: list[tuple[str, int, str, str]]) -> None:
-    """Record each (repository, number, head_sha, updated_at), in one transaction."""
+    """Record each (repository, number, head_sha, updated_at), in one transaction. A row the store
+    cannot hold is left out before the write: one bad row never drops the others."""
     now = dt.datetime.now(dt.timezone.utc)
-    rows = [{"repository": repo[:200], "number": number, "head_sha": sha[:64], "updated_at": updated_at[:40],
-             "noted_at": now} for repo, number, sha, updated_at in heads
-            if repo and isinstance(number, int) and sha and updated_at]
-    if not rows:
-        return
+    rows = [{"repository": repo, "number": number, "head_sha": sha, "updated_at": updated_at, "noted_at": now}
+            for repo, number, sha, updated_at in heads if _storable(repo, number, sha, updated_at)]
+    if rows:
+        _upsert(url, rows)
+
+
+def _upsert(url: str, rows: list[dict]) -> None:
     with session_scope(url) as session:
         insert = dialect_insert(session)
         for row in rows:
@@ -121,18 +138,22 @@ def note_delivery(url: str, event: str, data: dict) -> None:
     Opened and reopened are noted by their own job (bot/handlers/pull_requests.py)."""
     if event != "pull_request" or data.get("action") != "synchronize":
         return
-    pr = data.get("pull_request") or {}
-    repo = (data.get("repository") or {}).get("full_name")
-    sha = (pr.get("head") or {}).get("sha")
-    if isinstance(repo, str) and isinstance(sha, str) and isinstance(pr.get("updated_at"), str) \
-            and isinstance(pr.get("number"), int):
+    pr, repository = _mapping(data.get("pull_request")), _mapping(data.get("repository"))
+    repo, sha = repository.get("full_name"), _mapping(pr.get("head")).get("sha")
+    if _storable(repo, pr.get("number"), sha, pr.get("updated_at")):
         BUFFER.add(url, repo, pr["number"], sha, pr["updated_at"])
+
+
+def _mapping(value) -> dict:
+    """A payload's object, or {} for anything else (the intake's schema checked the fields a
+    handler needs, not the ones only this note reads)."""
+    return value if isinstance(value, dict) else {}
 
 
 def newer_head(url: str, repository: str, number: int, head_sha: str, updated_at: str | None) -> str | None:
     """The PR's newer head when one was pushed after `head_sha` (at `updated_at`), else None."""
-    if not updated_at:
-        return None
+    if not updated_at or not _storable(repository, number, head_sha, updated_at):
+        return None  # no such row can exist (PostgreSQL would refuse even the lookup)
     with session_scope(url) as session:
         row = session.get(PullRequestHead, (repository, number))
         if row is None or row.head_sha == head_sha or row.updated_at < updated_at:
