@@ -15,7 +15,7 @@ from checks.dispatch_plan import (
 from checks.runner import RunnerOption, read_runner
 
 TARGETS = Path(__file__).resolve().parent / "fixtures" / "targets"
-MILES_RUNNER = TARGETS / "miles" / "runner-778227d" / "run_suite.py"
+MILES_RUNNER = TARGETS / "miles" / "ci-runner-778227d" / "run_suite.py"
 D = Dispatch(workflow="rocm-on-demand.yml")
 
 

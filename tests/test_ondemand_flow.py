@@ -296,7 +296,7 @@ def test_the_workers_periodic_pass_expires_old_requests_everywhere(od):
 
 
 # -- where and how a suite runs: runner shape, shards, the runner's own options ---------------------
-MILES_RUNNER = (Path(__file__).resolve().parent / "fixtures" / "targets" / "miles" / "runner-778227d"
+MILES_RUNNER = (Path(__file__).resolve().parent / "fixtures" / "targets" / "miles" / "ci-runner-778227d"
                 / "run_suite.py").read_text()
 EIGHT = "nightly-stage-c-8-gpu-mi350"
 SHARDED = f"""\
