@@ -90,6 +90,10 @@ class Calibration(_Struct):
     over_factor: float = 1.5
     over_slack_s: float = 120
     timeout_per_file_s: int = 1800
+    # est_time proposals (docs/calibration.md): never below the slowest passing run x max_margin;
+    # runs of unmerged code (pull request heads, on-demand runs) count only when include_unmerged.
+    max_margin: float = 1.05
+    include_unmerged: bool = False
 
 
 class DurationSource(_Struct):
@@ -261,6 +265,9 @@ def _semantic_errors(config: Config) -> list[tuple[str, str]]:
             errors.append((f"$.calibration.{name}", f"calibration.{name} must be at least 1"))
     if c.margin < 1:
         errors.append(("$.calibration.margin", "calibration.margin must be at least 1"))
+    if c.max_margin < 1:
+        errors.append(("$.calibration.max_margin", "calibration.max_margin must be at least 1: a proposal "
+                                                   "below the slowest passing run would cut it"))
     return errors
 
 

@@ -47,6 +47,7 @@ def _durations_from_store(repository: str | None):
         for row in query_stats(url, repository=repository, hardware=config.calibration.hardware, params=config.calibration):
             item = row.as_json()
             item["since"] = row.since.isoformat() if row.since else None
+            item["values"] = row.values  # a lowered est_time's finding counts the runs it would cut
             out.append(item)
         return out
 

@@ -246,6 +246,7 @@ class StatRow:
     since: datetime | None  # the oldest measurement in the window
     latest: datetime | None
     est_time: float | None  # the latest est_time the runner logged for the file
+    values: list[float] | None = None  # the window's passing durations (a lowered est_time's cut, REG020)
 
     @property
     def stats(self) -> DurationStats:
@@ -303,6 +304,7 @@ def stats_select(
         values = (
             sa.func.percentile_cont(0.5).within_group(w.c.elapsed_s).label("median"),
             sa.func.percentile_cont(0.9).within_group(w.c.elapsed_s).label("p90"),
+            sa.func.array_agg(w.c.elapsed_s).label("values"),
         )
     else:
         values = (sa.func.group_concat(w.c.elapsed_s).label("values"),)
@@ -354,12 +356,13 @@ def query_stats(
                              window_runs=runs, window_days=days, now=now, dialect=dialect)
         for row in session.execute(query):
             if dialect == "postgresql":
-                median, p90 = row.median, row.p90
+                median, p90, values = row.median, row.p90, [float(v) for v in row.values]
             else:
-                st = duration_stats(float(v) for v in row.values.split(","))
+                values = [float(v) for v in row.values.split(",")]
+                st = duration_stats(values)
                 median, p90 = st.median, st.p90
             out.append(StatRow(row.repository, row.file, row.backend, row.suite, row.hardware, row.n,
-                               median, p90, row.max, utc(row.since), utc(row.latest), row.est_time))
+                               median, p90, row.max, utc(row.since), utc(row.latest), row.est_time, values))
     out.sort(key=lambda r: (r.repository, r.file, r.backend, r.hardware))
     return out
 
