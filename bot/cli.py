@@ -18,6 +18,7 @@ import click
 # name -> "module:attribute" of a click command or group
 SUBCOMMANDS = {
     "check": "bot.commands.check:check",
+    "calibrate": "bot.commands.calibrate:calibrate",
     "rule": "bot.commands.rule:rule",
     "config": "bot.commands.config:config",
     "serve": "bot.commands.service:serve",

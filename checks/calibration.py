@@ -152,6 +152,17 @@ def windows_from_stats(rows: Iterable[Mapping[str, Any]], hardware: str) -> dict
     return out
 
 
+def stats_rows(windows: Mapping[tuple[str, Backend], Window], hardware: str) -> list[dict]:
+    """The windows as `durations show --format json` rows (with values and timeouts) for check_tree."""
+    rows = []
+    for (file, family), w in sorted(windows.items(), key=lambda kv: (kv[0][0], kv[0][1].value)):
+        st = w.stats
+        rows.append({"file": file, "backend": family.value, "hardware": hardware, "n": st.n, "median": st.median,
+                     "p90": st.p90, "max": st.max, "since": w.since.isoformat() if w.since else None,
+                     "values": list(w.passing), "timeouts": w.timeouts})
+    return rows
+
+
 @dataclass(frozen=True)
 class Bounds:
     """est_time bounds the runner enforces (read from its contract: checks/contract.py)."""

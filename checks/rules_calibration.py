@@ -55,13 +55,20 @@ def durations_index(rows: Iterable[Mapping], hardware: str) -> dict[tuple[str, B
     return out
 
 
-def policy_suggestion(index, reg: Registration, params) -> float | None:
-    """The calibration policy's est_time for a registration with enough runs (REG030's rebalancing)."""
+def policy_suggestion(index, reg: Registration, params, *, flagged_only: bool = False) -> float | None:
+    """The calibration policy's est_time for a registration with enough runs (REG030's rebalancing).
+
+    flagged_only: only where REG020 flags the est_time, i.e. what `ci-registrar calibrate` changes.
+    """
     d = index.get((reg.file, reg.backend.family))
-    if d is None or d.stats.n < params.min_samples or d.stats.p90 is None:
+    if d is None or d.stats.n < params.min_samples or d.stats.p90 is None or reg.est_time is None:
         return None
+    if flagged_only:
+        verdict = calibrate(reg.est_time, d.stats, params, timeouts=d.timeouts)
+        if verdict.rule is None or verdict.suggested is None:
+            return None
     value = suggest_est_time(d.stats.p90, params.margin, params.round_to_s, slowest=d.stats.max, max_margin=params.max_margin)
-    if d.timeouts and reg.est_time is not None:
+    if d.timeouts:
         value = max(value, reg.est_time)  # a timeout in the window: never lower
     return value
 

@@ -245,14 +245,16 @@ def _budgets(ctx, checked: set[str], consumers_of, durations_index=None) -> list
     out = []
     params = ctx.config.calibration
 
-    def item(reg: Registration) -> tuple[Item, float | None]:
+    def item(reg: Registration) -> tuple[Item, float | None, float | None]:
         if durations_index:
             from checks.rules_calibration import calibrated_seconds, policy_suggestion
 
             measured = calibrated_seconds(durations_index, reg, params.min_samples)
             if measured is not None:
-                return Item(reg.file, reg.est_time, measured, True), policy_suggestion(durations_index, reg, params)
-        return Item(reg.file, reg.est_time, reg.est_time), None
+                return (Item(reg.file, reg.est_time, measured, True),
+                        policy_suggestion(durations_index, reg, params, flagged_only=True),
+                        policy_suggestion(durations_index, reg, params))
+        return Item(reg.file, reg.est_time, reg.est_time), None, None
 
     by_suite: dict[str, list[Registration]] = defaultdict(list)
     for reg in ctx.registrations():
@@ -265,9 +267,11 @@ def _budgets(ctx, checked: set[str], consumers_of, durations_index=None) -> list
             if use.shards < 1:
                 continue  # a shard count over the `shards` cap: REG902 said REG030 is not checked
             timeout = use.timeout_minutes or GITHUB_DEFAULT_TIMEOUT_MINUTES
-            pairs = [item(r) for r in regs]
-            items = [i for i, _p in pairs]
-            proposals = {i.file: p for i, p in pairs if p is not None}
+            triples = [item(r) for r in regs]
+            items = [i for i, _f, _a in triples]
+            # What calibration changes anyway (REG020's flags) first; every measured file only if that is not enough.
+            flagged = {i.file: f for i, f, _a in triples if f is not None}
+            proposals = {i.file: a for i, _f, a in triples if a is not None}
             shards = partition(items, use.shards)
             worst = heaviest(shards)
             measured = sum(1 for i in items if i.measured)
@@ -278,14 +282,16 @@ def _budgets(ctx, checked: set[str], consumers_of, durations_index=None) -> list
             timeout_note = f"{timeout} min" + ("" if use.timeout_minutes else " (GitHub's default job timeout)")
             message = (
                 f"suite {code(suite)} holds {sum(i.seconds for i in items):.0f} s over {len(regs)} file(s); its longest of {use.shards} shard(s) needs {worst.predicted:.0f} s, over the {timeout_note} timeout of {use.consumer}"
-                + (f" (measured p90 for {measured} file(s), est_time for the rest)" if measured else " (totals from est_time)")
+                + ((" (measured p90 for every file)" if measured == len(items) else f" (measured p90 for {measured} file(s), est_time for the rest)") if measured else " (totals from est_time)")
             )
             if use.shards > 1:
                 others = ", ".join(minutes(s.predicted) for s in shards if s.index != worst.index)
                 message += (f"; the runner's split by est_time puts {', '.join(code(f) for f in worst.files)} in shard "
                             f"{worst.index} (--auto-partition-id {worst.index}, {minutes(worst.predicted)}; the other(s): {others})")
             if proposals:
-                fix = rebalance(items, use.shards, timeout * 60, proposals)
+                fix = rebalance(items, use.shards, timeout * 60, flagged) if flagged else None
+                if fix is None:
+                    fix = rebalance(items, use.shards, timeout * 60, proposals)
                 if fix is not None and fix.est_times:
                     message += ("; est_time " + ", ".join(f"{code(f)} {next(i.est_time for i in items if i.file == f):g} -> {v:g}" for f, v in sorted(fix.est_times.items()))
                                 + " rebalance it: predicted shards " + ", ".join(minutes(s.predicted) for s in fix.shards)
