@@ -43,6 +43,7 @@ EXCEEDS_TIMEOUT = "exceeds-timeout"
 FITS = "fits"
 TOO_FEW = "too-few-runs"
 TIMEOUT_IN_WINDOW = "timeout-in-window"
+WINDOW_NOT_FULL = "window-not-full"
 DISABLED = "disabled"
 NOT_LITERAL = "est-time-not-literal"
 NOT_CALIBRATED = "not-calibrated-backend"
@@ -75,10 +76,12 @@ def _time(value: Any) -> datetime:
 class Window:
     """One (file, backend family)'s window on the calibration hardware."""
 
-    passing: tuple[float, ...]  # elapsed seconds, newest first
-    timeouts: int = 0  # TIMEOUT attempts in the same span
+    passing: tuple[float, ...]  # elapsed seconds, newest first (the last window_runs)
+    timeouts: int = 0  # TIMEOUT attempts within window_days
     excluded: int = 0  # passing runs of unmerged code left out
     since: date | None = None
+    slowest: float | None = None  # the slowest passing run within floor_days (every one, not only the last N)
+    timed_out_at: float | None = None  # the longest TIMEOUT attempt within window_days
 
     @property
     def stats(self) -> DurationStats:
@@ -88,15 +91,21 @@ class Window:
         """How many passing runs of the window took longer than est_time."""
         return sum(1 for v in self.passing if v > est_time)
 
+    @property
+    def floor_run(self) -> float:
+        """The slowest passing run the policy must cover."""
+        return max(max(self.passing, default=0.0), self.slowest or 0.0)
+
 
 def build_windows(records: Iterable[Mapping[str, Any]], params: Any, *, now: datetime | None = None,
                   repository: str | None = None) -> dict[tuple[str, Backend], Window]:
     """Windows per (file, backend family) from measurement records (`durations export` objects)."""
     now = now or datetime.now(timezone.utc)
     start = now - timedelta(days=float(params.window_days))
+    floor_start = now - timedelta(days=float(max(params.floor_days, params.window_days)))
     hardware = params.hardware
     passing: dict[tuple[str, Backend], list[tuple[datetime, float]]] = {}
-    timeouts: dict[tuple[str, Backend], list[datetime]] = {}
+    timeouts: dict[tuple[str, Backend], list[tuple[datetime, float]]] = {}
     excluded: dict[tuple[str, Backend], int] = {}
     for record in records:
         if repository is not None and record.get("repository") not in (None, repository):
@@ -108,28 +117,32 @@ def build_windows(records: Iterable[Mapping[str, Any]], params: Any, *, now: dat
         except ValueError:
             continue
         at = _time(record["measured_at"]) if record.get("measured_at") else now
-        if at < start or at > now:
+        if at < floor_start or at > now:
             continue
         key = (str(record["file"]), family)
         outcome = str(record.get("outcome") or "").upper()
         if origin_of(record) != MERGED and not params.include_unmerged:
-            if outcome == "PASS":
+            if outcome == "PASS" and at >= start:
                 excluded[key] = excluded.get(key, 0) + 1
             continue
         if outcome == "PASS":
             passing.setdefault(key, []).append((at, float(record["elapsed_s"])))
+        elif at < start:
+            continue  # older than the window: only passing runs count there (for the floor)
         elif outcome == "TIMEOUT":
-            timeouts.setdefault(key, []).append(at)
+            timeouts.setdefault(key, []).append((at, float(record.get("timeout_after_s") or record["elapsed_s"])))
     out = {}
     for key in set(passing) | set(timeouts) | set(excluded):
-        runs = sorted(passing.get(key, []), key=lambda r: r[0], reverse=True)[: int(params.window_runs)]
-        # A full window reaches back only to its oldest run: a timeout before that is out of it too.
-        oldest = runs[-1][0] if len(runs) >= int(params.window_runs) else start
+        every = passing.get(key, [])
+        runs = sorted((r for r in every if r[0] >= start), key=lambda r: r[0], reverse=True)[: int(params.window_runs)]
+        killed = timeouts.get(key, [])
         out[key] = Window(
             tuple(v for _t, v in runs),
-            sum(1 for t in timeouts.get(key, []) if t >= oldest),
+            len(killed),
             excluded.get(key, 0),
             runs[-1][0].date() if runs else None,
+            max((v for _t, v in every), default=None),
+            max((v for _t, v in killed), default=None),
         )
     return out
 
@@ -148,6 +161,7 @@ def windows_from_stats(rows: Iterable[Mapping[str, Any]], hardware: str) -> dict
         out[(row["file"], family)] = Window(
             tuple(float(v) for v in row["values"]), int(row.get("timeouts") or 0), 0,
             date.fromisoformat(since[:10]) if isinstance(since, str) and since else None,
+            row.get("slowest"), row.get("timed_out_at"),
         )
     return out
 
@@ -159,7 +173,8 @@ def stats_rows(windows: Mapping[tuple[str, Backend], Window], hardware: str) -> 
         st = w.stats
         rows.append({"file": file, "backend": family.value, "hardware": hardware, "n": st.n, "median": st.median,
                      "p90": st.p90, "max": st.max, "since": w.since.isoformat() if w.since else None,
-                     "values": list(w.passing), "timeouts": w.timeouts})
+                     "values": list(w.passing), "timeouts": w.timeouts, "slowest": w.slowest,
+                     "timed_out_at": w.timed_out_at})
     return rows
 
 
@@ -231,13 +246,19 @@ def decide(reg: Registration, window: Window | None, params: Any, bounds: Bounds
     if st.n < int(params.min_samples):
         extra = f"; {window.excluded} run(s) of unmerged code not counted" if window and window.excluded else ""
         return keep(TOO_FEW, f"{st.n} passing run(s) on {hardware} in the window, {params.min_samples} needed{extra}", st, window)
-    verdict = calibrate(old, st, params, hardware=hardware, timeouts=window.timeouts)
+    verdict = calibrate(old, st, params, hardware=hardware, timeouts=window.timeouts, slowest=window.slowest,
+                        timed_out_at=window.timed_out_at)
     if verdict.rule is None or verdict.suggested is None:
         reason = TIMEOUT_IN_WINDOW if window.timeouts and "timed out" in verdict.message else FITS
         return keep(reason, verdict.message, st, window)
     new = max(verdict.suggested, bounds.minimum)
     if window.timeouts and new < old:
         return keep(TIMEOUT_IN_WINDOW, f"{window.timeouts} run(s) timed out in the window: est_time is not lowered", st, window)
+    if new < old and st.n < int(params.window_runs):
+        # Raising needs min_samples runs; lowering a full window: a slow mode seen once in ten
+        # runs is not yet in a window of three.
+        return keep(WINDOW_NOT_FULL, f"{st.n} of {params.window_runs} passing runs in the window: est_time is lowered "
+                                     "only on a full window", st, window)
     if new == old:
         return keep(FITS, verdict.message, st, window)
     return Decision(reg, old, _same_type(new, old), verdict.kind, verdict.message, st.n, st.p90, st.max, hardware,

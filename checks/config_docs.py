@@ -105,6 +105,9 @@ FIELDS: dict[str, str] = {
     "Calibration.timeout_per_file_s": "The runner's per-file timeout floor: a file times out after max(this, 1.25 x est_time) seconds.",
     "Calibration.max_margin": "... and at least the slowest passing run in the window x max_margin (at least 1): a "
                               "suggestion never cuts a run that passed ([calibration.md](calibration.md)).",
+    "Calibration.floor_days": "The slowest passing run of this many days (at least window_days) bounds a suggestion "
+                              "from below: a slow mode seen once in a month is not forgotten when the last "
+                              "window_runs runs happen to miss it.",
     "Calibration.include_unmerged": "Count runs of unmerged code (pull request heads, `/run-rocm` on-demand runs) in "
                                     "`ci-registrar calibrate`'s window; by default only runs of merged code count.",
     "DurationSource.workflow": "Workflow file name (e.g. `pr-test-rocm.yml`) whose completed runs are read. Required.",

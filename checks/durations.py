@@ -403,6 +403,8 @@ def calibrate(
     hardware: str | None = None,
     other_estimate: OtherBackendEstimate | None = None,
     timeouts: int = 0,
+    slowest: float | None = None,
+    timed_out_at: float | None = None,
 ) -> Calibration:
     """Judge est_time against stored durations as REG020 / REG021 define it (docs/rules.md).
 
@@ -413,6 +415,10 @@ def calibrate(
     other_estimate: estimate_from_other_backend(...) for the REG021 message when data is short.
     timeouts: TIMEOUT attempts in the window; with any, est_time is never called over-estimated
     (the calibration policy does not lower it).
+    slowest: the slowest passing run within floor_days (all of them, not only the last
+    window_runs): the suggestion never goes below it x max_margin (default: the stats' max).
+    timed_out_at: the longest TIMEOUT attempt within window_days (the runner's limit it hit):
+    where est_time set that limit, the run needed more, and est_time is raised past it.
     """
     st = _stats_of(stats)
     hardware = hardware or _param(params, "hardware")
@@ -457,7 +463,18 @@ def calibrate(
         return verdict(INSUFFICIENT, "REG021", "notice", suggested, head)
 
     base = f"p90 {_s(st.p90)} s over {st.n} passing runs{where}{since_txt}"
-    suggested = suggest_est_time(st.p90, margin, round_to_s, slowest=st.max, max_margin=float(_param(params, "max_margin")))
+    max_margin = float(_param(params, "max_margin"))
+    floor_run = max(st.max or 0, slowest or 0)
+    suggested = suggest_est_time(st.p90, margin, round_to_s, slowest=floor_run, max_margin=max_margin)
+    per_file = int(_param(params, "timeout_per_file_s"))
+    if timed_out_at is not None and timed_out_at >= timeout and 1.25 * est_time >= per_file:
+        # Killed at the limit this est_time sets: that run needed more than timed_out_at seconds.
+        suggested = max(suggested, _round_up(timed_out_at * max_margin, round_to_s))
+        return verdict(
+            EXCEEDS_TIMEOUT, "REG020", "warning", suggested,
+            f"{base}; a run timed out after {_s(timed_out_at)} s, the runner's limit for est_time {_s(est_time)} s "
+            f"(1.25 x est_time): it needed more; suggest {suggested}",
+        )
     if st.max is not None and st.max > timeout:
         # The runner would kill a run it has already seen pass: est_time must cover the max.
         needed = _round_up(st.max / 1.25, round_to_s)

@@ -137,7 +137,7 @@ def test_other_hardware_and_old_runs_are_not_in_the_window():
 
 
 def test_the_runners_est_time_bound_is_respected():
-    w = window_of(runs(PPO, [0.2, 0.3, 0.25]))
+    w = window_of(runs(PPO, [0.2, 0.3, 0.25] * 4))
     d = decide(rocm(est_time=600), w, replace(PARAMS, round_to_s=1, margin=1, max_margin=1), Bounds(minimum=1))
     assert d.new == 1
 
@@ -287,8 +287,8 @@ def test_the_proposed_est_times_bring_every_mi35x_shard_under_the_timeout():
     items = [Item(r.file, proposed.get(r.file, r.est_time), windows[(r.file, Backend.ROCM)].stats.p90) for r in regs]
     shards = partition(items, 2)
     assert heaviest(shards).predicted < 60 * 60
-    # and against every stored run, not only the p90: each run's shards fit
-    for k in range(8):
+    # and against every run of the window, not only the p90: each run's shards fit
+    for k in range(10):
         for s in shards:
             assert sum(windows[(f, Backend.ROCM)].passing[k] for f in s.files) < 60 * 60
     # never below a passing run
@@ -386,3 +386,32 @@ def test_cli_from_the_store_and_bad_input(mi35x_checkout, tmp_path):
     assert done.returncode == 2 and "is not JSON" in done.stderr
     done = subprocess.run([CLI, "calibrate", "--repo", str(mi35x_checkout)], capture_output=True, text=True)
     assert done.returncode == 2 and "give the durations" in done.stderr
+
+
+def test_a_slow_run_older_than_the_last_ten_still_bounds_the_proposal():
+    # a slow mode seen 50 days ago (inside floor_days, outside window_days): not forgotten
+    records = runs(PPO, [2600], start=NOW - timedelta(days=50)) + runs(PPO, [1500 + i for i in range(10)])
+    w = window_of(records)
+    assert max(w.passing) < 1600 and w.slowest == 2600
+    d = decide(rocm(est_time=5000), w, PARAMS)
+    assert d.new >= 2600 * PARAMS.max_margin
+    assert decide(rocm(est_time=5000), window_of(records, replace(PARAMS, floor_days=30)), PARAMS).new < 2600
+
+
+def test_lowering_needs_a_full_window_raising_does_not():
+    w = window_of(runs(PPO, [600, 610, 620, 615]))
+    assert decide(rocm(est_time=5000), w, PARAMS).reason == "window-not-full"
+    assert decide(rocm(est_time=100), w, PARAMS).new == 720  # 620 x 1.15 = 713 -> 720
+
+
+def test_a_run_killed_at_the_limit_its_est_time_set_raises_it():
+    # est_time 2000 -> the runner's limit 2500 s; a run was killed there: it needed more
+    records = runs(PPO, [1700 + i for i in range(10)]) + [{**runs(PPO, [2500], outcome="TIMEOUT")[0], "timeout_after_s": 2500}]
+    w = window_of(records)
+    assert (w.timeouts, w.timed_out_at) == (1, 2500)
+    d = decide(rocm(est_time=2000), w, PARAMS)
+    assert d.reason == EXCEEDS_TIMEOUT and d.new >= 2500 * PARAMS.max_margin
+    # a short test killed at the runner's floor (1800 s, a hang): est_time did not set that limit
+    records = runs(PPO, [100 + i for i in range(10)]) + runs(PPO, [1800], outcome="TIMEOUT")
+    d = decide(rocm(est_time=1000), window_of(records), PARAMS)  # over-estimated, but a timeout: kept, not raised
+    assert d.new is None and d.reason == TIMEOUT_IN_WINDOW
