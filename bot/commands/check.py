@@ -41,13 +41,21 @@ def _durations_from_store(repository: str | None):
         from bot.settings import load_settings
         from bot.store.measurements import ensure_store
 
+        from bot.store.measurements import floor_stats
+
         url = load_settings().database_url
         ensure_store(url)  # creates the embedded SQLite store on first use; locked against racing workers
+        params = config.calibration
         out = []
-        for row in query_stats(url, repository=repository, hardware=config.calibration.hardware, params=config.calibration):
+        # REG020 judges on what `ci-registrar calibrate` reads (docs/calibration.md): merged code
+        # unless configured, the floor of floor_days, the window's timeouts.
+        extra = floor_stats(url, repository=repository, hardware=params.hardware, params=params)
+        for row in query_stats(url, repository=repository, hardware=params.hardware, params=params,
+                               merged_only=not params.include_unmerged):
             item = row.as_json()
             item["since"] = row.since.isoformat() if row.since else None
             item["values"] = row.values  # a lowered est_time's finding counts the runs it would cut
+            item.update(extra.get((row.repository, row.hardware, row.backend, row.file), {}))
             out.append(item)
         return out
 
