@@ -1,0 +1,169 @@
+"""The calibration pull request: one per repository, on a fixed branch, kept in step with the store.
+
+What `ci-registrar calibrate --write` would change on the default branch is committed by the App
+through the Git Data API (a blob per edited file, one tree on the default branch's tree, one
+commit, the branch ref) and shown in one pull request:
+- none open and something to change: the branch is (re)pointed and the pull request opened;
+- open, and the values changed: the branch is force-moved to a new commit on the current default
+  branch and the body rewritten, in place;
+- open, and nothing left to change: closed, with a comment saying why;
+- closed by someone else with these very values: left closed, until the values change again.
+
+The body carries a fingerprint of the values it proposes (an HTML comment), so none of this needs
+state of its own. The policy and the edits are checks/ (checks/calibration.py,
+checks/calibration_edits.py); this module only reads and writes GitHub.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from bot.github.retry import GitHubError
+from checks.calibration import Bounds, Decision, Plan, build_windows, decide_all, stats_rows
+from checks.calibration_edits import plan_edits
+from checks.config import CONFIG_PATH, load_config
+from checks.shards import Item, heaviest, partition
+
+BRANCH = "ci-registrar/calibrate-est-time"
+TITLE = "Calibrate est_time from stored MI355X durations"
+_MARK = re.compile(r"<!-- ci-registrar calibration: ([0-9a-f]{16}|none) -->")
+CLOSED_NOTICE = ("Nothing is left to calibrate: every est_time this pull request changed now fits the stored "
+                 "durations (or was changed on the default branch). Closing it; a new one opens when values drift.")
+NO_PERMISSION = ("The calibration pull request needs the App's `contents: write` permission (to commit the new "
+                 "est_time values on the branch `{branch}`), which this installation has not granted. Nothing was "
+                 "changed. Run `ci-registrar calibrate --durations --write` on a checkout instead (docs/calibration.md).")
+
+
+@dataclass
+class Outcome:
+    action: str  # opened | updated | unchanged | closed | kept-closed | nothing | no-permission
+    number: int | None = None
+    changes: int = 0
+    message: str = ""
+    calls: list = field(default_factory=list)
+
+
+def fingerprint(decisions: list[Decision]) -> str:
+    values = sorted((d.registration.file, d.registration.anchor("est_time").line, d.old, d.new) for d in decisions)
+    return hashlib.sha256(json.dumps(values).encode()).hexdigest()[:16]
+
+
+def _marker(body: str | None) -> str | None:
+    m = _MARK.search(body or "")
+    return m.group(1) if m else None
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    return f"{v:g}" if float(v).is_integer() else f"{v:.0f}"
+
+
+def render_body(plan: Plan, windows, uses, registrations, print_: str, params) -> str:
+    """The table per suite (file, old, new, n, p90, max, why) and each suite's totals before and
+    after, against its consumers' timeouts and shard counts, the view REG030 takes."""
+    lines = [
+        "Proposed by CI Registrar from the stored durations on "
+        f"{params.hardware} (last {params.window_runs} passing runs within {params.window_days} days; "
+        "docs/calibration.md): only what REG020 flags, never below a passing run, never lowered after a timeout.",
+        "",
+    ]
+    by_suite: dict[str, list[Decision]] = {}
+    for d in plan.changes:
+        by_suite.setdefault(d.registration.suite or "(no suite)", []).append(d)
+    new_of = {d.registration.file: d.new for d in plan.changes}
+    for suite in sorted(by_suite):
+        lines += [f"### `{suite}`", "", "| file | old | new | n | p90 | max | why |", "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+        for d in by_suite[suite]:
+            lines.append(f"| `{d.registration.file}` | {_fmt(d.old)} | {_fmt(d.new)} | {d.n} | {_fmt(d.p90)} | {_fmt(d.max)} | {d.reason} |")
+        regs = [r for r in registrations if r.suite == suite and r.disabled is None and r.est_time is not None]
+        before = sum(r.est_time for r in regs)
+        after = sum(new_of.get(r.file, r.est_time) for r in regs)
+        lines += ["", f"Suite total est_time: {before:g} s -> {after:g} s over {len(regs)} file(s)."]
+        for use in [u for u in uses if u.suite == suite and u.shards >= 1]:
+            def predicted(est_of):
+                items = []
+                for r in regs:
+                    w = windows.get((r.file, r.backend.family))
+                    seconds = w.stats.p90 if w and w.stats.n >= params.min_samples else est_of(r)
+                    items.append(Item(r.file, est_of(r), seconds))
+                return heaviest(partition(items, use.shards)).predicted
+            timeout = (use.timeout_minutes or 360) * 60
+            old_worst = predicted(lambda r: r.est_time)
+            new_worst = predicted(lambda r: new_of.get(r.file, r.est_time))
+            lines.append(f"- {use.consumer}: {use.shards} shard(s), timeout {timeout // 60} min; predicted heaviest shard "
+                         f"{old_worst / 60:.0f} min -> {new_worst / 60:.0f} min"
+                         + (" (over the timeout)" if new_worst > timeout else ""))
+        lines.append("")
+    lines.append(f"<!-- ci-registrar calibration: {print_} -->")
+    return "\n".join(lines)
+
+
+def refresh(client, repo: str, records, *, now: datetime | None = None) -> Outcome:
+    """Bring the repository's calibration pull request in line with `records` (`durations export` rows)."""
+    from bot.sources import GitHubTree
+    from checks.engine import build_context, check_tree
+
+    info = client.get_json(f"/repos/{repo}", "/repos/{owner}/{repo}")
+    default = info["default_branch"]
+    owner = repo.split("/")[0]
+    head = client.get_json(f"/repos/{repo}/git/ref/heads/{default}", "/repos/{owner}/{repo}/git/ref/{ref}")["object"]["sha"]
+    tree = GitHubTree(client, repo, head)
+    config, errors = load_config(tree.read(CONFIG_PATH))
+    if errors:
+        return Outcome("nothing", message=f"{CONFIG_PATH} is invalid: {errors[0].message}")
+    params = config.calibration
+    windows = build_windows(records, params, now=now, repository=repo)
+    report = check_tree(tree, config_text=tree.read(CONFIG_PATH), durations=stats_rows(windows, params.hardware), fixes=False)
+    ctx, _paths, _findings = build_context(tree, config)
+    plan = Plan(decide_all(report.registrations, windows, params, Bounds.of(ctx.contract)))
+    print_ = fingerprint(plan.changes)
+
+    pulls = client.pulls_from(repo, f"{owner}:{BRANCH}")
+    latest = pulls[0] if pulls else None
+    open_pr = latest if latest and latest["state"] == "open" else None
+
+    if not plan.changes:
+        if open_pr is None:
+            return Outcome("nothing")
+        client.comment(repo, open_pr["number"], CLOSED_NOTICE)
+        client.update_pull(repo, open_pr["number"], {"state": "closed", "body": (open_pr.get("body") or "").split("<!-- ci-registrar")[0]
+                                                     + "<!-- ci-registrar calibration: none -->"})
+        return Outcome("closed", open_pr["number"])
+    if open_pr is not None and _marker(open_pr.get("body")) == print_:
+        return Outcome("unchanged", open_pr["number"], len(plan.changes))
+    if open_pr is None and latest is not None and not latest.get("merged_at") and _marker(latest.get("body")) == print_:
+        return Outcome("kept-closed", latest["number"], len(plan.changes))  # a maintainer closed it: not again
+
+    edits = plan_edits(plan.changes, lambda path: tree.read(path).decode("utf-8"))
+    try:
+        entries = [{"path": e.path, "mode": "100644", "type": "blob", "sha": client.create_blob(repo, e.after.encode("utf-8"))}
+                   for e in edits]
+    except GitHubError as exc:
+        if exc.status in (403, 404):
+            return Outcome("no-permission", open_pr["number"] if open_pr else None, len(plan.changes),
+                           NO_PERMISSION.format(branch=BRANCH))
+        raise
+    base_tree = client.tree(repo, head)["sha"]
+    new_tree = client.create_tree(repo, base_tree, entries)
+    message = f"Calibrate {len(plan.changes)} est_time value(s) from stored {params.hardware} durations\n\n" + "\n".join(
+        f"{d.registration.file}:{d.registration.anchor('est_time').line}: {_fmt(d.old)} -> {_fmt(d.new)} ({d.reason})"
+        for d in plan.changes)
+    commit = client.create_commit(repo, message, new_tree, [head])
+    body = render_body(plan, windows, ctx.uses, report.registrations, print_, params)
+    if open_pr is not None:
+        client.update_ref(repo, BRANCH, commit, force=True)
+        client.update_pull(repo, open_pr["number"], {"title": TITLE, "body": body})
+        return Outcome("updated", open_pr["number"], len(plan.changes))
+    try:
+        client.create_ref(repo, BRANCH, commit)
+    except GitHubError as exc:
+        if exc.status != 422:  # the branch of an earlier, closed pull request: moved, not created
+            raise
+        client.update_ref(repo, BRANCH, commit, force=True)
+    pr = client.create_pull(repo, title=TITLE, head=f"{owner}:{BRANCH}", base=default, body=body)
+    return Outcome("opened", pr["number"], len(plan.changes))
