@@ -19,14 +19,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from bot.github.retry import GitHubError
+from bot.logging import get_logger
 from checks.calibration import Bounds, Decision, Plan, build_windows, decide_all, stats_rows
 from checks.calibration_edits import plan_edits
 from checks.config import CONFIG_PATH, load_config
 from checks.shards import Item, heaviest, partition
+
+log = get_logger("ci_registrar.calibration")
 
 BRANCH = "ci-registrar/calibrate-est-time"
 TITLE = "Calibrate est_time from stored MI355X durations"
@@ -44,7 +47,13 @@ class Outcome:
     number: int | None = None
     changes: int = 0
     message: str = ""
-    calls: list = field(default_factory=list)
+    every_days: float = 7  # the repository's calibration.pull_request_every_days
+
+
+def _outcome_with(every_days: float):
+    def make(action: str, number: int | None = None, changes: int = 0, message: str = "") -> Outcome:
+        return Outcome(action, number, changes, message, every_days)
+    return make
 
 
 def fingerprint(decisions: list[Decision]) -> str:
@@ -103,8 +112,11 @@ def render_body(plan: Plan, windows, uses, registrations, print_: str, params) -
     return "\n".join(lines)
 
 
-def refresh(client, repo: str, records, *, now: datetime | None = None) -> Outcome:
-    """Bring the repository's calibration pull request in line with `records` (`durations export` rows)."""
+def refresh(client, repo: str, records, *, now: datetime | None = None, require_enabled: bool = True) -> Outcome:
+    """Bring the repository's calibration pull request in line with `records` (`durations export` rows).
+
+    require_enabled: do nothing (`disabled`) unless the default branch's configuration sets
+    `calibration.pull_requests` (tests pass False to exercise the cycle on any configuration)."""
     from bot.sources import GitHubTree
     from checks.engine import build_context, check_tree
 
@@ -117,6 +129,12 @@ def refresh(client, repo: str, records, *, now: datetime | None = None) -> Outco
     if errors:
         return Outcome("nothing", message=f"{CONFIG_PATH} is invalid: {errors[0].message}")
     params = config.calibration
+    outcome = _outcome_with(params.pull_request_every_days)
+    if require_enabled and not params.pull_requests:
+        return outcome("disabled", message="calibration.pull_requests is not set in the default branch's "
+                                           f"{CONFIG_PATH}: the App opens no calibration pull request")
+    if callable(records):
+        records = records()
     windows = build_windows(records, params, now=now, repository=repo)
     report = check_tree(tree, config_text=tree.read(CONFIG_PATH), durations=stats_rows(windows, params.hardware), fixes=False)
     ctx, _paths, _findings = build_context(tree, config)
@@ -129,15 +147,15 @@ def refresh(client, repo: str, records, *, now: datetime | None = None) -> Outco
 
     if not plan.changes:
         if open_pr is None:
-            return Outcome("nothing")
+            return outcome("nothing")
         client.comment(repo, open_pr["number"], CLOSED_NOTICE)
         client.update_pull(repo, open_pr["number"], {"state": "closed", "body": (open_pr.get("body") or "").split("<!-- ci-registrar")[0]
                                                      + "<!-- ci-registrar calibration: none -->"})
-        return Outcome("closed", open_pr["number"])
+        return outcome("closed", open_pr["number"])
     if open_pr is not None and _marker(open_pr.get("body")) == print_:
-        return Outcome("unchanged", open_pr["number"], len(plan.changes))
+        return outcome("unchanged", open_pr["number"], len(plan.changes))
     if open_pr is None and latest is not None and not latest.get("merged_at") and _marker(latest.get("body")) == print_:
-        return Outcome("kept-closed", latest["number"], len(plan.changes))  # a maintainer closed it: not again
+        return outcome("kept-closed", latest["number"], len(plan.changes))  # a maintainer closed it: not again
 
     edits = plan_edits(plan.changes, lambda path: tree.read(path).decode("utf-8"))
     try:
@@ -145,7 +163,7 @@ def refresh(client, repo: str, records, *, now: datetime | None = None) -> Outco
                    for e in edits]
     except GitHubError as exc:
         if exc.status in (403, 404):
-            return Outcome("no-permission", open_pr["number"] if open_pr else None, len(plan.changes),
+            return outcome("no-permission", open_pr["number"] if open_pr else None, len(plan.changes),
                            NO_PERMISSION.format(branch=BRANCH))
         raise
     base_tree = client.tree(repo, head)["sha"]
@@ -158,7 +176,7 @@ def refresh(client, repo: str, records, *, now: datetime | None = None) -> Outco
     if open_pr is not None:
         client.update_ref(repo, BRANCH, commit, force=True)
         client.update_pull(repo, open_pr["number"], {"title": TITLE, "body": body})
-        return Outcome("updated", open_pr["number"], len(plan.changes))
+        return outcome("updated", open_pr["number"], len(plan.changes))
     try:
         client.create_ref(repo, BRANCH, commit)
     except GitHubError as exc:
@@ -166,4 +184,51 @@ def refresh(client, repo: str, records, *, now: datetime | None = None) -> Outco
             raise
         client.update_ref(repo, BRANCH, commit, force=True)
     pr = client.create_pull(repo, title=TITLE, head=f"{owner}:{BRANCH}", base=default, body=body)
-    return Outcome("opened", pr["number"], len(plan.changes))
+    return outcome("opened", pr["number"], len(plan.changes))
+
+
+# -- when it runs -----------------------------------------------------------------------------------
+def run(github, store_url: str, installation_id: int, repo: str, *, now: datetime | None = None) -> Outcome:
+    """One refresh with the store's durations of `repo`, recorded (the schedule reads the record)."""
+    from datetime import timezone
+
+    from bot.durations import export_records
+    from bot.store import calibration as runs
+
+    now = now or datetime.now(timezone.utc)
+    client = github.for_installation(installation_id)
+    outcome = refresh(client, repo, lambda: export_records(store_url, repository=repo), now=now)
+    runs.record(store_url, repo, outcome.action, outcome.number, now, outcome.every_days)
+    if outcome.action == "no-permission":
+        log.warning("calibration pull request needs contents: write", repository=repo)
+    else:
+        log.info("calibration pull request", repository=repo, action=outcome.action, number=outcome.number)
+    return outcome
+
+
+def sweep(github, store_url: str, *, now: datetime | None = None) -> list[tuple[str, Outcome]]:
+    """The worker's periodic pass: every installed repository whose last refresh is as old as its
+    `calibration.pull_request_every_days` (read from its default branch at that refresh; 7 days
+    before the first). A repository without `calibration.pull_requests` costs one read of its
+    configuration per interval and nothing else."""
+    from datetime import timezone
+
+    from bot.store import calibration as runs
+    from bot.store import service as store
+    from bot.store.locks import Busy, claim
+
+    now = now or datetime.now(timezone.utc)
+    done = []
+    for inst, repos in store.installations(store_url):
+        for repo in runs.due(store_url, repos, now):
+            try:
+                with claim(store_url, f"calibration:{repo}", wait_s=0):  # one worker per repository
+                    if repo not in runs.due(store_url, [repo], now):
+                        continue  # another worker just did it
+                    done.append((repo, run(github, store_url, inst.id, repo, now=now)))
+            except Busy:
+                continue
+            except Exception as exc:  # one repository's failure must not stop the others
+                log.warning("calibration pull request failed", repository=repo, error=str(exc)[:200])
+                runs.record(store_url, repo, "error", None, now)
+    return done

@@ -95,6 +95,9 @@ class Calibration(_Struct):
     max_margin: float = 1.05
     floor_days: int = 90  # ... the slowest passing run within this many days (at least window_days)
     include_unmerged: bool = False
+    # the App's calibration pull request (docs/calibration.md): off unless set; refreshed every N days
+    pull_requests: bool = False
+    pull_request_every_days: int = 7
 
 
 class DurationSource(_Struct):
@@ -261,7 +264,8 @@ def _semantic_errors(config: Config) -> list[tuple[str, str]]:
     if config.budgets.max_files_per_command < 1:
         errors.append(("$.budgets.max_files_per_command", "budgets.max_files_per_command must be at least 1"))
     c = config.calibration
-    for name in ("window_runs", "window_days", "min_samples", "round_to_s", "timeout_per_file_s", "floor_days"):
+    for name in ("window_runs", "window_days", "min_samples", "round_to_s", "timeout_per_file_s", "floor_days",
+                 "pull_request_every_days"):
         if getattr(c, name) < 1:
             errors.append((f"$.calibration.{name}", f"calibration.{name} must be at least 1"))
     if c.margin < 1:

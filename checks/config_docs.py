@@ -108,6 +108,10 @@ FIELDS: dict[str, str] = {
     "Calibration.floor_days": "The slowest passing run of this many days (at least window_days) bounds a suggestion "
                               "from below: a slow mode seen once in a month is not forgotten when the last "
                               "window_runs runs happen to miss it.",
+    "Calibration.pull_requests": "true: the App opens and maintains one calibration pull request in this repository "
+                                 "(on the branch `ci-registrar/calibrate-est-time`; needs `contents: write`). "
+                                 "A maintainer's `/calibrate-est-time` comment refreshes it at once.",
+    "Calibration.pull_request_every_days": "How often the App refreshes the calibration pull request (days; weekly by default).",
     "Calibration.include_unmerged": "Count runs of unmerged code (pull request heads, `/run-rocm` on-demand runs) in "
                                     "`ci-registrar calibrate`'s window; by default only runs of merged code count.",
     "DurationSource.workflow": "Workflow file name (e.g. `pr-test-rocm.yml`) whose completed runs are read. Required.",

@@ -17,7 +17,7 @@ from tests.simulator.fixtures import github_sim  # noqa: F401
 
 ROOT = Path(__file__).parent
 MI35X = ROOT / "fixtures" / "targets" / "sglang" / "r2026-07-01-13dc5f2"
-CONFIG = (ROOT.parent / "docs" / "configs" / "sglang.yml").read_text()
+CONFIG = (ROOT.parent / "docs" / "configs" / "sglang.yml").read_text() + "calibration:\n  pull_requests: true\n"
 NOW = datetime(2026, 7, 1, tzinfo=timezone.utc)
 KIMI = "test/registered/amd/test_kimi_k25_mxfp4.py"
 QWEN = "test/registered/amd/test_qwen3_coder_next_8gpu.py"
@@ -140,6 +140,16 @@ def test_without_contents_write_a_notice_and_nothing_fails(github_sim, tmp_path)
     assert [e["operation"] for e in refused] == ["git/create-blob"]  # one refused write, then it stops
 
 
+def test_without_calibration_pull_requests_nothing_is_written(github_sim, tmp_path):
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    repo.commit({".github/ci-registrar.yml": CONFIG.replace("pull_requests: true", "pull_requests: false")}, branch="main")
+    mark = len(sim.requests_log)
+    out = refresh(client, REPO, records(), now=NOW)
+    assert out.action == "disabled" and not sim.pulls
+    assert [c for c in _calls(sim, mark) if not c.startswith("GET ")] == []
+
+
 def test_the_simulator_refuses_what_github_refuses(github_sim, tmp_path):
     sim = github_sim
     repo, client = _setup(sim, tmp_path)
@@ -159,3 +169,79 @@ def test_the_simulator_refuses_what_github_refuses(github_sim, tmp_path):
     with pytest.raises(GitHubError) as exc:
         client.create_pull(REPO, title="t", head="sgl-project:main", base="main", body="")
     assert exc.value.status == 422  # no commits between main and main
+
+
+# -- through the App: the command and the schedule ------------------------------------------------
+
+
+def _world(sim, tmp_path):
+    import uuid
+
+    from app import create_app
+    from bot.durations import ingest_json
+    from bot.queue import QueueConfig, open_queue
+    from bot.settings import load_settings
+    from bot.store.db import upgrade
+    from tests.test_service_support import World, env_for
+
+    gh_app = sim.create_app(permissions={"checks": "write", "contents": "write", "pull_requests": "write",
+                                         "issues": "write", "actions": "write", "metadata": "read"})
+    repo = sim.create_repo(REPO, default_branch="main")
+    repo.commit(_files(), branch="main")
+    inst = sim.install(gh_app, REPO)
+    repo.commit({"README.md": "a change\n"}, branch="feature")
+    pr = sim.open_pull_request(repo, "feature", "main", author="bob")
+    sim.set_permission(repo, "maint", "maintain")
+    sim.set_permission(repo, "reader", "read")
+    settings = load_settings(env_for(sim, gh_app, tmp_path))
+    upgrade(settings.database_url)
+    # the fixture's runs, moved to the last days (the App judges the window as of now)
+    shift = datetime.now(timezone.utc) - timedelta(days=2) - datetime(2026, 6, 29, 4, tzinfo=timezone.utc)
+    rows = records()
+    for r in rows:
+        r["measured_at"] = (datetime.fromisoformat(r["measured_at"].replace("Z", "+00:00")) + shift).isoformat()
+    assert ingest_json(settings.database_url, json.dumps(rows)).inserted == len(rows)
+    queue = open_queue(settings, config=QueueConfig(f"cal-{uuid.uuid4().hex[:8]}", None, str(tmp_path / "queue.db"), 30))
+    return World(sim, gh_app, repo, inst, settings, queue, create_app(settings, queue=queue), pr)
+
+
+def _comment(world, body, author):
+    sim = world.sim
+    c = sim.add_comment(world.repo, world.pr.number, body, author=author)
+    d = sim.webhook("issue_comment", "created", app=world.app, repo=world.repo, pull=sim.pull(world.repo, world.pr.number), comment=c)
+    assert world.deliver(d).status_code == 202
+    world.drain()
+    mine = world.app.bot_login
+    return [x["body"] for x in sim.comments(world.repo, world.pr.number) if x["user"]["login"] == mine]
+
+
+def test_a_maintainers_command_refreshes_it_now_and_anyone_elses_is_refused(github_sim, tmp_path):
+    sim = github_sim
+    world = _world(sim, tmp_path)
+    replies = _comment(world, "please\n/calibrate-est-time\n", "reader")
+    assert replies == ["@reader only a maintainer may refresh the calibration pull request (GitHub reports your role as `read`)."]
+    assert not [p for p in sim.pulls.values() if p.head_ref == BRANCH]
+    assert _comment(world, "`/calibrate-est-time` in a sentence is not the command", "maint") == replies
+    replies = _comment(world, "/calibrate-est-time", "maint")
+    (cal,) = [p for p in sim.pulls.values() if p.head_ref == BRANCH]
+    assert replies[-1] == f"@maint opened the calibration pull request #{cal.number} (4 est_time value(s))."
+    assert b"est_time=740" in world.repo.files(world.repo.head(BRANCH))[KIMI]
+
+
+def test_the_schedule_refreshes_each_repository_when_due(github_sim, tmp_path):
+    from bot.calibration_pr import sweep
+    from bot.github.client import GitHub
+    from bot.store import service as store
+
+    sim = github_sim
+    world = _world(sim, tmp_path)
+    url = world.settings.database_url
+    store.record_installation(url, installation_id=world.installation.id, account="sgl-project", target_type="Organization",
+                              repository_selection="selected", repositories=[REPO])
+    github = GitHub(sim.url, str(world.app.id), world.app.private_key_pem, policy=RetryPolicy(base_s=0.01, read_timeout_s=5))
+    now = datetime.now(timezone.utc)
+    (first,) = sweep(github, url, now=now)
+    assert first[0] == REPO and first[1].action == "opened"
+    assert sweep(github, url, now=now + timedelta(days=6)) == []  # weekly: not due yet
+    (again,) = sweep(github, url, now=now + timedelta(days=7))
+    assert again[1].action == "unchanged" and again[1].number == first[1].number
