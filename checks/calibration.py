@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, Iterable, Mapping
 
-from checks.durations import DurationStats, _round_up, calibrate, duration_stats
+from checks.durations import NOT_LOWERED, DurationStats, calibrate, duration_stats
 from checks.model import Backend, Registration
 
 # What est_time on the calibration hardware declares: the ROCm family (miles' rocm, sglang's amd).
@@ -33,8 +33,8 @@ CALIBRATED_FAMILIES = (Backend.ROCM,)
 MERGED = "merged"
 PR_HEAD = "pr-head"
 ON_DEMAND = "on-demand"
-# workflow_run events whose head is a pull request's, not a branch's merged code
-_PR_EVENTS = frozenset({"pull_request", "pull_request_target", "merge_group_pr"})
+# workflow_run events whose head is a pull request's, not a branch's merged code (the store filters on them too)
+UNMERGED_EVENTS = ("pull_request", "pull_request_target")
 
 # reasons (the JSON `reason` of a change or an unchanged entry)
 UNDER = "under-estimated"
@@ -55,7 +55,7 @@ def origin_of(record: Mapping[str, Any]) -> str:
     if source.startswith("on-demand"):
         return ON_DEMAND
     event = record.get("event")
-    if event in _PR_EVENTS or source.startswith("pull_request"):
+    if event in UNMERGED_EVENTS:
         return PR_HEAD
     return MERGED
 
@@ -90,11 +90,6 @@ class Window:
     def cut_by(self, est_time: float) -> int:
         """How many passing runs of the window took longer than est_time."""
         return sum(1 for v in self.passing if v > est_time)
-
-    @property
-    def floor_run(self) -> float:
-        """The slowest passing run the policy must cover."""
-        return max(max(self.passing, default=0.0), self.slowest or 0.0)
 
 
 def build_windows(records: Iterable[Mapping[str, Any]], params: Any, *, now: datetime | None = None,
@@ -249,8 +244,7 @@ def decide(reg: Registration, window: Window | None, params: Any, bounds: Bounds
     verdict = calibrate(old, st, params, hardware=hardware, timeouts=window.timeouts, slowest=window.slowest,
                         timed_out_at=window.timed_out_at)
     if verdict.rule is None or verdict.suggested is None:
-        reason = TIMEOUT_IN_WINDOW if window.timeouts and "timed out" in verdict.message else FITS
-        return keep(reason, verdict.message, st, window)
+        return keep(TIMEOUT_IN_WINDOW if verdict.kind == NOT_LOWERED else FITS, verdict.message, st, window)
     new = max(verdict.suggested, bounds.minimum)
     if window.timeouts and new < old:
         return keep(TIMEOUT_IN_WINDOW, f"{window.timeouts} run(s) timed out in the window: est_time is not lowered", st, window)
@@ -271,19 +265,6 @@ def decide_all(registrations: Iterable[Registration], windows: Mapping[tuple[str
     regs = [r for r in registrations if not r.implicit and r.backend.family in CALIBRATED_FAMILIES]
     regs.sort(key=lambda r: (r.file, r.span.line, r.span.column))
     return [decide(r, windows.get((r.file, r.backend.family)), params, bounds) for r in regs]
-
-
-def lowering_cut(old: float, new: float, window: Window | None) -> int:
-    """Passing runs of the window that a lowered est_time (old -> new) would have cut: 0 if none."""
-    if window is None or new >= old:
-        return 0
-    return window.cut_by(new)
-
-
-def required_floor(window: Window, params: Any) -> int:
-    """The lowest est_time the policy accepts for this window: the slowest passing run x max_margin."""
-    st = window.stats
-    return _round_up((st.max or 0) * float(params.max_margin), int(params.round_to_s))
 
 
 @dataclass

@@ -328,13 +328,14 @@ UNDER = "under-estimated"
 OVER = "over-estimated"
 EXCEEDS_TIMEOUT = "exceeds-timeout"
 INSUFFICIENT = "insufficient-data"
+NOT_LOWERED = "not-lowered"  # above the over-estimate ceiling, but a run timed out in the window
 
 
 @dataclass(frozen=True)
 class Calibration:
     """A verdict on one est_time against its stored durations; the lead wraps it into a finding."""
 
-    kind: str  # ok | under-estimated | over-estimated | exceeds-timeout | insufficient-data
+    kind: str  # ok | under-estimated | over-estimated | exceeds-timeout | insufficient-data | not-lowered
     rule: str | None  # "REG020", "REG021", or None when the est_time is fine
     severity: str | None  # failure | warning | notice | None
     est_time: float
@@ -497,7 +498,7 @@ def calibrate(
     if est_time > ceiling and est_time > suggested:
         if timeouts:
             return verdict(
-                OK, None, None, None,
+                NOT_LOWERED, None, None, None,
                 f"{base}; est_time {_s(est_time)} s is above max({over_factor:g} x p90, p90 + {over_slack_s:g} s) "
                 f"but not lowered: {timeouts} run(s) timed out in the window",
             )

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 from sqlalchemy.types import TypeDecorator
 
 from bot.store.db import Base, get_engine, session_scope, upgrade
+from checks.calibration import UNMERGED_EVENTS
 from checks.durations import CalibrationParams, DurationStats, duration_stats
 
 UNKNOWN_HARDWARE = "unknown"
@@ -331,8 +332,6 @@ def stats_select(
 
 
 
-# workflow_run events whose head is a pull request's, not merged code (checks/calibration.py says the same)
-UNMERGED_EVENTS = ("pull_request", "pull_request_target")
 
 
 def _merged_code(m):
