@@ -209,7 +209,8 @@ def run(github, store_url: str, installation_id: int, repo: str, *, now: datetim
 def sweep(github, store_url: str, *, now: datetime | None = None) -> list[tuple[str, Outcome]]:
     """The worker's periodic pass: every installed repository whose last refresh is as old as its
     `calibration.pull_request_every_days` (read from its default branch at that refresh; 7 days
-    before the first). A repository without `calibration.pull_requests` costs one read of its
+    before the first). Only repositories with stored durations are visited (nothing else has
+    anything to calibrate); one without `calibration.pull_requests` costs one read of its
     configuration per interval and nothing else."""
     from datetime import timezone
 
@@ -217,10 +218,13 @@ def sweep(github, store_url: str, *, now: datetime | None = None) -> list[tuple[
     from bot.store import service as store
     from bot.store.locks import Busy, claim
 
+    from bot.store.measurements import repositories
+
     now = now or datetime.now(timezone.utc)
+    measured = set(repositories(store_url))  # no stored durations: nothing to calibrate, no GitHub call
     done = []
     for inst, repos in store.installations(store_url):
-        for repo in runs.due(store_url, repos, now):
+        for repo in runs.due(store_url, [r for r in repos if r in measured], now):
             try:
                 with claim(store_url, f"calibration:{repo}", wait_s=0):  # one worker per repository
                     if repo not in runs.due(store_url, [repo], now):

@@ -245,3 +245,22 @@ def test_the_schedule_refreshes_each_repository_when_due(github_sim, tmp_path):
     assert sweep(github, url, now=now + timedelta(days=6)) == []  # weekly: not due yet
     (again,) = sweep(github, url, now=now + timedelta(days=7))
     assert again[1].action == "unchanged" and again[1].number == first[1].number
+
+
+def test_the_schedule_leaves_repositories_without_durations_alone(github_sim, tmp_path):
+    from bot.calibration_pr import sweep
+    from bot.github.client import GitHub
+    from bot.store import service as store
+
+    sim = github_sim
+    world = _world(sim, tmp_path)
+    url = world.settings.database_url
+    other = sim.create_repo("sgl-project/other", default_branch="main")
+    other.commit(_files(), branch="main")
+    sim.install(world.app, "sgl-project/other")
+    store.record_installation(url, installation_id=world.installation.id, account="sgl-project", target_type="Organization",
+                              repository_selection="selected", repositories=["sgl-project/other"])
+    github = GitHub(sim.url, str(world.app.id), world.app.private_key_pem, policy=RetryPolicy(base_s=0.01, read_timeout_s=5))
+    mark = len(sim.requests_log)
+    assert sweep(github, url) == []  # sgl-project/other has no stored durations
+    assert _calls(sim, mark) == []
