@@ -22,12 +22,14 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from typing import TYPE_CHECKING
+
 from bot.github.retry import GitHubError
 from bot.logging import get_logger
-from checks.calibration import Bounds, Decision, Plan, build_windows, decide_all, stats_rows
-from checks.calibration_edits import plan_edits
 from checks.config import CONFIG_PATH, load_config
-from checks.shards import Item, heaviest, partition
+
+if TYPE_CHECKING:  # the policy, the edits (libcst) and the shards load only when a refresh runs
+    from checks.calibration import Decision, Plan
 
 log = get_logger("ci_registrar.calibration")
 
@@ -56,7 +58,7 @@ def _outcome_with(every_days: float):
     return make
 
 
-def fingerprint(decisions: list[Decision]) -> str:
+def fingerprint(decisions: list["Decision"]) -> str:
     values = sorted((d.registration.file, d.registration.anchor("est_time").line, d.old, d.new) for d in decisions)
     return hashlib.sha256(json.dumps(values).encode()).hexdigest()[:16]
 
@@ -72,16 +74,18 @@ def _fmt(v) -> str:
     return f"{v:g}" if float(v).is_integer() else f"{v:.0f}"
 
 
-def render_body(plan: Plan, windows, uses, registrations, print_: str, params) -> str:
+def render_body(plan: "Plan", windows, uses, registrations, print_: str, params) -> str:
     """The table per suite (file, old, new, n, p90, max, why) and each suite's totals before and
     after, against its consumers' timeouts and shard counts, the view REG030 takes."""
+    from checks.shards import Item, heaviest, partition
+
     lines = [
         "Proposed by CI Registrar from the stored durations on "
         f"{params.hardware} (last {params.window_runs} passing runs within {params.window_days} days; "
         "docs/calibration.md): only what REG020 flags, never below a passing run, never lowered after a timeout.",
         "",
     ]
-    by_suite: dict[str, list[Decision]] = {}
+    by_suite: dict[str, list] = {}
     for d in plan.changes:
         by_suite.setdefault(d.registration.suite or "(no suite)", []).append(d)
     new_of = {d.registration.file: d.new for d in plan.changes}
@@ -118,6 +122,8 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
     require_enabled: do nothing (`disabled`) unless the default branch's configuration sets
     `calibration.pull_requests` (tests pass False to exercise the cycle on any configuration)."""
     from bot.sources import GitHubTree
+    from checks.calibration import Bounds, Plan, build_windows, decide_all, stats_rows
+    from checks.calibration_edits import plan_edits
     from checks.engine import build_context, check_tree
 
     info = client.get_json(f"/repos/{repo}", "/repos/{owner}/{repo}")
