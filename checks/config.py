@@ -127,6 +127,7 @@ class Approvers(_Struct):
 class Budgets(_Struct):
     daily_gpu_hours: float = 64
     max_files_per_command: int = 20
+    cancel_superseded_runs: bool = True  # a push cancels the on-demand runs of the PR's older heads
 
 
 def _default_consumers() -> list[Consumer]:

@@ -1,4 +1,4 @@
-"""When each repository's calibration pull request was last refreshed (migration 0008)."""
+"""When each repository's calibration pull request was last refreshed (migration 0009)."""
 
 from __future__ import annotations
 

@@ -249,6 +249,15 @@ class GitHubSimulator(JsonViews, RestOperations, GitWriteOperations):
             self._comments[comment["id"]] = comment
             return self._comment_json(comment)
 
+    def delete_comment(self, repo, comment_id: int) -> dict:
+        """The author deletes their comment: GitHub answers 404 for it (and its reactions) from now on.
+        Returns its last JSON, for the `issue_comment` `deleted` delivery."""
+        with self.lock:
+            last = self._comment_json(self._comments[comment_id])
+            del self._comments[comment_id]
+            self._reactions.pop(comment_id, None)
+            return last
+
     def edit_comment(self, repo, comment_id: int, body: str) -> dict:
         with self.lock:
             comment = self._comments[comment_id]
@@ -293,6 +302,13 @@ class GitHubSimulator(JsonViews, RestOperations, GitWriteOperations):
             self._jobs[job["id"]] = job
             run["jobs"].append(job["id"])
             return {k: v for k, v in job.items()}
+
+    def delete_run(self, run_id: int) -> None:
+        """Someone deletes a workflow run: GitHub answers 404 for it from now on."""
+        with self.lock:
+            run = self._runs.pop(run_id)
+            for job_id in run["jobs"]:
+                self._jobs.pop(job_id, None)
 
     def complete_run(self, run_id: int, conclusion: str = "success", jobs: list | None = None) -> dict:
         with self.lock:

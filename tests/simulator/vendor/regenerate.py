@@ -89,6 +89,7 @@ OPERATIONS = [
     ("get", "/repos/{owner}/{repo}/actions/runs"),
     ("get", "/repos/{owner}/{repo}/actions/runs/{run_id}"),
     ("get", "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs"),
+    ("post", "/repos/{owner}/{repo}/actions/runs/{run_id}/cancel"),
     ("get", "/repos/{owner}/{repo}/actions/jobs/{job_id}/logs"),
     ("get", "/rate_limit"),
     ("get", "/orgs/{org}/teams/{team_slug}/memberships/{username}"),

@@ -3,15 +3,15 @@
 Calibration counts runs of merged code only (docs/calibration.md): a pull request head's run is
 told apart by its event. Rows stored before this column have none and count as merged.
 
-Revision ID: 0007_measurement_event
-Revises: 0006_registration_index
+Revision ID: 0008_measurement_event
+Revises: 0007_ondemand_heads
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0007_measurement_event"
-down_revision = "0006_registration_index"
+revision = "0008_measurement_event"
+down_revision = "0007_ondemand_heads"
 branch_labels = None
 depends_on = None
 

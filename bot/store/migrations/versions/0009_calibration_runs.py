@@ -1,14 +1,14 @@
 """When the App last refreshed each repository's calibration pull request, and how it went.
 
-Revision ID: 0008_calibration_runs
-Revises: 0007_measurement_event
+Revision ID: 0009_calibration_runs
+Revises: 0008_measurement_event
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0008_calibration_runs"
-down_revision = "0007_measurement_event"
+revision = "0009_calibration_runs"
+down_revision = "0008_measurement_event"
 branch_labels = None
 depends_on = None
 
