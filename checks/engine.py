@@ -27,6 +27,7 @@ from checks.model import code, Change, Finding, Registration, Report, Severity, 
 from checks.registrations import FileScan, implicit_registration, scan_file
 from checks.rules import RULES, make_finding
 from checks.source import decode_source
+from checks.suppressions import apply_suppressions
 from checks.workflows import SuiteUse, is_workflow_path, read_consumers
 
 _FROM_TREE = object()
@@ -316,7 +317,10 @@ def check_tree(
 
         attach_fixes(findings, report.registrations, lambda path: _lines(ctx, head, path))
     findings.extend(budget.findings)
-    report.findings = _apply_overrides(findings, config)
+    report.findings = findings
+    # `# ci-registrar: ignore[...]` on a registration: from each checked file's scan (cached too)
+    apply_suppressions(report, {p: ctx.scans[p].suppressions for p in to_check if ctx.scans[p].suppressions})
+    report.findings = _apply_overrides(report.findings, config)
     report.findings.sort(key=Finding.sort_key)
     return report
 

@@ -54,7 +54,7 @@ from checks.registrations import FileScan
 from checks.tree import git_blob_sha  # noqa: F401  (part of this module's key API)
 
 # Bump when scan_file's output or the facts layout changes.
-ENGINE_FACTS_VERSION = 1
+ENGINE_FACTS_VERSION = 2  # 2: a file's suppression comments
 
 # Contract fields a scan never reads (the inventory feeds the suite rules, not scan_file; the
 # findings and the did-you-mean memo are the contract's own). Everything else is fingerprinted,
@@ -240,6 +240,7 @@ def to_facts(scan: FileScan) -> dict:
         "num_gpus": num_gpus,
         "registrations": regs,
         "findings": findings,
+        "suppressions": [list(m) for m in scan.suppressions],
     }
 
 
@@ -252,6 +253,7 @@ def from_facts(facts: dict, path: str) -> FileScan:
     scan.parsed = bool(facts["parsed"])
     scan.unreadable = bool(facts["unreadable"])
     scan.invisible = int(facts["invisible"])
+    scan.suppressions = [[int(m[0]), int(m[1]), str(m[2]), str(m[3])] for m in facts["suppressions"]]
     if facts["num_gpus"] is not None:
         n, span = facts["num_gpus"]
         scan.num_gpus_constant = (int(n), _unspan(span))

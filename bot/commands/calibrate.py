@@ -38,10 +38,12 @@ def _records_from_file(path: str) -> list[dict]:
 def _records_from_store(repository: str | None) -> list[dict]:
     from bot.durations import export_records
     from bot.settings import load_settings
-    from bot.store.measurements import ensure_store
+    from bot.store.measurements import NO_STORE, open_for_reading, sqlite_path
 
     url = load_settings().database_url
-    ensure_store(url)
+    if open_for_reading(url) is None:  # reading never creates a store
+        click.echo(f"ci-registrar calibrate: {NO_STORE.format(path=sqlite_path(url))}", err=True)
+        return []
     return export_records(url, repository=repository)
 
 

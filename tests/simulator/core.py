@@ -20,6 +20,7 @@ from .model import (GENERIC_STATUSES, JWT_PATHS, LEVELS, OPERATION_PERMISSIONS, 
                     RATE_DOCS, SECONDARY_MESSAGE, ApiError, App, Delivery, Fault, Installation, PullRequest, Repo,
                     SimulatorError, iso, sign)
 from .graphql import GraphQLEndpoint
+from .manifests import manifest_errors
 from .operations import RestOperations
 from .gitwrite import GitWriteOperations
 from .schemas import BAD_JSON, NO_BODY, RestDescription, WebhookDescription
@@ -336,6 +337,9 @@ class GitHubSimulator(JsonViews, RestOperations, GitWriteOperations):
 
     def manifest_code(self, manifest, owner: str | None = None) -> str:
         manifest = json.loads(manifest) if isinstance(manifest, (str, bytes)) else dict(manifest)
+        errors = manifest_errors(manifest)
+        if errors:
+            raise SimulatorError("GitHub would refuse this manifest: " + "; ".join(errors))
         with self.lock:
             code = secrets.token_hex(10)
             self._manifest_codes[code] = {"manifest": manifest, "owner": owner,
@@ -700,12 +704,12 @@ class GitHubSimulator(JsonViews, RestOperations, GitWriteOperations):
                 manifest = json.loads(raw)
             except ValueError:
                 return Response(422, b"manifest is not valid JSON", {"Content-Type": "text/plain"})
-            missing = [k for k in ("url",) if not manifest.get(k)]
-            if not (manifest.get("hook_attributes") or {}).get("url") and \
-                    (manifest.get("hook_attributes") or {}).get("active", True):
-                missing.append("hook_attributes.url")
-            if missing or not manifest.get("redirect_url"):
-                return Response(422, f"manifest is missing {missing or ['redirect_url']}".encode(),
+            errors = manifest_errors(manifest)
+            if not errors and not manifest.get("redirect_url"):
+                errors = ["redirect_url is needed to come back with the code"]
+            if errors:
+                # GitHub shows the form again with these messages and creates nothing.
+                return Response(422, ("Invalid GitHub App manifest:\n" + "\n".join(errors)).encode(),
                                 {"Content-Type": "text/plain"})
             code = self.manifest_code(manifest, owner=m.group(1))
             state = req.query.get("state", [None])[-1]
