@@ -4,7 +4,7 @@
 subcommand's module is imported until that subcommand runs.
 
 The base install (`pip install ci-registrar`) carries what `check`, `rule` and `config` need;
-`durations`, `audit`, `db` and `check --durations` need the `store` extra, `serve`, `worker` and
+`durations`, `audit`, `db`, `check --durations` and `calibrate --durations` need the `store` extra, `serve`, `worker` and
 `manifest` the `app` extra. A missing dependency is a one-line error that says which extra to
 install, never a traceback.
 """
@@ -19,6 +19,7 @@ import click
 # name -> "module:attribute" of a click command or group
 SUBCOMMANDS = {
     "check": "bot.commands.check:check",
+    "calibrate": "bot.commands.calibrate:calibrate",
     "rule": "bot.commands.rule:rule",
     "config": "bot.commands.config:config",
     "serve": "bot.commands.service:serve",

@@ -44,7 +44,7 @@ from checks.hardware import hardware_for_labels
 FIELDS = (
     "repository", "file", "backend", "suite", "hardware", "elapsed_s", "outcome", "attempt",
     "exit_code", "timeout_after_s", "est_time", "run_id", "job_id", "head_sha", "workflow",
-    "measured_at", "source",
+    "measured_at", "source", "event",
 )
 REQUIRED_FIELDS = ("repository", "file", "elapsed_s", "outcome")
 # Accepted spellings of a column (the runner's own words on the left).
@@ -106,6 +106,7 @@ def ingest_job_log(
     hardware_mapping: Mapping[str, str] | None = None,
     measured_at: datetime | None = None,
     name: str | None = None,
+    event: str | None = None,
 ) -> IngestResult:
     """Parse one Actions job log and store its per-file measurements (idempotently).
 
@@ -115,6 +116,7 @@ def ingest_job_log(
     backend / suite: if not given, read from the runner's `--hw` / `--suite` in the log (else rocm).
     measured_at: for lines without an Actions timestamp (default: now).
     run_id / job_id: the natural key; without them 0 and a hash of the log stand in.
+    event: the workflow run's GitHub event (`pull_request` marks a PR head's run: not merged code).
     """
     result = IngestResult(source=name or f"{repository} run {run_id} job {job_id}")
     parsed = parse_job_log(log_text)
@@ -150,6 +152,7 @@ def ingest_job_log(
             "runner_labels": labels,
             "measured_at": r.timestamp or fallback,
             "source": source,
+            "event": event,
         }
         for r in parsed.records
     ]
@@ -204,6 +207,7 @@ class MeasurementItem(msgspec.Struct, kw_only=True, forbid_unknown_fields=False)
     workflow: str | None = None
     measured_at: datetime | None = None
     source: str | None = None
+    event: Annotated[str, msgspec.Meta(max_length=32)] | None = None
     runner_labels: list[str] | str | None = None
 
 
@@ -275,7 +279,7 @@ def _row_from_item(item: Mapping[str, Any], defaults: Mapping[str, Any], mapping
         "attempt": m.attempt, "exit_code": m.exit_code, "timeout_after_s": m.timeout_after_s,
         "est_time": m.est_time, "run_id": m.run_id, "job_id": m.job_id, "head_sha": m.head_sha,
         "workflow": m.workflow, "runner_labels": None, "measured_at": m.measured_at,
-        "source": m.source or defaults.get("source") or "import",
+        "source": m.source or defaults.get("source") or "import", "event": m.event,
     }
 
 

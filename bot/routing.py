@@ -26,6 +26,7 @@ HANDLER_MODULES = (
     "bot.handlers.rocm_commands",   # /run-rocm, /approve-rocm, /deny-rocm, /rocm-status
     "bot.handlers.rocm_approvals",  # the Approve run button; a push makes requests stale
     "bot.handlers.rocm_runs",       # an on-demand run finished
+    "bot.handlers.calibration",     # /calibrate-est-time: the calibration pull request now
 )
 
 

@@ -463,6 +463,12 @@ def start_reconciler(runtime: Runtime, stop: threading.Event | None = None) -> t
                 sweep_expired(runtime.github, runtime.settings.database_url, store.installation_for)
             except Exception as exc:
                 log.warning("on-demand expiry pass failed", error=_short(exc))
+            try:
+                from bot.calibration_pr import sweep
+
+                sweep(runtime.github, runtime.settings.database_url)  # each repository's calibration PR when due
+            except Exception as exc:
+                log.warning("calibration pass failed", error=_short(exc))
             if stop.wait(reconcile_every_s()):
                 return
 

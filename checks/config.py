@@ -91,6 +91,14 @@ class Calibration(_Struct):
     over_factor: float = 1.5
     over_slack_s: float = 120
     timeout_per_file_s: int = 1800
+    # est_time proposals (docs/calibration.md): never below the slowest passing run x max_margin;
+    # runs of unmerged code (pull request heads, on-demand runs) count only when include_unmerged.
+    max_margin: float = 1.05
+    floor_days: int = 90  # ... the slowest passing run within this many days (at least window_days)
+    include_unmerged: bool = False
+    # the App's calibration pull request (docs/calibration.md): off unless set; refreshed every N days
+    pull_requests: bool = False
+    pull_request_every_days: int = 7
 
 
 class DurationSource(_Struct):
@@ -283,11 +291,18 @@ def _semantic_errors(config: Config) -> list[tuple[str, str]]:
     if config.budgets.max_files_per_command < 1:
         errors.append(("$.budgets.max_files_per_command", "budgets.max_files_per_command must be at least 1"))
     c = config.calibration
-    for name in ("window_runs", "window_days", "min_samples", "round_to_s", "timeout_per_file_s"):
+    for name in ("window_runs", "window_days", "min_samples", "round_to_s", "timeout_per_file_s", "floor_days",
+                 "pull_request_every_days"):
         if getattr(c, name) < 1:
             errors.append((f"$.calibration.{name}", f"calibration.{name} must be at least 1"))
     if c.margin < 1:
         errors.append(("$.calibration.margin", "calibration.margin must be at least 1"))
+    if c.floor_days < c.window_days:
+        errors.append(("$.calibration.floor_days", "calibration.floor_days must be at least window_days: the floor "
+                                                   "covers every passing run of the window"))
+    if c.max_margin < 1:
+        errors.append(("$.calibration.max_margin", "calibration.max_margin must be at least 1: a proposal "
+                                                   "below the slowest passing run would cut it"))
     return errors
 
 

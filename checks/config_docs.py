@@ -29,7 +29,8 @@ SECTIONS: dict[str, str] = {
                  "The hand-typed form (`suites:`, `timeout_minutes`, `shards`) still works but goes stale when the "
                  "workflow changes: the read form is preferred. Default: sgl-project/sglang's "
                  "`.github/workflows/nightly-test-amd-miles-rocm720.yml` (radixark/miles' MI350 nightly), read.",
-    "calibration": "How REG020/REG021 judge est_time against stored durations (`ci-registrar durations`).",
+    "calibration": "How REG020/REG021 judge est_time against stored durations (`ci-registrar durations`), and how "
+                   "`ci-registrar calibrate` proposes new values ([calibration.md](calibration.md)).",
     "hardware": "Runner label globs (fnmatch, case-insensitive) -> hardware model, to tell which hardware "
                 "ran a job whose durations are stored. A job whose labels match no model, or several, is `unknown`.",
     "duration_sources": "Workflows whose completed runs the App reads durations from (job logs of the runner).",
@@ -97,11 +98,22 @@ FIELDS: dict[str, str] = {
     "Calibration.window_runs": "Use the last N passing runs of a file.",
     "Calibration.window_days": "... within this many days.",
     "Calibration.min_samples": "Fewer passing runs than this: REG021 (too few to judge) instead of REG020.",
-    "Calibration.margin": "The suggested est_time is p90 x margin (at least 1).",
+    "Calibration.margin": "The suggested est_time is at least p90 x margin (at least 1); see max_margin.",
     "Calibration.round_to_s": "... rounded up to a multiple of this many seconds.",
-    "Calibration.over_factor": "est_time above max(over_factor x p90, p90 + over_slack_s) is over-estimated (REG020).",
+    "Calibration.over_factor": "est_time above max(over_factor x p90, p90 + over_slack_s, the suggested value) is over-estimated (REG020).",
     "Calibration.over_slack_s": "See over_factor (seconds).",
     "Calibration.timeout_per_file_s": "The runner's per-file timeout floor: a file times out after max(this, 1.25 x est_time) seconds.",
+    "Calibration.max_margin": "... and at least the slowest passing run in the window x max_margin (at least 1): a "
+                              "suggestion never cuts a run that passed ([calibration.md](calibration.md)).",
+    "Calibration.floor_days": "The slowest passing run of this many days (at least window_days) bounds a suggestion "
+                              "from below: a slow mode seen once in a month is not forgotten when the last "
+                              "window_runs runs happen to miss it.",
+    "Calibration.pull_requests": "true: the App opens and maintains one calibration pull request in this repository "
+                                 "(on the branch `ci-registrar/calibrate-est-time`; needs `contents: write`). "
+                                 "A maintainer's `/calibrate-est-time` comment refreshes it at once.",
+    "Calibration.pull_request_every_days": "How often the App refreshes the calibration pull request (days; weekly by default).",
+    "Calibration.include_unmerged": "Count runs of unmerged code (pull request heads, `/run-rocm` on-demand runs) in "
+                                    "`ci-registrar calibrate`'s window; by default only runs of merged code count.",
     "DurationSource.workflow": "Workflow file name (e.g. `pr-test-rocm.yml`) whose completed runs are read. Required.",
     "DurationSource.repository": "`owner/name` where that workflow runs; null: this repository.",
     "Dispatch.workflow": "Workflow file name (or numeric id) to dispatch, e.g. `rocm-on-demand.yml`. Required.",

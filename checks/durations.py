@@ -296,9 +296,15 @@ def _round_up(seconds: float, round_to_s: int) -> int:
     return int(math.ceil(round(seconds / step, 9)) * step)
 
 
-def suggest_est_time(p90: float, margin: float = 1.15, round_to_s: int = 10) -> int:
-    """p90 x margin rounded up to a multiple of round_to_s seconds."""
-    return _round_up(p90 * margin, round_to_s)
+def suggest_est_time(p90: float, margin: float = 1.15, round_to_s: int = 10, *, slowest: float | None = None,
+                     max_margin: float = 1.0) -> int:
+    """p90 x margin, and at least the slowest passing run x max_margin, rounded up to round_to_s seconds.
+
+    The second bound is the calibration policy's (docs/calibration.md): a p90 alone undercuts the
+    slow mode of a bimodal file (sglang's weekly script once set 300 s to 13 s).
+    """
+    floor = slowest * max_margin if slowest is not None else 0.0
+    return _round_up(max(p90 * margin, floor), round_to_s)
 
 
 def runner_timeout(est_time: float, timeout_per_file_s: int = 1800) -> int:
@@ -322,13 +328,14 @@ UNDER = "under-estimated"
 OVER = "over-estimated"
 EXCEEDS_TIMEOUT = "exceeds-timeout"
 INSUFFICIENT = "insufficient-data"
+NOT_LOWERED = "not-lowered"  # above the over-estimate ceiling, but a run timed out in the window
 
 
 @dataclass(frozen=True)
 class Calibration:
     """A verdict on one est_time against its stored durations; the lead wraps it into a finding."""
 
-    kind: str  # ok | under-estimated | over-estimated | exceeds-timeout | insufficient-data
+    kind: str  # ok | under-estimated | over-estimated | exceeds-timeout | insufficient-data | not-lowered
     rule: str | None  # "REG020", "REG021", or None when the est_time is fine
     severity: str | None  # failure | warning | notice | None
     est_time: float
@@ -396,6 +403,9 @@ def calibrate(
     since: date | datetime | str | None = None,
     hardware: str | None = None,
     other_estimate: OtherBackendEstimate | None = None,
+    timeouts: int = 0,
+    slowest: float | None = None,
+    timed_out_at: float | None = None,
 ) -> Calibration:
     """Judge est_time against stored durations as REG020 / REG021 define it (docs/rules.md).
 
@@ -404,6 +414,12 @@ def calibrate(
     of the `calibration:` section (docs/configuration.md).
     since: the oldest measurement in the window, for the message.
     other_estimate: estimate_from_other_backend(...) for the REG021 message when data is short.
+    timeouts: TIMEOUT attempts in the window; with any, est_time is never called over-estimated
+    (the calibration policy does not lower it).
+    slowest: the slowest passing run within floor_days (all of them, not only the last
+    window_runs): the suggestion never goes below it x max_margin (default: the stats' max).
+    timed_out_at: the longest TIMEOUT attempt within window_days (the runner's limit it hit):
+    where est_time set that limit, the run needed more, and est_time is raised past it.
     """
     st = _stats_of(stats)
     hardware = hardware or _param(params, "hardware")
@@ -448,7 +464,18 @@ def calibrate(
         return verdict(INSUFFICIENT, "REG021", "notice", suggested, head)
 
     base = f"p90 {_s(st.p90)} s over {st.n} passing runs{where}{since_txt}"
-    suggested = suggest_est_time(st.p90, margin, round_to_s)
+    max_margin = float(_param(params, "max_margin"))
+    floor_run = max(st.max or 0, slowest or 0)
+    suggested = suggest_est_time(st.p90, margin, round_to_s, slowest=floor_run, max_margin=max_margin)
+    per_file = int(_param(params, "timeout_per_file_s"))
+    if timed_out_at is not None and timed_out_at >= timeout and 1.25 * est_time >= per_file:
+        # Killed at the limit this est_time sets: that run needed more than timed_out_at seconds.
+        suggested = max(suggested, _round_up(timed_out_at * max_margin, round_to_s))
+        return verdict(
+            EXCEEDS_TIMEOUT, "REG020", "warning", suggested,
+            f"{base}; a run timed out after {_s(timed_out_at)} s, the runner's limit for est_time {_s(est_time)} s "
+            f"(1.25 x est_time): it needed more; suggest {suggested}",
+        )
     if st.max is not None and st.max > timeout:
         # The runner would kill a run it has already seen pass: est_time must cover the max.
         needed = _round_up(st.max / 1.25, round_to_s)
@@ -467,11 +494,18 @@ def calibrate(
             f"{base}; est_time {_s(est_time)} s is under-estimated; suggest {suggested}",
         )
     ceiling = max(over_factor * st.p90, st.p90 + over_slack_s)
-    if est_time > ceiling:
+    # The suggestion itself is never "over": a value that covers the slowest passing run stays.
+    if est_time > ceiling and est_time > suggested:
+        if timeouts:
+            return verdict(
+                NOT_LOWERED, None, None, None,
+                f"{base}; est_time {_s(est_time)} s is above max({over_factor:g} x p90, p90 + {over_slack_s:g} s) "
+                f"but not lowered: {timeouts} run(s) timed out in the window",
+            )
         return verdict(
             OVER, "REG020", "warning", suggested,
             f"{base}; est_time {_s(est_time)} s is over-estimated (above max({over_factor:g} x p90, "
-            f"p90 + {over_slack_s:g} s) = {_s(ceiling)} s); suggest {suggested}",
+            f"p90 + {over_slack_s:g} s) = {_s(ceiling)} s and above the slowest passing run's bound); suggest {suggested}",
         )
     return verdict(OK, None, None, None, f"{base}; est_time {_s(est_time)} s fits")
 

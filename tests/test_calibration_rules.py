@@ -84,7 +84,8 @@ def test_budget_uses_measured_time_where_it_exists():
     assert findings(None, tree=tree, rule="REG030") == []  # 2 x 1000 s per shard < 10800 s
     rows = [row(p, 5, 5000, 5600, 5700) for p in files]  # measured: 2 x 5600 s per shard > 10800 s
     (f,) = findings(rows, tree=tree, rule="REG030")
-    assert "measured p90 for 4 file(s)" in f.message and f.file == "tests/ci/run_suite.py"
+    assert "measured p90 for every file" in f.message and f.file == "tests/ci/run_suite.py"
+    assert "no est_time rebalances it: 4 shards would fit" in f.message  # 5600 s each against 10800 s
 
 
 def test_without_durations_the_calibration_rules_do_not_run():

@@ -410,3 +410,31 @@ def test_imported_items_follow_the_schema_with_the_runners_spellings(store, repo
     [row] = rows(store, repo)
     assert (row.elapsed_s, row.outcome, row.attempt, row.run_id, row.backend, row.hardware) == \
         (812, "PASS", 2, 7, "cuda", "MI355X")
+
+
+def test_calibration_reads_merged_code_its_floor_and_its_timeouts(store, repo):
+    """query_stats(merged_only) leaves out PR heads' and on-demand runs; floor_stats gives the
+    slowest passing run of floor_days and the window's timeouts (docs/calibration.md)."""
+    from bot.store.measurements import floor_stats, query_stats
+
+    f = "tests/e2e/test_cal.py"
+
+    def item(i, elapsed, outcome="PASS", days=1, **extra):
+        return {"repository": repo, "file": f, "backend": "rocm", "hardware": "MI355X", "elapsed_s": elapsed,
+                "outcome": outcome, "run_id": i, "job_id": i, "measured_at": (NOW - timedelta(days=days)).isoformat(), **extra}
+
+    items = [item(i, 600 + i) for i in range(1, 5)]
+    items += [item(10, 3000, event="pull_request"), item(11, 2900, source="on-demand:7")]
+    items += [item(20, 2600, days=60)]  # outside window_days, inside floor_days
+    items += [item(30, 2500, "TIMEOUT", timeout_after_s=2500)]
+    result = svc.ingest_json(store, json.dumps(items))
+    assert result.inserted == len(items), result.malformed
+    params = CalibrationParams()
+    (every,) = query_stats(store, repository=repo, params=params, now=NOW)
+    (merged,) = query_stats(store, repository=repo, params=params, now=NOW, merged_only=True)
+    assert (every.n, every.max) == (6, 3000) and (merged.n, merged.max) == (4, 604)
+    assert sorted(merged.values) == [601, 602, 603, 604]
+    extra = floor_stats(store, repository=repo, params=params, now=NOW)[(repo, "MI355X", "rocm", f)]
+    assert extra == {"slowest": 2600, "timeouts": 1, "timed_out_at": 2500}
+    exported = {r["run_id"]: r["event"] for r in svc.export_records(store, repository=repo)}
+    assert exported[10] == "pull_request" and exported[1] is None

@@ -560,6 +560,44 @@ class InstallationClient:
         return self.call("POST", endpoint, lambda: self.gh.requester.requestJsonAndCheck(
             "POST", path, input=body, headers={"Accept": JSON})[1], idempotent=idempotent)
 
+    def patch_json(self, path: str, endpoint: str, body: dict):
+        """PATCH through the requester: a git ref moved, a pull request edited or closed."""
+        return self.call("PATCH", endpoint, lambda: self.gh.requester.requestJsonAndCheck(
+            "PATCH", path, input=body, headers={"Accept": JSON})[1])
+
+    # -- git data writes (the calibration pull request) ------------------------------------------
+    def create_blob(self, repo: str, content: bytes) -> str:
+        body = {"content": base64.b64encode(content).decode(), "encoding": "base64"}
+        return self.post_json(f"/repos/{repo}/git/blobs", "/repos/{owner}/{repo}/git/blobs", body)["sha"]
+
+    def create_tree(self, repo: str, base_tree: str, entries: list[dict]) -> str:
+        return self.post_json(f"/repos/{repo}/git/trees", "/repos/{owner}/{repo}/git/trees",
+                              {"base_tree": base_tree, "tree": entries})["sha"]
+
+    def create_commit(self, repo: str, message: str, tree: str, parents: list[str]) -> str:
+        return self.post_json(f"/repos/{repo}/git/commits", "/repos/{owner}/{repo}/git/commits",
+                              {"message": message, "tree": tree, "parents": parents})["sha"]
+
+    def create_ref(self, repo: str, branch: str, sha: str) -> dict:
+        return self.post_json(f"/repos/{repo}/git/refs", "/repos/{owner}/{repo}/git/refs",
+                              {"ref": f"refs/heads/{branch}", "sha": sha})
+
+    def update_ref(self, repo: str, branch: str, sha: str, *, force: bool = False) -> dict:
+        return self.patch_json(f"/repos/{repo}/git/refs/heads/{branch}", "/repos/{owner}/{repo}/git/refs/{ref}",
+                               {"sha": sha, "force": force})
+
+    def pulls_from(self, repo: str, head: str, state: str = "all") -> list[dict]:
+        """Pull requests whose head is `owner:branch`, newest first (one page: a fixed branch has few)."""
+        return self.get_json(f"/repos/{repo}/pulls", "/repos/{owner}/{repo}/pulls",
+                             {"head": head, "state": state, "sort": "created", "direction": "desc", "per_page": 30})
+
+    def create_pull(self, repo: str, *, title: str, head: str, base: str, body: str) -> dict:
+        return self.post_json(f"/repos/{repo}/pulls", "/repos/{owner}/{repo}/pulls",
+                              {"title": title, "head": head, "base": base, "body": body})
+
+    def update_pull(self, repo: str, number: int, body: dict) -> dict:
+        return self.patch_json(f"/repos/{repo}/pulls/{int(number)}", "/repos/{owner}/{repo}/pulls/{pull_number}", body)
+
     # -- pull requests and people ----------------------------------------------------------------
     def pull(self, repo: str, number: int) -> dict:
         """GET pulls/{n}: the PR as it is now (head SHA, state). Conditional, so live and cheap."""

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 from sqlalchemy.types import TypeDecorator
 
 from bot.store.db import Base, get_engine, session_scope, upgrade
+from checks.calibration import UNMERGED_EVENTS
 from checks.durations import CalibrationParams, DurationStats, duration_stats
 
 UNKNOWN_HARDWARE = "unknown"
@@ -75,6 +76,8 @@ class Measurement(Base):
     runner_labels: Mapped[str | None] = mapped_column(sa.String(500), nullable=True)  # comma-separated
     measured_at: Mapped[datetime] = mapped_column(UTCDateTime())
     source: Mapped[str] = mapped_column(sa.String(32))  # job-log | json | csv | workflow_run
+    # the workflow run's GitHub event (pull_request, push, schedule, ...): a PR head's run is not merged code
+    event: Mapped[str | None] = mapped_column(sa.String(32), nullable=True)
     ingested_at: Mapped[datetime] = mapped_column(UTCDateTime(), server_default=sa.func.now())
 
     __table_args__ = (
@@ -268,6 +271,7 @@ class StatRow:
     since: datetime | None  # the oldest measurement in the window
     latest: datetime | None
     est_time: float | None  # the latest est_time the runner logged for the file
+    values: list[float] | None = None  # the window's passing durations (a lowered est_time's cut, REG020)
 
     @property
     def stats(self) -> DurationStats:
@@ -296,6 +300,7 @@ def stats_select(
     window_days: float = 30,
     now: datetime | None = None,
     dialect: str = "sqlite",
+    merged_only: bool = False,
 ) -> sa.Select:
     """The window and its aggregates in one query.
 
@@ -315,6 +320,8 @@ def stats_select(
                           (m.hardware, hardware)):
         if value is not None:
             where.append(column == value)
+    if merged_only:
+        where.append(_merged_code(m))
     w = (
         sa.select(m.repository, m.hardware, m.backend, m.file, m.elapsed_s, m.measured_at, m.suite,
                   m.est_time, rank.label("rn"))
@@ -325,6 +332,7 @@ def stats_select(
         values = (
             sa.func.percentile_cont(0.5).within_group(w.c.elapsed_s).label("median"),
             sa.func.percentile_cont(0.9).within_group(w.c.elapsed_s).label("p90"),
+            sa.func.array_agg(w.c.elapsed_s).label("values"),
         )
     else:
         values = (sa.func.group_concat(w.c.elapsed_s).label("values"),)
@@ -346,6 +354,56 @@ def stats_select(
 
 
 
+
+
+def _merged_code(m):
+    """Rows of merged code: neither an on-demand run nor a pull request head's (docs/calibration.md)."""
+    return sa.and_(sa.not_(m.source.like("on-demand%")),
+                   sa.or_(m.event.is_(None), m.event.not_in(UNMERGED_EVENTS)))
+
+
+def floor_stats(
+    target: Session | str,
+    *,
+    repository: str | None = None,
+    hardware: str | None = None,
+    params: Any = None,
+    now: datetime | None = None,
+) -> dict[tuple[str, str, str, str], dict]:
+    """Per (repository, hardware, backend, file): what the calibration policy reads beside the window.
+
+    slowest: the slowest passing run within floor_days; timeouts and timed_out_at: the TIMEOUT
+    attempts within window_days and the longest of them (the limit they hit). Runs of unmerged
+    code count only with include_unmerged, as in the window.
+    """
+    params = params or CalibrationParams()
+    now = utc(now)
+    window_start = now - timedelta(days=float(params.window_days))
+    floor_start = now - timedelta(days=float(max(params.floor_days, params.window_days)))
+    m = measurements.c
+    timed_out = sa.and_(m.outcome == "TIMEOUT", m.measured_at >= window_start)
+    where = [m.measured_at >= floor_start, m.outcome.in_(("PASS", "TIMEOUT"))]
+    for column, value in ((m.repository, repository), (m.hardware, hardware)):
+        if value is not None:
+            where.append(column == value)
+    if not params.include_unmerged:
+        where.append(_merged_code(m))
+    query = (
+        sa.select(
+            m.repository, m.hardware, m.backend, m.file,
+            sa.func.max(sa.case((m.outcome == "PASS", m.elapsed_s))).label("slowest"),
+            sa.func.count(sa.case((timed_out, 1))).label("timeouts"),
+            sa.func.max(sa.case((timed_out, sa.func.coalesce(m.timeout_after_s, m.elapsed_s)))).label("timed_out_at"),
+        )
+        .where(*where)
+        .group_by(m.repository, m.hardware, m.backend, m.file)
+    )
+    with session_for(target) as session:
+        return {(r.repository, r.hardware, r.backend, r.file): {"slowest": r.slowest, "timeouts": int(r.timeouts or 0),
+                                                                "timed_out_at": r.timed_out_at}
+                for r in session.execute(query)}
+
+
 def query_stats(
     target: Session | str,
     *,
@@ -358,6 +416,7 @@ def query_stats(
     window_days: float | None = None,
     params: Any = None,
     now: datetime | None = None,
+    merged_only: bool = False,
 ) -> list[StatRow]:
     """n, median, p90, max per (repository, file, backend, hardware) over the last window_runs
     passing runs within window_days days (defaults from params, else the `calibration:` defaults
@@ -373,15 +432,16 @@ def query_stats(
     with session_for(target) as session:
         dialect = session.get_bind().dialect.name
         query = stats_select(repository=repository, file=file, suite=suite, backend=backend, hardware=hardware,
-                             window_runs=runs, window_days=days, now=now, dialect=dialect)
+                             window_runs=runs, window_days=days, now=now, dialect=dialect, merged_only=merged_only)
         for row in session.execute(query):
             if dialect == "postgresql":
-                median, p90 = row.median, row.p90
+                median, p90, values = row.median, row.p90, [float(v) for v in row.values]
             else:
-                st = duration_stats(float(v) for v in row.values.split(","))
+                values = [float(v) for v in row.values.split(",")]
+                st = duration_stats(values)
                 median, p90 = st.median, st.p90
             out.append(StatRow(row.repository, row.file, row.backend, row.suite, row.hardware, row.n,
-                               median, p90, row.max, utc(row.since), utc(row.latest), row.est_time))
+                               median, p90, row.max, utc(row.since), utc(row.latest), row.est_time, values))
     out.sort(key=lambda r: (r.repository, r.file, r.backend, r.hardware))
     return out
 

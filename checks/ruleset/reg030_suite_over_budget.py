@@ -14,9 +14,16 @@ Reports:
 
 > suite `stage-c-4-gpu-mi350` holds 24000 s over 4 file(s); its longest of 2 shard(s) needs 12000 s, over the 180 min timeout of ...
 
+With stored durations the runner's split is replayed (its LPT partitioning by est_time, ties by
+file name) and each shard's time predicted from measured p90s: the finding names the overloaded
+shard (`--auto-partition-id`), its files, and the est_times that rebalance it, or the shard count
+that would fit (docs/calibration.md).
+
 ## How to fix
-Split the suite's files across more shards (`consumers[].shards`), raise the consumer job's
-`timeout-minutes`, or move files to another suite, so each shard fits its job timeout.
+Calibrate the suite's est_times (`ci-registrar calibrate --write`) when the split is what
+overloads a shard; otherwise split the suite's files across more shards (`consumers[].shards`),
+raise the consumer job's `timeout-minutes`, or move files to another suite, so each shard fits
+its job timeout.
 """
 
 from checks.model import Severity
@@ -24,6 +31,7 @@ from checks.model import Severity
 CODE = "REG030"
 NAME = "suite-over-budget"
 SEVERITY = Severity.WARNING
-SUMMARY = "A suite's total est_time per shard exceeds its consumer's job timeout."
+SUMMARY = ("A suite's heaviest shard, as the runner splits it by est_time, exceeds its consumer's job timeout "
+           "(predicted from measured durations where they are stored).")
 FIXABLE = False
 IMPLEMENTED_IN = "checks/rules_suites.py (_budgets)"

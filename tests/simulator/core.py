@@ -22,12 +22,13 @@ from .model import (GENERIC_STATUSES, JWT_PATHS, LEVELS, OPERATION_PERMISSIONS, 
 from .graphql import GraphQLEndpoint
 from .manifests import manifest_errors
 from .operations import RestOperations
+from .gitwrite import GitWriteOperations
 from .schemas import BAD_JSON, NO_BODY, RestDescription, WebhookDescription
 from .server import LoopbackServer, Request, Response
 from .views import JsonViews
 
 
-class GitHubSimulator(JsonViews, RestOperations):
+class GitHubSimulator(JsonViews, RestOperations, GitWriteOperations):
     """A stateful GitHub on loopback. See tests/simulator/README.md for the API."""
 
     def __init__(self, token_ttl: int = 3600, rate_limit: int = 5000) -> None:

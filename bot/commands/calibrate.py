@@ -1,0 +1,142 @@
+"""`ci-registrar calibrate`: est_time proposals from stored MI355X durations, on a local checkout.
+
+The policy is checks/calibration.py (docs/calibration.md); the edits checks/calibration_edits.py.
+Durations come from the store (`--durations [--repository OWNER/NAME]`, as `check` takes them)
+or from a `durations export` file (`--durations-file`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from bot.commands.errors import fail as _fail_command
+
+
+def _fail(message: str) -> None:
+    _fail_command("calibrate", message)
+
+
+def _records_from_file(path: str) -> list[dict]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        _fail(f"cannot read {path}: {exc.strerror or exc}")
+    except ValueError as exc:
+        _fail(f"{path} is not JSON: {exc}")
+    if isinstance(data, dict) and isinstance(data.get("measurements"), list):
+        data = data["measurements"]
+    if not isinstance(data, list) or not all(isinstance(r, dict) and {"file", "elapsed_s", "outcome"} <= set(r) for r in data):
+        _fail(f"{path} is not a `durations export` list of measurements ({{file, elapsed_s, outcome, hardware, measured_at, ...}})")
+    return data
+
+
+def _records_from_store(repository: str | None) -> list[dict]:
+    from bot.durations import export_records
+    from bot.settings import load_settings
+    from bot.store.measurements import NO_STORE, open_for_reading, sqlite_path
+
+    url = load_settings().database_url
+    if open_for_reading(url) is None:  # reading never creates a store
+        click.echo(f"ci-registrar calibrate: {NO_STORE.format(path=sqlite_path(url))}", err=True)
+        return []
+    return export_records(url, repository=repository)
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:g}" if isinstance(value, (int, float)) and float(value).is_integer() else f"{value:.0f}"
+
+
+def _table(plan, suites: list[str]) -> str:
+    lines = []
+    if plan.changes:
+        header = ("file", "line", "backend", "suite", "old", "new", "n", "p90", "max", "reason")
+        rows = [(d.registration.file, str(d.registration.anchor("est_time").line), d.registration.backend.value,
+                 d.registration.suite or "-", _fmt(d.old), _fmt(d.new), str(d.n), _fmt(d.p90), _fmt(d.max), d.reason)
+                for d in plan.changes]
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+        numeric = {1, 4, 5, 6, 7, 8}
+        for row in [header, *rows]:
+            lines.append("  ".join(c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+    else:
+        lines.append("no est_time to change")
+    reasons: dict[str, int] = {}
+    for d in plan.unchanged:
+        reasons[d.reason] = reasons.get(d.reason, 0) + 1
+    if reasons:
+        lines.append("unchanged: " + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items())))
+    for message in suites:
+        lines.append(f"shards: {message}")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.option("--repo", "repo", default=".", show_default=True, help="Root of the repository checkout.")
+@click.option("--durations", "from_store", is_flag=True, help="Use the durations store (DATABASE_URL or the data directory).")
+@click.option("--durations-file", type=click.Path(dir_okay=False), default=None, help="Use a `durations export` JSON file instead of the store.")
+@click.option("--repository", default=None, metavar="OWNER/NAME", help="Whose stored durations to use (default: every repository in the store or file).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--diff", "show_diff", is_flag=True, help="Print the changes as a unified diff and change no file; exit 1 when there is a change.")
+@click.option("--write", "write", is_flag=True, help="Write the new est_time values into the files.")
+@click.option("--as-of", "as_of", default=None, metavar="TIME", help="Judge the window as of this ISO-8601 time (default: now).")
+def calibrate(repo: str, from_store: bool, durations_file: str | None, repository: str | None, fmt: str,
+              show_diff: bool, write: bool, as_of: str | None) -> None:
+    """Propose est_time values from stored durations (docs/calibration.md). Exit 2: usage or environment error."""
+    from checks.calibration import Bounds, Plan, build_windows, decide_all, stats_rows
+    from checks.calibration_edits import EditError, plan_edits
+    from checks.config import CONFIG_PATH, load_config
+    from checks.contract import read_contract
+    from checks.engine import check_tree
+    from checks.tree import DirectoryTree
+
+    root = Path(repo)
+    if not root.is_dir():
+        _fail(f"{repo} is not a readable directory")
+    if show_diff and write:
+        _fail("--diff and --write exclude each other (--diff previews what --write writes)")
+    if (durations_file is None) == (not from_store):
+        _fail("give the durations: --durations (the store) or --durations-file PATH (a `durations export` file)")
+    now = datetime.now(timezone.utc)
+    if as_of is not None:
+        try:
+            now = datetime.fromisoformat(as_of.replace("Z", "+00:00"))
+        except ValueError:
+            _fail(f"--as-of {as_of!r} is not an ISO-8601 time")
+        now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+    records = _records_from_file(durations_file) if durations_file else _records_from_store(repository)
+
+    tree = DirectoryTree(root)
+    config, config_findings = load_config(tree.read(CONFIG_PATH))
+    if config_findings:
+        _fail(f"{CONFIG_PATH}: {config_findings[0].message}")
+    params = config.calibration
+    windows = build_windows(records, params, now=now, repository=repository)
+    report = check_tree(tree, durations=stats_rows(windows, params.hardware), fixes=False)
+    bounds = Bounds.of(read_contract(tree, config))
+    plan = Plan(decide_all(report.registrations, windows, params, bounds))
+    suites = [f.message for f in report.findings if f.rule == "REG030"]
+
+    def read(path: str) -> str:
+        return (root / path).read_text(encoding="utf-8")
+
+    try:
+        edits = plan_edits(plan.changes, read) if (show_diff or write) else []
+    except EditError as exc:
+        _fail(str(exc))
+    if show_diff:
+        click.echo("".join(e.diff() for e in edits), nl=False)
+        sys.exit(1 if edits else 0)
+    if write:
+        for e in edits:
+            (root / e.path).write_text(e.after, encoding="utf-8")
+        click.echo(f"ci-registrar calibrate: {len(plan.changes)} est_time value(s) changed in {len(edits)} file(s)", err=True)
+    if fmt == "json":
+        click.echo(json.dumps(plan.as_json(), indent=1))
+    else:
+        click.echo(_table(plan, suites))
