@@ -26,6 +26,7 @@ from bot.store.measurements import (  # noqa: F401  (the statistics are this ser
     UNKNOWN_HARDWARE,
     Measurement,
     StatRow,
+    floor_stats,
     insert_rows,
     latest_est_times,
     query_stats,
@@ -33,6 +34,7 @@ from bot.store.measurements import (  # noqa: F401  (the statistics are this ser
     select_measurements,
     stats_select,
     iso,
+    session_for,
     utc as _utc,
 )
 from checks.durations import (
@@ -411,6 +413,28 @@ def export_records(target: Session | str, *, repository: str | None = None) -> l
     return [_as_record(m) for m in select_measurements(target, repository=repository, by_repository=True)]
 
 
+def check_rows(target: Session | str, *, repository: str | None, params: Any) -> list[dict]:
+    """The rows REG020/REG021/REG030 judge est_time against (checks.engine.check_tree's `durations`).
+
+    `params`: the configuration's `calibration:` section. The same reads as `ci-registrar
+    calibrate` (docs/calibration.md): the window of passing runs of merged code unless
+    include_unmerged, and beside it the slowest run of floor_days and the window's timeouts.
+    One transaction for both, so a check sees one state of the store. Plain data (JSON-able): the
+    App hands it to the analysis child, which never touches the store.
+    """
+    out = []
+    with session_for(target) as session:
+        extra = floor_stats(session, repository=repository, hardware=params.hardware, params=params)
+        for row in query_stats(session, repository=repository, hardware=params.hardware, params=params,
+                               merged_only=not params.include_unmerged):
+            item = row.as_json()
+            item["since"] = row.since.isoformat() if row.since else None
+            item["values"] = row.values  # a lowered est_time's finding counts the runs it would cut
+            item.update(extra.get((row.repository, row.hardware, row.backend, row.file), {}))
+            out.append(item)
+    return out
+
+
 def export_text(target: Session | str | None, fmt: str = "json", *, repository: str | None = None) -> str:
     """The export in `fmt`; `target` None: no store, nothing to export (the same empty document)."""
     records = export_records(target, repository=repository) if target is not None else []
@@ -427,5 +451,5 @@ def export_text(target: Session | str | None, fmt: str = "json", *, repository: 
 
 __all__ = [
     "FIELDS", "IngestResult", "StatRow", "ingest_job_log", "ingest_json", "ingest_csv", "import_file",
-    "query_stats", "stats_select", "history", "export_records", "export_text", "latest_est_times", "repositories", "log_job_id",
+    "query_stats", "check_rows", "stats_select", "history", "export_records", "export_text", "latest_est_times", "repositories", "log_job_id",
 ]

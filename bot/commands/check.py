@@ -37,27 +37,15 @@ def _durations_from_file(path: str) -> list[dict]:
 
 def _durations_from_store(repository: str | None):
     def rows(config) -> list[dict]:
-        from bot.durations import query_stats
+        from bot.durations import check_rows
         from bot.settings import load_settings
-        from bot.store.measurements import NO_STORE, floor_stats, open_for_reading, sqlite_path
+        from bot.store.measurements import NO_STORE, open_for_reading, sqlite_path
 
         url = load_settings().database_url
         if open_for_reading(url) is None:  # reading never creates a store
             click.echo(f"ci-registrar check: {NO_STORE.format(path=sqlite_path(url))}", err=True)
             return []
-        params = config.calibration
-        out = []
-        # REG020 judges on what `ci-registrar calibrate` reads (docs/calibration.md): merged code
-        # unless configured, the floor of floor_days, the window's timeouts.
-        extra = floor_stats(url, repository=repository, hardware=params.hardware, params=params)
-        for row in query_stats(url, repository=repository, hardware=params.hardware, params=params,
-                               merged_only=not params.include_unmerged):
-            item = row.as_json()
-            item["since"] = row.since.isoformat() if row.since else None
-            item["values"] = row.values  # a lowered est_time's finding counts the runs it would cut
-            item.update(extra.get((row.repository, row.hardware, row.backend, row.file), {}))
-            out.append(item)
-        return out
+        return check_rows(url, repository=repository, params=config.calibration)
 
     return rows
 

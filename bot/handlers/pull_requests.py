@@ -8,6 +8,7 @@ from gidgethub.routing import Router
 
 from bot.analysis import LimitExceeded, run_check_bounded
 from bot.checkruns import DEAD_TITLE, FAILED_TITLE, STALE_TITLE
+from bot.durations import check_rows
 from bot.github.retry import GitHubError
 from bot.routing import CURRENT_JOB, check_run_completed
 from bot.sources import GitHubTree, changed_paths, external_consumers
@@ -192,8 +193,10 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
     # when the configuration is invalid (REG900 fails the check, the defaults are not used).
     consumers = external_consumers(client, config) if not problems else {}
     index = RegistrationIndex(ctx.store_url, repo)  # files already scanned, by blob SHA, for every worker
+    durations = stored_durations(ctx, repo, config)
     report = run_check_bounded(head, base, changed, config_text=config_text, scan_cache=index, log=ctx.log,
-                               consumers_from=consumers)  # a child process, time and memory capped
+                               consumers_from=consumers,  # a child process, time and memory capped
+                               arguments={"durations": durations} if durations is not None else None)
     conclusion, output, annotations = report.check_run() if isinstance(report, LimitExceeded) else render(report)
     newer = superseded_by(ctx, repo, number, head_sha, updated_at)
     if newer is not None:
@@ -207,6 +210,23 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
         post_suggestions(client, repo, number, head_sha, report, files)
     store.record_check_run(ctx.store_url, repository=repo, head_sha=head_sha, name=CHECK_NAME,
                            check_run_id=run["id"], delivery_id=ctx.delivery_id, conclusion=conclusion)
+
+
+def stored_durations(ctx, repo: str, config) -> list[dict] | None:
+    """This repository's stored duration statistics, as `ci-registrar check --durations` reads them.
+
+    Read here, in the worker, once per check and for `repo` only, with the default branch's
+    `calibration:` window: the analysis child gets plain rows and never the store's credentials.
+    None when nothing is stored for `repo`: the check is then what it was before any duration was
+    kept (no REG021 "no stored durations" notice on every ROCm registration of a repository that
+    never sent one). A store that cannot answer is logged and the check goes on without durations,
+    never an internal error.
+    """
+    try:
+        return check_rows(ctx.store_url, repository=repo, params=config.calibration) or None
+    except Exception as exc:  # noqa: BLE001 - durations refine the check, they are not needed for it
+        ctx.log.warning("stored durations unavailable, checked without them", error=type(exc).__name__)
+        return None
 
 
 def _no_such_commit(exc: GitHubError) -> bool:
