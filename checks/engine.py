@@ -30,6 +30,7 @@ from checks.source import decode_source
 from checks.workflows import SuiteUse, is_workflow_path, read_consumers
 
 _FROM_TREE = object()
+ANY_BACKEND = frozenset({"*"})  # Context.emptied_suites: the diff's change concerns every backend
 _SCAN_BATCH = 256  # files per scan-cache lookup
 
 
@@ -48,6 +49,9 @@ class Context:
     registrations_complete: bool = False
     # a diff check: the head paths it changed (REG015 reports only what the diff brings); None: whole tree
     changed_paths: set[str] | None = None
+    # a diff check: suite -> backends whose registrations the changed files took out, or
+    # ANY_BACKEND for a suite the diff added to the inventory (REG015 reports their consumers)
+    emptied_suites: dict[str, set[str]] = field(default_factory=dict)
 
     @property
     def consumers_partial(self) -> bool:
@@ -290,8 +294,10 @@ def check_tree(
         _scan(base_ctx, base, sorted(base_discovered))
         _classify(ctx, base_ctx, changed, checked, report, findings)
 
-    # Suite-level rules need every registration of a suite (its total est_time).
-    if diff_mode and not recheck_all and _suite_totals_needed(ctx):
+    # Suite-level rules need every registration of a suite (its total est_time), and a suite the
+    # diff took registrations out of may be left empty while a job still runs it (REG015).
+    emptied = _emptied_suites(ctx, base_ctx, changed) if diff_mode else {}
+    if diff_mode and not recheck_all and (_suite_totals_needed(ctx) or any(u.suite in emptied for u in ctx.uses)):
         _scan(ctx, head, [p for p in discovered if p not in ctx.scans])
     index = None
     if durations is not None:
@@ -302,7 +308,20 @@ def check_tree(
         if not recheck_all and any(r.backend.is_gpu for r in ctx.registrations()):
             _scan(ctx, head, [p for p in discovered if p not in ctx.scans])  # the CUDA/ROCm ratio needs every file
         findings.extend(rules_calibration.apply(ctx, checked, index))
+    # REG015 in a diff: consumers in the workflows it changed, of the suites it emptied, and of the
+    # suites its inventory change brought in; a contract change that reads registrations anew (a
+    # signature, a suite template) can empty any suite, so then every consumer.
     ctx.changed_paths = set(changed) if diff_mode else None
+    if diff_mode and any(p in contract_files for p in changed):
+        from checks.scan_facts import contract_fingerprint
+
+        if contract_fingerprint(ctx.contract) != contract_fingerprint(base_ctx.contract):
+            ctx.changed_paths = None
+        else:
+            before = set().union(*base_ctx.contract.suites.values()) if base_ctx.contract.suites else set()
+            for suite in set().union(*ctx.contract.suites.values()) - before if ctx.contract.suites else ():
+                emptied[suite] = ANY_BACKEND
+    ctx.emptied_suites = emptied
     ctx.registrations_complete = all(p in ctx.scans and not ctx.scans[p].unreadable for p in discovered)
     findings.extend(rules_suites.apply(ctx, checked, base_ctx, report, index))
 
@@ -370,6 +389,24 @@ def _root_of(path: str, config: Config, contract: Contract | None = None) -> str
 
 def _suite_totals_needed(ctx: Context) -> bool:
     return any(r.change in (Change.ADDED, Change.CHANGED) for r in ctx.registrations())
+
+
+def _emptied_suites(ctx: Context, base_ctx: Context, changed: dict) -> dict[str, set[str]]:
+    """Suites (with the backends) that the base versions of the changed files register and their
+    head versions no longer do: the diff may have left them empty (REG015 decides, once every
+    file is read). A suite still named by another file is not empty, and REG015 sees that."""
+    before: dict[str, set[str]] = {}
+    for scan in base_ctx.scans.values():
+        for reg in scan.registrations:
+            if reg.suite and not reg.implicit:
+                before.setdefault(reg.suite, set()).add(reg.backend.value)
+    for path, scan in ctx.scans.items():
+        if path not in changed:
+            continue
+        for reg in scan.registrations:
+            if reg.suite:
+                before.get(reg.suite, set()).discard(reg.backend.value)
+    return {suite: backends for suite, backends in before.items() if backends}
 
 
 def _same(a: Registration, b: Registration) -> bool:
