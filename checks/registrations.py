@@ -23,8 +23,13 @@ from checks.rules import make_finding
 from checks.source import decode_source, node_span, source_segment
 
 # any register_<backend>_ci: which of them the runner collects is the contract's (Contract.functions)
-_MENTION = re.compile(r"\bregister_[a-z][a-z0-9_]*?_ci\b")
-_MAIN = re.compile(r"^if[ \t(]+__name__[ \t]*==[ \t]*[\"']__main__[\"']", re.MULTILINE)
+# A mention of a register function is `\bregister_..._ci\b`. The leading `\b` is checked by hand
+# (_mentions): a pattern that starts with a literal is searched for that literal at C speed, one
+# that starts with `\b` is tried at every position of the file (ten times slower on sglang's tree).
+_MENTION = re.compile(r"register_[a-z][a-z0-9_]*?_ci\b")
+_WORD_CHAR = re.compile(r"\w")
+# `^if ...` (multi-line) is tried at every position; the literal `if` first, the line start by hand.
+_MAIN = re.compile(r"if[ \t(]+__name__[ \t]*==[ \t]*[\"']__main__[\"']")
 # The next line that starts a new top-level statement (column 0, not a closing bracket or comment).
 _NEXT_TOP_LEVEL = re.compile(r"\n(?=[^\s#)\]}])")
 _NUM_GPUS = re.compile(r"^NUM_GPUS[ \t]*(?::[^=\n]*)?=[ \t]*(\d+)[ \t]*(?:#.*)?$", re.MULTILINE)
@@ -45,11 +50,25 @@ class FileScan:
     has_main: bool = True  # a top-level `if __name__ == "__main__":` (sglang's runner requires one)
 
 
+def _mentions(text: str):
+    """The matches of `\bregister_[a-z][a-z0-9_]*?_ci\b` in `text`, in order. A match the leading
+    word boundary rules out hides no other: it holds only word characters, so none starts inside it."""
+    for match in _MENTION.finditer(text):
+        at = match.start()
+        if at == 0 or _WORD_CHAR.match(text, at - 1) is None:
+            yield match
+
+
+def _has_main_block(text: str) -> bool:
+    """A line that starts `if __name__ == "__main__"` (the runner's `^if...` test, multi-line)."""
+    return any(m.start() == 0 or text[m.start() - 1] == "\n" for m in _MAIN.finditer(text))
+
+
 def mentions_register_function(text: str) -> bool:
     # plain substring tests first: C-speed, and most files in a tree fail them
     if "register_" not in text:
         return False
-    return _MENTION.search(text) is not None
+    return next(_mentions(text), None) is not None
 
 
 def registration_prefix(text: str) -> str | None:
@@ -60,7 +79,7 @@ def registration_prefix(text: str) -> str | None:
     the whole file). None when the prefix is the whole file.
     """
     last = -1
-    for match in _MENTION.finditer(text):  # one linear pass: the last mention of any register function
+    for match in _mentions(text):  # one linear pass: the last mention of any register function
         last = match.start()
     if last < 0:
         return None
@@ -140,7 +159,7 @@ class _FileReader:
             return scan
         scan.parsed = True
         scan.lines = self.text.split("\n")
-        scan.has_main = _MAIN.search(self.text) is not None
+        scan.has_main = _has_main_block(self.text)
         aliases: dict[str, str] = {}
         accounted = 0
         for stmt in tree.body:
@@ -161,7 +180,7 @@ class _FileReader:
                                 alias,
                                 f"{code(alias.name)} is imported as {code(alias.asname)}: the runner only sees calls to the bare name {code(alias.name)}, so calls through the alias are never registered",
                             )
-        num_gpus = _NUM_GPUS.search(self.text)
+        num_gpus = _NUM_GPUS.search(self.text) if "NUM_GPUS" in self.text else None
         if num_gpus:
             line = self.text.count("\n", 0, num_gpus.start()) + 1
             parsed_to = tree.body[-1].end_lineno if tree.body else 0
@@ -176,7 +195,7 @@ class _FileReader:
             self.scan = FileScan(self.path)
             return self.run()
         # Every mention not accounted for above is a call the runner may skip: find it.
-        if aliases or len(_MENTION.findall(self.text)) > accounted:
+        if aliases or sum(1 for _ in _mentions(self.text)) > accounted:
             self.find_invisible(tree, aliases)
         return scan
 
