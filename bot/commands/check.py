@@ -84,9 +84,10 @@ def _is_target(tree) -> bool:
 @click.option("--list-rules", is_flag=True, help="Print the rule registry and exit (see also `ci-registrar rule`).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Keep each file's parsed facts here, by content hash (default: one directory per checkout under $CI_REGISTRAR_CACHE_DIR, else $XDG_CACHE_HOME/ci-registrar, else ~/.cache/ci-registrar).")
 @click.option("--no-cache", is_flag=True, help="Parse every file again; read and write no scan cache.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Processes that parse files (default: one per idle core this process may use).")
 def check(repo: str, base: str | None, head: str | None, fmt: str, output: str | None, new_only: bool, apply_fixes: bool,
           show_diff: bool, fail_on: str, from_store: bool, durations_file: str | None, repository: str | None,
-          consumers_from: tuple[str, ...], list_rules: bool, cache_dir: str | None, no_cache: bool) -> None:
+          consumers_from: tuple[str, ...], list_rules: bool, cache_dir: str | None, no_cache: bool, jobs: int | None) -> None:
     """Check the CI registrations of a checkout. Exit 0: no failure; 1: failures; 2: usage or environment error."""
     if list_rules:
         from checks.rules import RULES
@@ -95,6 +96,7 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, output: str |
             click.echo(f"{r.code}  {r.severity.value:<7}  {r.name}: {r.summary}")
         return
     from checks.engine import check_tree
+    from checks.parallel import available_workers
     from checks.tree import DirectoryTree, GitError, GitRevisionTree, changed_paths
 
     root = Path(repo)
@@ -134,6 +136,7 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, output: str |
         except OSError as exc:
             _fail(f"cannot read --consumers-from {path}: {exc.strerror or exc}")
 
+    workers = jobs or available_workers()  # the first check of a checkout parses every file: on every idle core
     added: set[str] = set()
     diff: dict = {}  # the base tree and the changed paths of a diff check (--new-only compares with the base)
     # Fixes are formatted with libcst (a third of a small run's time): only for outputs that show them.
@@ -152,11 +155,11 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, output: str |
             added.update(p for p, b in changed.items() if b is None)
             diff.update(base=base_tree, changed=changed)
             return head_tree, check_tree(head_tree, base=base_tree, changed=changed, durations=durations, fixes=fixes,
-                                         scan_cache=scan_cache, consumers_from=external)
+                                         scan_cache=scan_cache, consumers_from=external, workers=workers)
         tree = DirectoryTree(root)
         if not _is_target(tree):
             _not_target()
-        return tree, check_tree(tree, durations=durations, fixes=fixes, scan_cache=scan_cache, consumers_from=external)
+        return tree, check_tree(tree, durations=durations, fixes=fixes, scan_cache=scan_cache, consumers_from=external, workers=workers)
 
     def _not_target():
         from checks.config import Config
@@ -170,7 +173,7 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, output: str |
 
         if not _is_target(diff["base"]):
             return Report()
-        return check_tree(diff["base"], durations=durations, fixes=False, scan_cache=scan_cache, consumers_from=external)
+        return check_tree(diff["base"], durations=durations, fixes=False, scan_cache=scan_cache, consumers_from=external, workers=workers)
 
     def keep_new(report):
         from bot.commands.fixing import new_findings
