@@ -166,3 +166,19 @@ def test_the_apps_check_run_reports_what_the_pull_request_breaks(app_world, case
     annotated = [(a["title"].split()[0], a["annotation_level"], a["path"]) for a in run["annotations"]]
     assert all((rule, level[severity], file) in annotated for rule, severity, file in new), annotated
     assert run["conclusion"] == ("failure" if status else "success"), run["output"]
+
+
+def test_new_only_on_a_branch_that_adopts_the_layout_keeps_everything(tmp_path):
+    """The base is not yet a target repository: every finding of the head is new."""
+    repo = tmp_path / "miles"
+    write(repo, {"README.md": "before\n"})
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    git(repo, "checkout", "-qb", "topic")
+    write(repo, base_files())
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "adopt")
+    every = cli("check", "--repo", str(repo), "--base", "main", "--format", "json", "--no-cache")
+    new = cli("check", "--repo", str(repo), "--base", "main", "--new-only", "--format", "json", "--no-cache")
+    assert findings_of(new) == findings_of(every) != []

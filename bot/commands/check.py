@@ -171,9 +171,12 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, output: str |
         """The base checked whole, with its own configuration: what was there before the diff."""
         from checks.model import Report
 
-        if not _is_target(diff["base"]):
-            return Report()
-        return check_tree(diff["base"], durations=durations, fixes=False, scan_cache=scan_cache, consumers_from=external, workers=workers)
+        try:
+            if not _is_target(diff["base"]):
+                return Report()
+            return check_tree(diff["base"], durations=durations, fixes=False, scan_cache=scan_cache, consumers_from=external, workers=workers)
+        except GitError as exc:
+            _fail(git_failure(root, str(exc)))
 
     def keep_new(report):
         from bot.commands.fixing import new_findings
