@@ -13,6 +13,16 @@ For each commit of a target repository (a local clone or bare git directory):
      accepted the commit (it ran CI on it), every one of those is a false failure.
 On the newest commit visited it also times both whole processes (best of --repeat).
 
+`--warm` checks every commit a second time through the same scan cache (`--cache-dir`, what a
+pre-commit hook's second run reads), `--index` once more through the App's registration index
+(checks of a commit through bot.store.index.RegistrationIndex on a SQLite store kept for the
+whole sweep, in the App's analysis child process, on a tree that gives blob SHAs as GitHub's
+does); each report is diffed against the cold one, registration for registration and finding for
+finding. Rows are grouped by era: the runner's discovery idiom and suite validation at that
+commit, as the engine read them. Every failure left on a commit the target accepted is
+classified: a REG010 whose suite no workflow of that commit names is a real defect (the test
+never runs), anything else is listed as a tool error to look at, with the finding as evidence.
+
 Prints a table per commit and ends with ONE JSON line of the figures. `--details FILE` writes
 every disagreement (with examples) as JSON. Not a test: it needs a clone of the target.
 
@@ -44,12 +54,14 @@ from tests.fixtures.sglang import SGLANG_CONFIG  # noqa: E402  (the configuratio
 TARGETS = {
     "miles": {
         "runner": "tests/ci/run_suite.py",
+        "start_dir": "",  # `python tests/ci/run_suite.py` from the root
         "register_module": "tests/ci/ci_register.py=tests.ci.ci_register",
         "export": None,  # the whole tree
         "config": None,  # the engine's defaults are written for miles
     },
     "sglang": {
         "runner": "test/run_suite.py",
+        "start_dir": "test",  # the workflows run `cd test && python3 run_suite.py`
         "register_module": "python/sglang/test/ci/ci_register.py=sglang.test.ci.ci_register",
         # the runner reads only test/, python/sglang/test/ci and (until June 2026) the JIT kernel
         # tests and benchmarks under python/sglang/jit_kernel; the engine also reads workflows
@@ -89,13 +101,15 @@ def export(git_dir: str, commit: str, dest: str, paths: list[str] | None) -> Non
         raise RuntimeError(f"git archive {commit} failed")
 
 
-def engine_cmd(a) -> list[str]:
+def engine_cmd(a, cache_dir: str | None = None) -> list[str]:
     exe = a.engine or shutil.which("ci-registrar") or str(ROOT / ".venv" / "bin" / "ci-registrar")
-    return [exe, "check", "--format", "json", "--repo"]
+    cache = ["--cache-dir", cache_dir] if cache_dir else ["--no-cache"]
+    return [exe, "check", "--format", "json", *cache, "--repo"]
 
 
 def run_collector(target: dict, tree: str, timing_only: bool = False) -> tuple[dict, float]:
-    cmd = [sys.executable, str(COLLECTOR), "--runner", target["runner"], "--register-module", target["register_module"]]
+    cmd = [sys.executable, str(COLLECTOR), "--runner", target["runner"], "--register-module", target["register_module"],
+           "--start-dir", target.get("start_dir", "")]
     if timing_only:
         cmd.append("--timing-only")
     t0 = time.perf_counter()
@@ -106,14 +120,127 @@ def run_collector(target: dict, tree: str, timing_only: bool = False) -> tuple[d
     return json.loads(p.stdout.strip().splitlines()[-1]), dt
 
 
-def run_engine(a, tree: str) -> tuple[dict, float]:
+def run_engine(a, tree: str, cache_dir: str | None = None) -> tuple[dict, float]:
     t0 = time.perf_counter()
-    p = subprocess.run(engine_cmd(a) + [tree], capture_output=True, text=True)
+    p = subprocess.run(engine_cmd(a, cache_dir) + [tree], capture_output=True, text=True)
     dt = time.perf_counter() - t0
     try:
         return json.loads(p.stdout), dt
     except json.JSONDecodeError:
         return {"engine_error": (p.stderr or p.stdout)[-3000:], "registrations": [], "findings": []}, dt
+
+
+def run_indexed(tree: str, store_url: str) -> dict:
+    """The check of `tree` as the App runs it: bot.analysis.run_check_bounded with the
+    registration index of `store_url` (a child process of its own, so the bench's imports stay out)."""
+    p = subprocess.run([sys.executable, __file__, "_indexed", tree, store_url], capture_output=True, text=True, cwd=ROOT)
+    try:
+        return json.loads(p.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        return {"engine_error": (p.stderr or p.stdout)[-3000:], "registrations": [], "findings": []}
+
+
+def _indexed_child(tree: str, store_url: str) -> None:
+    from bot.analysis import run_check_bounded
+    from bot.store.db import upgrade
+    from bot.store.index import RegistrationIndex
+    from checks.render import to_json
+    from checks.tree import DirectoryTree, git_blob_sha
+
+    class ShaTree(DirectoryTree):  # GitHub's tree API gives every blob SHA without reading it
+        def blob_sha(self, path):
+            data = self.read(path)
+            return git_blob_sha(data) if data is not None else None
+
+    upgrade(store_url)
+    index = RegistrationIndex(store_url, "fidelity/target")
+    report = run_check_bounded(ShaTree(tree), scan_cache=index, timeout_s=600, memory_bytes=4 << 30)
+    out = json.loads(to_json(report))
+    out["index"] = {"hits": index.hits, "misses": index.misses}
+    print(json.dumps(out))
+
+
+def report_diff(cold: dict, other: dict) -> dict:
+    """What `other` reports differently from `cold`: registrations and findings, as multisets of
+    their whole JSON objects."""
+    def bag(items):
+        return collections.Counter(json.dumps(x, sort_keys=True) for x in items)
+
+    out = {}
+    for part in ("registrations", "findings"):
+        a, b = bag(cold.get(part, [])), bag(other.get(part, []))
+        out[part] = {"only_cold": sum((a - b).values()), "only_other": sum((b - a).values()),
+                     "examples": [json.loads(x) for x in list((a - b) + (b - a))[:2]]}
+    out["identical"] = all(v["only_cold"] == 0 and v["only_other"] == 0 for v in out.values() if isinstance(v, dict)) \
+        and cold.get("summary") == other.get("summary") and bool(other.get("engine_error")) == bool(cold.get("engine_error"))
+    return out
+
+
+def era_of(tree: str, config_text: str | None) -> str:
+    """The runner's discovery idiom and suite validation at this commit, as the engine reads them."""
+    from checks.config import load_config
+    from checks.contract import read_contract
+    from checks.tree import DirectoryTree
+
+    t = DirectoryTree(tree)
+    config, _ = load_config(config_text if config_text is not None else t.read(".github/ci-registrar.yml"))
+    contract = read_contract(t, config)
+    sources = contract.discovery
+    if sources is None:
+        idiom = "discovery from the configuration" if contract.facts.sources is not None or not contract.facts.discovery_where \
+            else "discovery unreadable"
+    elif any(s.sanity_check is not None for s in sources):
+        idiom = "branches on --nightly"
+    elif any(s.base for s in sources):
+        idiom = f"globs relative to {sources[0].base}/"
+    elif any(s.absolute for s in sources):
+        idiom = "globs from __file__"
+    else:
+        idiom = "repo-relative globs"
+    if contract.facts.validates_disabled is not None:
+        validation = "validates suites"
+    elif contract.unknown_suite_warns:
+        validation = "warns on unknown suites"
+    else:
+        validation = "no suite validation"
+    return f"{idiom}; {validation}"
+
+
+def classify_failure(tree: str, finding: dict) -> tuple[str, str]:
+    """(tool error | real defect, evidence) for a failure on a commit the target accepted."""
+    if finding["rule"] == "REG010":
+        m = re.search(r"suite `([^`]+)`", finding["message"])
+        suite = m.group(1) if m else None
+        b = re.search(r"is not an? (\w+) suite", finding["message"])
+        backend = b.group(1) if b else None
+        named, other_hw, no_hw = [], [], []  # lines that name the suite: with this --hw, another, none
+        wf = Path(tree, ".github", "workflows")
+        if suite and wf.is_dir():
+            for path in sorted(wf.glob("*.y*ml")):
+                for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                    if re.search(rf"(?<![\w-]){re.escape(suite)}(?![\w-])", line):
+                        hw = re.search(r"--hw[ =]['\"]?(\w+)", line)
+                        where = f"{path.name}:{i}"
+                        (no_hw if not hw else named if hw.group(1) == backend else other_hw).append(where)
+        runs_file = []
+        if wf.is_dir():
+            rel = finding["file"].split("/", 1)[1] if "/" in finding["file"] else finding["file"]
+            for path in sorted(wf.glob("*.y*ml")):
+                for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                    if re.search(rf"python3? +(?:{re.escape(finding['file'])}|{re.escape(rel)})\b", line):
+                        runs_file.append(f"{path.name}:{i}")
+        if runs_file:
+            return "tool error", f"no job selects `{suite}`, but {', '.join(runs_file[:2])} runs the file itself (`python3 <file>`): the test runs, the engine does not read direct runs"
+        if named:
+            return "tool error", f"`{suite}` is run with `--hw {backend}` at {', '.join(named[:3])}"
+        if other_hw:
+            return "real defect", (f"`{suite}` is run only with another `--hw` ({', '.join(other_hw[:2])}); no {backend} job selects "
+                                   f"this registration, the test never runs")
+        if no_hw:
+            return "real defect", (f"`{suite}` is named only where no `--hw {backend}` runs it ({', '.join(no_hw[:2])}: a job name, "
+                                   f"an input or another backend's caller); the engine found no {backend} job for it")
+        return "real defect", f"no workflow names `{suite}`: the runner collects the registration, no job selects it, the test never runs"
+    return "tool error", f"{finding['file']}:{finding['line']}: {finding['message'][:200]}"
 
 
 def key(r: dict) -> tuple:
@@ -190,7 +317,13 @@ def visit(a, target: dict, commit: str, time_it: bool) -> dict:
             cfg.parent.mkdir(parents=True, exist_ok=True)
             cfg.write_text(target["config"])
         t_out, _ = run_collector(target, tree)
-        e_out, _ = run_engine(a, tree)
+        cache_dir = tempfile.mkdtemp(prefix="fidelity-cache-")
+        try:
+            e_out, _ = run_engine(a, tree, cache_dir)  # cold: an empty cache
+            warm = run_engine(a, tree, cache_dir)[0] if a.warm else None
+        finally:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+        indexed = run_indexed(tree, a.store_url) if a.index else None
         row = {
             "commit": commit,
             "date": git(a.git_dir, "log", "-1", "--format=%cs", commit).strip(),
@@ -206,6 +339,16 @@ def visit(a, target: dict, commit: str, time_it: bool) -> dict:
             **compare(t_out, e_out),
         }
         row["false_failures_by_rule"] = row["failures_by_rule"] if row["target_accepted"] else {}
+        row["era"] = era_of(tree, target["config"])
+        if warm is not None:
+            row["warm"] = {**compare(t_out, warm), "diff": report_diff(e_out, warm)}
+        if indexed is not None:
+            row["indexed"] = {**compare(t_out, indexed), "diff": report_diff(e_out, indexed), "index": indexed.get("index")}
+        row["classified"] = [
+            {"rule": f["rule"], "file": f["file"], "line": f["line"], "class": c, "evidence": ev}
+            for f in e_out["findings"] if f["severity"] == "failure" and row["target_accepted"]
+            for c, ev in [classify_failure(tree, f)]
+        ]
         if time_it:
             tc = min(run_collector(target, tree, timing_only=True)[1] for _ in range(a.repeat))
             te = min(run_engine(a, tree)[1] for _ in range(a.repeat))
@@ -231,9 +374,55 @@ def print_row(r: dict) -> None:
         print("   collector error:", r["collector_error"].strip().splitlines()[-1])
     if r.get("engine_error"):
         print("   engine error:", r["engine_error"].strip().splitlines()[-1])
+    for mode in ("warm", "indexed"):
+        if mode in r:
+            m = r[mode]
+            same = "identical to cold" if m["diff"]["identical"] else f"DIFFERS from cold: {m['diff']}"
+            extra = f", index hits {m['index']['hits']} misses {m['index']['misses']}" if m.get("index") else ""
+            print(f"   {mode}: agreement {m['agreement_pct']}%, {same}{extra}")
+    for c in r.get("classified", [])[:6]:
+        print(f"     {c['class']}: {c['rule']} {c['file']}:{c['line']}: {c['evidence'][:160]}")
     if "timing" in r:
         t = r["timing"]
         print(f"   timing (whole process, best of repeats): collector {t['collector_s']} s, engine {t['engine_s']} s, ratio {t['ratio_engine_over_collector']}")
+
+
+def eras(rows: list[dict]) -> dict:
+    out: dict[str, dict] = {}
+    for r in rows:
+        if "not a target repository" in (r.get("engine_error") or ""):
+            r["era"] = "not a target yet (no register module)"  # miles before its tests/ci existed
+        e = out.setdefault(r["era"], {"commits": 0, "first": r["date"], "last": r["date"], "accepted": 0,
+                                      "agreement_min": {"cold": 100.0, "warm": None, "indexed": None},
+                                      "not_identical": {"warm": 0, "indexed": 0},
+                                      "failures_on_accepted": 0, "tool_errors": 0, "real_defects": 0, "examples": []})
+        e["commits"] += 1
+        e["first"], e["last"] = min(e["first"], r["date"]), max(e["last"], r["date"])
+        e["accepted"] += bool(r["target_accepted"])
+        e["agreement_min"]["cold"] = min(e["agreement_min"]["cold"], r["agreement_pct"])
+        for mode in ("warm", "indexed"):
+            if mode in r:
+                prev = e["agreement_min"][mode]
+                e["agreement_min"][mode] = r[mode]["agreement_pct"] if prev is None else min(prev, r[mode]["agreement_pct"])
+                e["not_identical"][mode] += not r[mode]["diff"]["identical"]
+        for c in r.get("classified", []):
+            e["failures_on_accepted"] += 1
+            e["tool_errors" if c["class"] == "tool error" else "real_defects"] += 1
+            if len(e["examples"]) < 3:
+                e["examples"].append(f"{r['commit']} {c['class']}: {c['rule']} {c['file']}:{c['line']} ({c['evidence'][:140]})")
+    return out
+
+
+def print_eras(table: dict) -> None:
+    print("\n| era | commits | dates | accepted | agreement min cold / warm / indexed | warm, indexed not identical | failures on accepted | tool errors | real defects |")
+    print("| --- | ---: | --- | ---: | --- | --- | ---: | ---: | ---: |")
+    for name, e in table.items():
+        m = e["agreement_min"]
+        fmt = lambda v: "-" if v is None else f"{v}%"  # noqa: E731
+        print(f"| {name} | {e['commits']} | {e['first']} .. {e['last']} | {e['accepted']} | {fmt(m['cold'])} / {fmt(m['warm'])} / {fmt(m['indexed'])} "
+              f"| {e['not_identical']['warm']}, {e['not_identical']['indexed']} | {e['failures_on_accepted']} | {e['tool_errors']} | {e['real_defects']} |")
+        for ex in e["examples"]:
+            print(f"|   e.g. {ex} |")
 
 
 def main(argv=None) -> int:
@@ -250,7 +439,13 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="timing repeats on the newest commit")
     ap.add_argument("--details", help="write every row (with examples) to this JSON file")
     ap.add_argument("--list-commits", action="store_true", help="only print the commits that would be visited")
+    ap.add_argument("--warm", action="store_true", help="check every commit a second time through the scan cache; diff against cold")
+    ap.add_argument("--index", action="store_true", help="check every commit through the App's registration index; diff against cold")
+    ap.add_argument("--store-url", help="the index's store (default: a SQLite file for the sweep)")
+    ap.add_argument("--no-timing", action="store_true", help="skip the timing of the newest commit")
     a = ap.parse_args(argv)
+    if a.index and not a.store_url:
+        a.store_url = f"sqlite:///{tempfile.mkdtemp(prefix='fidelity-index-')}/store.db"
     target = TARGETS[a.target]
     commits = pick_commits(a)
     if not commits:
@@ -263,7 +458,7 @@ def main(argv=None) -> int:
     newest = max(commits, key=lambda c: int(git(a.git_dir, "log", "-1", "--format=%ct", c)))
     rows = []
     for c in commits:
-        row = visit(a, target, c, time_it=(c == newest))
+        row = visit(a, target, c, time_it=(c == newest and not a.no_timing))
         print_row(row)
         rows.append(row)
     if a.details:
@@ -285,11 +480,16 @@ def main(argv=None) -> int:
         "commits_with_false_failures": sum(1 for r in accepted if r["false_failures_by_rule"]),
         "false_failures_by_rule": dict(sorted(ff.items())),
         "per_commit": [{"commit": r["commit"], "agreement_pct": r["agreement_pct"], "explicit": r["agreement_pct_explicit"], "false_failures": r["false_failures_by_rule"]} for r in rows],
-        "timing": next(r["timing"] for r in rows if r["commit"] == newest),
+        "timing": next((r["timing"] for r in rows if r["commit"] == newest and "timing" in r), None),
+        "eras": eras(rows),
     }
+    print_eras(summary["eras"])
     print(json.dumps(summary))
     return 0
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "_indexed":
+        _indexed_child(sys.argv[2], sys.argv[3])
+        sys.exit(0)
     sys.exit(main())

@@ -148,6 +148,7 @@ def main() -> None:
     ap.add_argument("--runner", required=True, help="the runner module, repo-relative (run_suite.py)")
     ap.add_argument("--register-module", required=True, help="PATH=dotted.name of the register module")
     ap.add_argument("--timing-only", action="store_true", help="only the runner's own collection (for timing)")
+    ap.add_argument("--start-dir", default="", help="the directory the runner is started in, relative to the tree (default: the tree)")
     args = ap.parse_args()
     tree_root = os.getcwd()
     sys.path.insert(0, tree_root)
@@ -166,43 +167,77 @@ def main() -> None:
 
     fn, index = find_collection(ast.parse(source))
     tainted = {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
-    ns: dict = {}
+    if args.start_dir:
+        os.chdir(args.start_dir)  # where the target's workflows start the runner (sglang: test/)
+    # Each world is one way through the discovery: an `if` on the runner's arguments (sglang's
+    # `if nightly:` of December 2025) runs both branches, each in its own world.
+    worlds: list[dict] = [{}]
     skipped = []
+
+    def run_plain(stmt, ns):
+        exec(compile(ast.Module(body=[stmt], type_ignores=[]), runner_path, "exec"), runner.__dict__, ns)
+
     for stmt in fn.body[:index]:
+        if isinstance(stmt, ast.If) and _names(stmt.test) & tainted:
+            branched = []
+            for ns in worlds:
+                for body in (stmt.body, stmt.orelse):
+                    w = dict(ns)
+                    for inner in body:
+                        if _names(inner) & tainted:
+                            skipped.append(ast.unparse(inner).split("\n")[0])
+                            continue
+                        run_plain(inner, w)
+                    branched.append(w)
+            worlds = branched
+            continue
         if _names(stmt) & tainted:
             tainted |= _assigned(stmt)
             skipped.append(ast.unparse(stmt).split("\n")[0])
             continue
-        exec(compile(ast.Module(body=[stmt], type_ignores=[]), runner_path, "exec"), runner.__dict__, ns)
+        for ns in worlds:
+            run_plain(stmt, ns)
     call = _collect_call(fn.body[index])
-    env = {**runner.__dict__, **ns}
-    files = eval(compile(ast.Expression(call.args[0]), runner_path, "eval"), env)
-    sanity = True
-    for kw in call.keywords:
-        if kw.arg == "sanity_check":
-            sanity = eval(compile(ast.Expression(kw.value), runner_path, "eval"), env)
-    if len(call.args) > 1:
-        sanity = eval(compile(ast.Expression(call.args[1]), runner_path, "eval"), env)
-    collect_tests = env["collect_tests"]
     result_name = fn.body[index].targets[0].id
+    plans = []  # (files, sanity, ns) per world
+    for ns in worlds:
+        env = {**runner.__dict__, **ns}
+        files = eval(compile(ast.Expression(call.args[0]), runner_path, "eval"), env)
+        sanity = True
+        for kw in call.keywords:
+            if kw.arg == "sanity_check":
+                sanity = eval(compile(ast.Expression(kw.value), runner_path, "eval"), env)
+        if len(call.args) > 1:
+            sanity = eval(compile(ast.Expression(call.args[1]), runner_path, "eval"), env)
+        plans.append((files, sanity, ns))
+    collect_tests = runner.__dict__["collect_tests"]
 
     # the runner's own call, whole, then the checks that take only its result
     accepted, reason = True, None
-    try:
-        import warnings
+    import warnings
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            whole = collect_tests(files, sanity_check=sanity)
-        ns[result_name] = whole
-        for stmt in fn.body[index + 1 :]:
-            if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
-                break
-            if _names(stmt.value) - {result_name} - set(runner.__dict__):
-                break
-            exec(compile(ast.Module(body=[stmt], type_ignores=[]), runner_path, "exec"), runner.__dict__, ns)
-    except Exception as exc:  # the target rejects this commit
-        accepted, reason = False, f"{type(exc).__name__}: {exc}"[:20000]
+    for files, sanity, ns in plans:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                whole = collect_tests(files, sanity_check=sanity)
+            ns[result_name] = whole
+            for stmt in fn.body[index + 1 :]:
+                if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+                    break
+                if _names(stmt.value) - {result_name} - set(runner.__dict__):
+                    break
+                exec(compile(ast.Module(body=[stmt], type_ignores=[]), runner_path, "exec"), runner.__dict__, ns)
+        except Exception as exc:  # the target rejects this commit
+            accepted, reason = False, f"{type(exc).__name__}: {exc}"[:20000]
+    # every file once, read with the strictest sanity_check of the worlds that discover it
+    strictest: dict[str, bool] = {}
+    for files, sanity, _ns in plans:
+        for f in files:
+            strictest[f] = strictest.get(f, False) or bool(sanity)
+    files = list(strictest)
+    sanity = plans[0][1] if len({p[1] for p in plans}) == 1 else [p[1] for p in plans]
+    ns = plans[0][2]
     if args.timing_only:
         print(json.dumps({"accepted": accepted, "registrations": len(ns.get(result_name) or [])}))
         return
@@ -215,7 +250,7 @@ def main() -> None:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                found = collect_tests([f], sanity_check=sanity)
+                found = collect_tests([f], sanity_check=strictest[f])
         except Exception as exc:
             errors.append({"file": rel, "error": f"{type(exc).__name__}: {exc}"[:500]})
             continue

@@ -116,6 +116,7 @@ class _ProxyTree:
     def __init__(self, conn, name: str, paths: list[str] | None, shas: dict[str, str] | None = None):
         self._conn, self._name, self._paths = conn, name, paths
         self._shas = shas or {}
+        self.listed = paths is not None  # as the parent's tree: an unlisted base is read at known paths only
 
     def blob_sha(self, path: str) -> str | None:
         """From the parent's listing: the engine's scan cache answers a file without reading it."""

@@ -3,9 +3,10 @@
 `check` must start fast (it competes with a bare `ast.parse` loop, start-up included), so no
 subcommand's module is imported until that subcommand runs.
 
-The base install (`pip install ci-registrar`) carries what `check`, `rule`, `config` and
-`durations` need; `serve`, `worker` and `manifest` need the `app` extra. A missing service
-dependency is a one-line error that says which extra to install, never a traceback.
+The base install (`pip install ci-registrar`) carries what `check`, `rule` and `config` need;
+`durations`, `audit`, `db` and `check --durations` need the `store` extra, `serve`, `worker` and
+`manifest` the `app` extra. A missing dependency is a one-line error that says which extra to
+install, never a traceback.
 """
 
 from __future__ import annotations
@@ -36,9 +37,16 @@ APP_MODULES = {
 }
 
 
+# Top-level modules of the `store` extra: the commands that read or write the store need them.
+STORE_MODULES = {"sqlalchemy": "SQLAlchemy", "alembic": "alembic", "mako": "alembic"}
+
+
 def missing_extra(exc: ModuleNotFoundError) -> str | None:
-    """The one-line explanation when `exc` is a dependency of the `app` extra, else None."""
+    """The one-line explanation when `exc` is a dependency of an extra, else None."""
     top = (exc.name or "").split(".")[0]
+    if top in STORE_MODULES:
+        return (f"this command needs the store's dependencies ({STORE_MODULES[top]} is not installed): "
+                "pip install 'ci-registrar[store]'")
     if top not in APP_MODULES:
         return None
     if top == "psycopg":

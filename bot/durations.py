@@ -407,8 +407,9 @@ def export_records(target: Session | str, *, repository: str | None = None) -> l
     return [_as_record(m) for m in select_measurements(target, repository=repository, by_repository=True)]
 
 
-def export_text(target: Session | str, fmt: str = "json", *, repository: str | None = None) -> str:
-    records = export_records(target, repository=repository)
+def export_text(target: Session | str | None, fmt: str = "json", *, repository: str | None = None) -> str:
+    """The export in `fmt`; `target` None: no store, nothing to export (the same empty document)."""
+    records = export_records(target, repository=repository) if target is not None else []
     if fmt == "json":
         return json.dumps(records, indent=1) + "\n"
     if fmt == "csv":

@@ -17,8 +17,22 @@ _SECRET_TEXT = re.compile(
 )
 
 
+# Query parameters that carry secrets wherever a URL is logged: the setup link's token, OAuth
+# codes and states, signed log URLs. (The access log drops whole query strings: `path_only`.)
+_SECRET_PARAMS = re.compile(r"([?&](?:token|code|state|access_token|client_secret|urlSignature|sig)=)[^&\s\"']*",
+                            re.I)
+# Terminal colour codes (a development server's request lines): a JSON log line is plain text.
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def redact(text: str) -> str:
-    return _SECRET_TEXT.sub("[redacted]", text)
+    return _SECRET_PARAMS.sub(r"\1[redacted]", _SECRET_TEXT.sub("[redacted]", _ANSI.sub("", text)))
+
+
+def path_only(target: str) -> str:
+    """A request target for the access log: the path, with any query string replaced by a mark."""
+    path, sep, _query = target.partition("?")
+    return path + ("?[redacted]" if sep else "")
 
 
 def _redact_processor(_logger, _name, event_dict):
@@ -74,6 +88,9 @@ def configure(level: str = "INFO") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     logging.getLogger("huey").setLevel("WARNING")
+    # Alembic announces each plugin and each migration: a screen of lines before the first that
+    # matters. bot.store.db logs one line when it migrates.
+    logging.getLogger("alembic").setLevel("WARNING")
     logging.getLogger("urllib3").setLevel("WARNING")
     # PyGithub's debug lines carry whole response bodies, the access-token answer among them.
     logging.getLogger("github").setLevel("WARNING")

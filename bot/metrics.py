@@ -1,6 +1,6 @@
 """Prometheus metrics: deliveries, queue depth, job durations, GitHub calls, rate limit left.
 
-Under gunicorn with several workers, PROMETHEUS_MULTIPROC_DIR (set by deploy/gunicorn.conf.py)
+Under gunicorn with several workers, PROMETHEUS_MULTIPROC_DIR (set by bot/server.py)
 makes /metrics add up every worker process instead of answering for whichever one it hit.
 """
 

@@ -2,7 +2,9 @@
 
 Until an App is configured, only the person holding the one-time setup token may start the flow
 (as Jupyter's token does): `ci-registrar serve` prints a link with it, and it lies in
-`<data dir>/setup-token` (0600). The link sets a cookie and the token leaves the address bar.
+`<data dir>/setup-token` (0600). The link works once: it sets a cookie holding a fresh grant (whose
+hash alone is kept) and the token leaves the address bar; the token file then holds a new token,
+so a copy of the link found later in a browser history, a proxy log or a screenshot opens nothing.
 
 Each start of the flow is its own pending state, bound to the browser that started it (a random
 browser cookie whose hash the state keeps), so a refresh, a second tab or an uptime probe never
@@ -39,8 +41,10 @@ from bot.web import get_settings
 
 blueprint = Blueprint("onboarding", __name__)
 
-MANIFEST_PATH = Path(__file__).resolve().parent.parent / "deploy" / "app-manifest.json"
+MANIFEST_PATH = Path(__file__).resolve().with_name("app-manifest.json")  # package data: a wheel has it
 TOKEN_FILE = "setup-token"
+GRANTS_FILE = "setup-grants.json"  # hashes of the redeemed links' cookies, and of the spent tokens
+MAX_GRANTS = 10
 PENDING_FILE = "onboarding-pending.json"
 LOCK_FILE = "onboarding.lock"
 CALLBACK_PATH = "/onboarding/callback"
@@ -52,9 +56,14 @@ MAX_PENDING = 50
 _CODE = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
 _ORG = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?$")
 
+# Shown to anyone: it names the file, never where the server keeps it.
 NEEDS_TOKEN = ("This CI Registrar has no GitHub App yet, and only the person who started it may register one. "
-               "Open the setup link that `ci-registrar serve` printed in its log (it holds a one-time token), "
-               "or read the token from the file `{path}` on the server and open /?token=THE_TOKEN.")
+               "Open the setup link that `ci-registrar serve` printed when it started (it holds a one-time "
+               "token), or read the token from the file `setup-token` in the service's data directory "
+               "(CI_REGISTRAR_DATA_DIR) on the server and open /?token=THE_TOKEN.")
+USED_TOKEN = ("This setup link has been used already, and a setup link works once. Go on in the browser that "
+              "opened it, or read the new token from the file `setup-token` in the service's data directory "
+              "(CI_REGISTRAR_DATA_DIR) on the server (restarting `ci-registrar serve` also prints a new link).")
 LOOPBACK_HINT = ("This page was opened on a loopback address, which GitHub cannot send webhooks to. Give a public "
                  "URL (a reverse proxy or a tunnel), or, for local development, set CI_REGISTRAR_WEBHOOK_PROXY_URL "
                  "to a webhook proxy channel (for example a new smee.io channel) and restart: webhooks then come "
@@ -83,35 +92,68 @@ def manifest_for(public_url: str) -> dict:
 
 
 # -- the setup token --------------------------------------------------------------------------------
+def _current_token(settings) -> str:
+    """The unredeemed token (made when missing); the caller holds the lock."""
+    path = settings.data_dir / TOKEN_FILE
+    try:
+        token = path.read_text().strip()
+    except OSError:
+        token = ""
+    if len(token) < 32:
+        token = secrets.token_urlsafe(32)
+        write_private(path, token)
+    return token
+
+
 def setup_token(settings) -> str:
     """The one-time token that lets one person start onboarding (created on first use, 0600)."""
-    path = settings.data_dir / TOKEN_FILE
     with _locked(settings):
-        try:
-            token = path.read_text().strip()
-        except OSError:
-            token = ""
-        if len(token) < 32:
-            token = secrets.token_urlsafe(32)
-            write_private(path, token)
-    return token
+        return _current_token(settings)
+
+
+def _read_grants(settings) -> dict:
+    try:
+        data = json.loads((settings.data_dir / GRANTS_FILE).read_text())
+    except (OSError, ValueError):
+        return {"grants": [], "spent": []}
+    return data if isinstance(data, dict) else {"grants": [], "spent": []}
+
+
+def redeem(settings, token: str) -> str | None:
+    """Spend `token` if it is the current one: a new grant for this browser's cookie, a new token on
+    file; None when it is not (a wrong token, or one used before: `token_was_spent` tells which)."""
+    with _locked(settings):
+        if not hmac.compare_digest(token.encode(), _current_token(settings).encode()):
+            return None
+        grant = secrets.token_urlsafe(32)
+        grants = _read_grants(settings)
+        grants["grants"] = (grants.get("grants") or [])[-(MAX_GRANTS - 1):] + [_hash(grant)]
+        grants["spent"] = (grants.get("spent") or [])[-(MAX_GRANTS - 1):] + [_hash(token)]
+        write_private(settings.data_dir / GRANTS_FILE, grants)
+        write_private(settings.data_dir / TOKEN_FILE, secrets.token_urlsafe(32))
+    return grant
+
+
+def token_was_spent(settings, token: str) -> bool:
+    return _hash(token) in (_read_grants(settings).get("spent") or [])
 
 
 def setup_link(settings, base_url: str) -> str:
     return f"{base_url.rstrip('/')}/?{urlencode({'token': setup_token(settings)})}"
 
 
-def _cookie_value(token: str) -> str:
-    return hmac.new(token.encode(), b"ci-registrar setup cookie", hashlib.sha256).hexdigest()
+def _csrf(grant: str, browser: str) -> str:
+    return hmac.new(grant.encode(), b"start:" + browser.encode(), hashlib.sha256).hexdigest()
 
 
-def _csrf(token: str, browser: str) -> str:
-    return hmac.new(token.encode(), b"start:" + browser.encode(), hashlib.sha256).hexdigest()
-
-
-def _holds_token(settings) -> bool:
+def _held_grant(settings) -> str | None:
+    """This browser's grant (the cookie a redeemed setup link set), when it is a live one."""
     cookie = request.cookies.get(SETUP_COOKIE, "")
-    return bool(cookie) and hmac.compare_digest(cookie, _cookie_value(setup_token(settings)))
+    if not cookie:
+        return None
+    digest = _hash(cookie)
+    return cookie if any(hmac.compare_digest(digest, kept) for kept in _read_grants(settings).get("grants") or []) \
+        else None
 
 
 # -- pending states ---------------------------------------------------------------------------------
@@ -178,20 +220,24 @@ def _manifest_rows(manifest: dict) -> list[tuple[str, str]]:
 
 def setup_page(settings):
     """GET / while no App is configured (bot.status owns the route): the set-up page, for the token holder."""
-    expected = setup_token(settings)  # made on first need, so the file the refusal names exists
+    setup_token(settings)  # made on first need, so the file the refusal names exists
     token = request.args.get("token")
     if token is not None:
-        if not hmac.compare_digest(token, expected):
-            return render("message.html", status=403, title="Wrong setup token", error=True,
-                          message=NEEDS_TOKEN.format(path=settings.data_dir / TOKEN_FILE))
-        # The token leaves the address bar (and the browser history) at once: a cookie carries it on.
+        grant = redeem(settings, token)
+        if grant is None:
+            if token_was_spent(settings, token):
+                return render("message.html", status=403, title="This setup link was used already", error=True,
+                              message=USED_TOKEN)
+            return render("message.html", status=403, title="Wrong setup token", error=True, message=NEEDS_TOKEN)
+        # The token leaves the address bar (and the browser history) at once: a cookie carries the grant on.
         response = make_response(redirect("/"))
-        response.set_cookie(SETUP_COOKIE, _cookie_value(token), httponly=True, samesite="Lax",
+        response.set_cookie(SETUP_COOKIE, grant, httponly=True, samesite="Lax",
                             secure=request.is_secure, max_age=24 * 3600)
         return response
-    if not _holds_token(settings):
+    grant = _held_grant(settings)
+    if grant is None:
         return render("message.html", status=403, title="Set-up needs the setup token", error=True,
-                      message=NEEDS_TOKEN.format(path=settings.data_dir / TOKEN_FILE))
+                      message=NEEDS_TOKEN)
     browser = request.cookies.get(BROWSER_COOKIE) or secrets.token_urlsafe(24)
     fixed = os.environ.get("CI_REGISTRAR_PUBLIC_URL", "")
     channel = proxy_channel()
@@ -203,7 +249,7 @@ def setup_page(settings):
         "onboarding.html", title="Set up CI Registrar", web_url=web_url(settings.github_api_url),
         credentials=str(settings.credentials_path), public_url=suggested, public_url_fixed=bool(fixed),
         channel=channel, loopback=not fixed and not channel and _is_loopback(request.host), loopback_hint=LOOPBACK_HINT,
-        csrf=_csrf(setup_token(settings), browser), permissions=_manifest_rows(manifest),
+        csrf=_csrf(grant, browser), permissions=_manifest_rows(manifest),
         events=manifest.get("default_events") or [], org=request.args.get("org", "")))
     response.set_cookie(BROWSER_COOKIE, browser, httponly=True, samesite="Lax", secure=request.is_secure,
                         max_age=STATE_TTL_S * 2)
@@ -217,10 +263,11 @@ def start():
     if settings.app_configured:
         return redirect("/")
     browser = request.cookies.get(BROWSER_COOKIE, "")
-    if not _holds_token(settings) or not browser or \
-            not hmac.compare_digest(request.form.get("csrf", ""), _csrf(setup_token(settings), browser)):
+    grant = _held_grant(settings)
+    if grant is None or not browser or \
+            not hmac.compare_digest(request.form.get("csrf", ""), _csrf(grant, browser)):
         return render("message.html", status=403, title="Set-up needs the setup token", error=True,
-                      message=NEEDS_TOKEN.format(path=settings.data_dir / TOKEN_FILE))
+                      message=NEEDS_TOKEN)
     public_url = os.environ.get("CI_REGISTRAR_PUBLIC_URL") or request.form.get("public_url", "").strip()
     problem = _valid_public_url(public_url)
     org = request.form.get("org", "").strip() if request.form.get("owner") == "organization" else ""
@@ -331,7 +378,9 @@ def callback():
         pending = _read_pending(settings)
         pending[state] = {**record, "done": done}
         write_private(settings.data_dir / PENDING_FILE, {k: v for k, v in pending.items() if v.get("done")})
-        (settings.data_dir / TOKEN_FILE).unlink(missing_ok=True)  # onboarding is over: the token is spent
+        # Onboarding is over: no token, no grant opens the set-up again.
+        (settings.data_dir / TOKEN_FILE).unlink(missing_ok=True)
+        (settings.data_dir / GRANTS_FILE).unlink(missing_ok=True)
     current_app.config["SETTINGS"] = reload_credentials(settings)
     return _done_page(settings, done)
 

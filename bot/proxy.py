@@ -118,7 +118,8 @@ class WebhookProxy(threading.Thread):
             self._note("webhook proxy could not forward", error=type(exc).__name__)
             return None
         self.forwarded += 1
-        self._note("webhook forwarded", event=headers.get("x-github-event"), status=status,
+        # `github_event`: structlog's own first argument is called `event`.
+        self._note("webhook forwarded", github_event=headers.get("x-github-event"), status=status,
                    delivery_id=headers.get("x-github-delivery"))
         return status
 

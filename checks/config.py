@@ -119,6 +119,7 @@ class Approvers(_Struct):
 class Budgets(_Struct):
     daily_gpu_hours: float = 64
     max_files_per_command: int = 20
+    cancel_superseded_runs: bool = True  # a push cancels the on-demand runs of the PR's older heads
 
 
 def _default_consumers() -> list[Consumer]:
@@ -295,24 +296,14 @@ def load_config(text: str | bytes | None, path: str = CONFIG_PATH, limits: Limit
         return Config(), [make_finding("REG900", path, Span(line, column, line, column), f"{path} is not valid YAML: {problem}")]
     if data is None:
         return Config(), []
+    data = _yaml11_severities(data)
     try:
         config = msgspec.convert(data, Config, strict=True)
     except msgspec.ValidationError as exc:
-        message = str(exc)
-        where = message.rsplit(" - at `", 1)
-        node = root
-        if len(where) == 2:
-            err_path = where[1].rstrip("`")
-            if "[...]" in err_path:
-                err_path = _resolve_dict_entry(data, err_path)
-            node = _node_for_path(root, err_path)
-            unknown = re.match(r"Object contains unknown field `([^`]+)`", message)
-            if unknown:
-                node = _unknown_field_node(node, unknown.group(1))
-            message = f"{where[0]} (at {err_path.removeprefix('$.') or 'top level'})"
-        elif message.startswith("Expected `object`"):
-            message = f"{message}: the configuration must be a mapping"
-        return Config(), [_at_node("REG900", path, node, f"invalid configuration: {message}")]
+        # msgspec stops at the first error; a person fixing the file wants them all at once.
+        errors = _every_schema_error(data) if isinstance(data, dict) else []
+        return Config(), [_schema_finding(path, root, part, message, shift)
+                          for message, shift, part in (errors or [(str(exc), None, data)])]
     findings = []
     for err_path, message in _semantic_errors(config):
         node = _node_for_path(root, err_path)
@@ -320,6 +311,72 @@ def load_config(text: str | bytes | None, path: str = CONFIG_PATH, limits: Limit
             node = _unknown_field_node(_node_for_path(root, "$.rules"), err_path.removeprefix("$.rules."))
         findings.append(_at_node("REG900", path, node, f"invalid configuration: {message}"))
     return (Config() if findings else config), findings
+
+
+_SEVERITY_WORDS = ("failure", "warning", "notice", "off")
+
+
+def _yaml11_severities(data):
+    """`rules:` as a person writes it: a rule by its code or its name (as `check --select` takes
+    it), and `false` for off. (`off`, `on`, `yes` and `no` are words here, not booleans: this file
+    is read with YAML 1.2 booleans, checks/yamlload.py.)"""
+    if isinstance(data, dict) and isinstance(data.get("rules"), dict):
+        names = {r.name: code for code, r in RULES.items()}
+        data = {**data, "rules": {names.get(k, k) if isinstance(k, str) else k: "off" if v is False else v
+                                  for k, v in data["rules"].items()}}
+    return data
+
+
+def _every_schema_error(data: dict) -> list[tuple[str, tuple[str, int] | None, dict]]:
+    """Each top-level section, and each entry of a mapping or list section, validated alone:
+    (msgspec's message, the list index to put back, the part validated) for every part that fails.
+    A section whose fields cannot stand alone (a required one) is validated whole."""
+    errors: list[tuple[str, tuple[str, int] | None, dict]] = []
+    for key, value in data.items():
+        section_type = _type_at(f"$.{key}")
+        is_struct = isinstance(section_type, type) and issubclass(section_type, msgspec.Struct)
+        if isinstance(value, dict) and len(value) > 1 and (is_struct or typing.get_origin(section_type) is dict):
+            pieces = [({key: {k: v}}, None) for k, v in value.items()]
+        elif isinstance(value, list) and len(value) > 1 and typing.get_origin(section_type) is list:
+            pieces = [({key: [item]}, (key, i)) for i, item in enumerate(value)]
+        else:
+            pieces = [({key: value}, None)]
+        found = []
+        for piece, shift in pieces:
+            try:
+                msgspec.convert(piece, Config, strict=True)
+            except msgspec.ValidationError as exc:
+                found.append((str(exc), shift, piece))
+        if len(pieces) > 1 and is_struct and any("missing required field" in m for m, _, _ in found):
+            try:
+                msgspec.convert({key: value}, Config, strict=True)
+                found = []
+            except msgspec.ValidationError as exc:
+                found = [(str(exc), None, {key: value})]
+        errors += found
+    return errors
+
+
+def _schema_finding(path: str, root, data, message: str, shift: tuple[str, int] | None) -> Finding:
+    where = message.rsplit(" - at `", 1)
+    node = root
+    if len(where) == 2:
+        err_path = where[1].rstrip("`")
+        if shift is not None:  # validated alone as item 0 of its list: name its real place
+            err_path = err_path.replace(f"$.{shift[0]}[0]", f"$.{shift[0]}[{shift[1]}]", 1)
+        if "[...]" in err_path:
+            err_path = _resolve_dict_entry(data, err_path)
+        node = _node_for_path(root, err_path)
+        unknown = re.match(r"Object contains unknown field `([^`]+)`", message)
+        if unknown:
+            node = _unknown_field_node(node, unknown.group(1))
+        detail = where[0]
+        if err_path.startswith("$.rules.") and detail.startswith(("Invalid enum value", "Expected `str`")):
+            detail += f": a rule's severity is one of {', '.join(_SEVERITY_WORDS)}"
+        message = f"{detail} (at {err_path.removeprefix('$.') or 'top level'})"
+    elif message.startswith("Expected `object`"):
+        message = f"{message}: the configuration must be a mapping"
+    return _at_node("REG900", path, node, f"invalid configuration: {message}")
 
 
 def _limit_finding(path: str, limits: Limits, limit: str, measured: str) -> Finding:

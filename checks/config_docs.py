@@ -116,6 +116,8 @@ FIELDS: dict[str, str] = {
     "Approvers.two_person": "true: every run needs the approval of a maintainer other than the one who asked.",
     "Budgets.daily_gpu_hours": "GPU-hours of on-demand runs per repository per rolling 24 hours.",
     "Budgets.max_files_per_command": "At most this many test files in one `/run-rocm` command.",
+    "Budgets.cancel_superseded_runs": "true: a push to a pull request cancels its on-demand runs of older heads "
+                                      "(their check run ends `cancelled`, \"superseded by <sha>\"); false: they run to the end.",
 }
 
 

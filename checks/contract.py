@@ -17,13 +17,15 @@ instead of expanding 2**40 names.
 from __future__ import annotations
 
 import ast
+import fnmatch
+import posixpath
 import re
 from dataclasses import dataclass, field
 
 from checks.config import Config, Paths
 from checks.limits import Budget, count_tokens
-from checks.model import code, Backend, Finding, Span
-from checks.runner import RunnerFacts, Source, module_bindings as _module_bindings, read_runner
+from checks.model import code, Backend, Finding, Severity, Span
+from checks.runner import RunnerFacts, Source, anchor_sources, module_bindings as _module_bindings, read_runner
 from checks.rules import make_finding
 from checks.source import decode_source, node_span
 from checks.suites import NearNames
@@ -84,16 +86,29 @@ class Contract:
     discovery: list[Source] | None = None  # None: the configured roots/pattern (paths.test_roots ...)
     implicit_cpu_roots: list[str] = field(default_factory=lambda: ["tests/fast"])
     unregistered_severity: str = "failure"  # REG004: "warning" where the runner runs collect_tests(sanity_check=False)
+    unregistered_configured: bool = False  # validity.unregistered_file says it: per-glob sanity_check does not apply
     est_time_positive: bool = False  # the runner rejects est_time <= 0
     main_block_required: bool = False  # the runner rejects an enabled file without `if __name__ == "__main__":`
     suite_template: tuple[str, tuple[str, ...]] | None = None  # ("{stage}-test-{runner_config}", ("stage", "runner_config"))
     suite_checked_backends: set[Backend] | None = None  # None: every backend's suites are validated
     unknown_suite_when_disabled: str = "warning"  # REG010 on a disabled registration
+    unknown_suite_warns: str = ""  # where the runner only warns about an unknown suite (RunnerFacts)
     notes: list[str] = field(default_factory=list)  # what was read from where (for `check --explain`-like output)
 
     @property
     def functions(self) -> dict[str, Backend]:
         return {name: sig.backend for name, sig in self.signatures.items()}
+
+    def unregistered_severity_of(self, path: str) -> str:
+        """REG004's severity for `path`: a runner whose branches glob with different
+        `sanity_check=` (sglang in December 2025) rejects an unregistered file only where a strict
+        branch discovers it. Otherwise the one severity of the contract."""
+        if self.unregistered_configured or not self.discovery:
+            return self.unregistered_severity
+        matching = [s for s in self.discovery if s.sanity_check is not None and s.matcher()(path)]
+        if not matching:
+            return self.unregistered_severity
+        return "failure" if any(s.sanity_check for s in matching) else "warning"
 
     def suite_names(self, backend: Backend) -> set[str]:
         return set(self.suites.get(backend, {}))
@@ -465,11 +480,13 @@ def resolve_validity(contract: Contract, config: Config) -> None:
         if facts.discovery_where:
             # The runner discovers its own way and the engine cannot follow it: the default roots
             # are a guess, so an unregistered file there is at most a warning.
+            # A failure, not a warning: which files the runner runs is the one thing every other rule
+            # rests on, and a guess that reads nothing would otherwise pass silently.
             line = int(facts.discovery_where.rsplit(":", 1)[1])
             contract.findings.append(make_finding(
                 "REG901", p.suites_module, Span.at_line(line),
                 f"{facts.discovery_problem}; the default discovery ({', '.join(p.test_roots)}: {p.test_pattern}) is used and "
-                "REG004 is a warning (set `paths.test_roots`/`paths.discovery` to state it)"))
+                "REG004 is a warning (set `paths.test_roots`/`paths.discovery` to state it)", severity=Severity.FAILURE))
             if v.unregistered_file is None:
                 contract.unregistered_severity = "warning"
     if p.implicit_cpu_roots != _DEFAULT_PATHS.implicit_cpu_roots or facts.implicit_cpu_roots is None:
@@ -478,6 +495,7 @@ def resolve_validity(contract: Contract, config: Config) -> None:
         contract.implicit_cpu_roots = list(facts.implicit_cpu_roots)
     if v.unregistered_file is not None:
         contract.unregistered_severity = v.unregistered_file
+        contract.unregistered_configured = True
     elif facts.sanity_check is False:
         contract.unregistered_severity = "warning"  # the runner warns and skips the file
     sanity = facts.sanity_check is not False
@@ -490,6 +508,7 @@ def resolve_validity(contract: Contract, config: Config) -> None:
         contract.suite_template = facts.suite_template
     checked = v.suite_checked_backends if v.suite_checked_backends is not None else facts.suite_checked_backends
     contract.suite_checked_backends = {Backend(b.lower()) for b in checked} if checked is not None else None
+    contract.unknown_suite_warns = facts.unknown_suite_warns
     if v.unknown_suite_when_disabled is not None:
         contract.unknown_suite_when_disabled = v.unknown_suite_when_disabled
     elif facts.validates_disabled:
@@ -508,4 +527,38 @@ def read_contract(tree, config: Config, budget: Budget | None = None) -> Contrac
     contract.facts = read_runner(p.suites_module, _tree_of(tree, p.suites_module, budget), p.register_module,
                                  _tree_of(tree, p.register_module, budget), keyword_only)
     resolve_validity(contract, config)
+    # A tree that is read only at known paths (the App's PR base) has no listing: its relative globs
+    # are anchored by engine.discover against the paths it is given, and its discovery is not
+    # judged (only the head's is).
+    if contract.discovery is not None and getattr(tree, "listed", True):
+        paths = list(tree.paths())
+        contract.discovery = anchor_sources(contract.discovery, posixpath.dirname(p.suites_module), paths)
+        _check_discovery_reads_files(contract, config, paths)
     return contract
+
+
+# Where test files usually live, whatever a runner's discovery says: `tests/`, `test/` and the
+# configured roots (radixark/miles' and sgl-project/sglang's layouts, every era).
+_USUAL_ROOTS = ("tests/", "test/")
+
+
+def _check_discovery_reads_files(contract: Contract, config: Config, paths: list[str]) -> None:
+    """A discovery read from the runner that finds no file while test files exist under the usual
+    roots is a reading the engine got wrong (or a runner that runs nothing): a REG901 failure that
+    names the globs, never a check that passes on zero registrations."""
+    matchers = [s.matcher() for s in contract.discovery]
+    if any(any(m(path) for m in matchers) for path in paths):
+        return
+    roots = tuple(r.rstrip("/") + "/" for r in config.paths.test_roots) + _USUAL_ROOTS
+    tests = [path for path in paths if path.startswith(roots) and path.endswith(".py")
+             and fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], "test_*.py")]
+    if not tests:
+        return
+    where = contract.facts.discovery_where or config.paths.suites_module
+    line = int(where.rsplit(":", 1)[1]) if ":" in where else 1
+    globs = ", ".join(code(s.text or s.pattern) for s in contract.discovery[:6]) or "no glob"
+    contract.findings.append(make_finding(
+        "REG901", config.paths.suites_module, Span.at_line(line),
+        f"the runner's discovery ({where}: {globs}) reads no file of this tree, while {len(tests)} test file(s) exist "
+        f"under the usual roots (e.g. {code(tests[0])}): no registration is checked; state the discovery with "
+        "`paths.discovery`/`paths.test_roots` if the runner reads them from elsewhere", severity=Severity.FAILURE))

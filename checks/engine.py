@@ -27,8 +27,10 @@ from checks.limits import FILE_CHECKS, Budget, Limits
 from checks.model import code, Change, Finding, Registration, Report, Severity, Span
 from checks.parallel import map_forked
 from checks.registrations import FileScan, implicit_registration, scan_file
+from checks.runner import anchor_sources
 from checks.rules import RULES, make_finding
 from checks.source import decode_source
+from checks.suppressions import apply_suppressions
 from checks.workflows import SuiteUse, is_workflow_path, read_consumers
 
 _FROM_TREE = object()
@@ -56,6 +58,7 @@ class Context:
     # a diff check: suite -> backends whose registrations the changed files took out, or
     # ANY_BACKEND for a suite the diff added to the inventory (REG015 reports their consumers)
     emptied_suites: dict[str, set[str]] = field(default_factory=dict)
+    direct_runs: dict[str, str] = field(default_factory=dict)  # files a workflow runs itself -> "workflow:line"
 
     @property
     def consumers_partial(self) -> bool:
@@ -80,7 +83,10 @@ def discover(paths, config: Config, contract: Contract | None = None) -> list[st
     excludes) and the flat `paths.test_roots` / `test_pattern` / `test_excludes`.
     """
     if contract is not None and contract.discovery is not None:
-        matchers = [s.matcher() for s in contract.discovery]
+        # relative globs are anchored already unless the contract was read from an unlisted tree
+        paths = list(paths)
+        sources = anchor_sources(contract.discovery, config.paths.suites_module.rpartition("/")[0], paths)
+        matchers = [s.matcher() for s in sources]
         return sorted({path for path in paths if any(m(path) for m in matchers)})
     p = config.paths
     roots = [(d.root, d.pattern, d.excludes) for d in p.discovery] if p.discovery else \
@@ -246,8 +252,11 @@ def build_context(tree, config: Config, budget: Budget | None = None, consumers_
     workflow_paths = sorted(p for p in all_paths if is_workflow_path(p, config))
     # findings about external consumers point at the configuration, else at the suite inventory
     anchor = CONFIG_PATH if CONFIG_PATH in all_paths else config.paths.suites_module
-    uses, findings = read_consumers(tree, config, workflow_paths, budget, consumers_from=consumers_from, anchor=anchor)
-    return Context(config, read_contract(tree, config, budget), uses, budget=budget), all_paths, findings
+    direct_runs: dict[str, str] = {}
+    uses, findings = read_consumers(tree, config, workflow_paths, budget, consumers_from=consumers_from, anchor=anchor,
+                                    direct_runs=direct_runs)
+    ctx = Context(config, read_contract(tree, config, budget), uses, budget=budget, direct_runs=direct_runs)
+    return ctx, all_paths, findings
 
 
 def check_tree(
@@ -315,7 +324,7 @@ def check_tree(
         findings.extend(scan.findings)
         if not scan.registrations and not scan.unreadable and path not in ctx.implicit:
             why = " (its register calls are invisible to the runner, see REG003)" if scan.invisible else ""
-            if ctx.contract.unregistered_severity == "failure":
+            if ctx.contract.unregistered_severity_of(path) == "failure":
                 findings.append(
                     make_finding("REG004", path, Span.at_line(1), f"no registration: this test file is discovered under {_root_of(path, config, ctx.contract)} but declares no register_<backend>_ci(...) call{why}, so the runner never runs it")
                 )
@@ -382,7 +391,10 @@ def check_tree(
 
         attach_fixes(findings, report.registrations, lambda path: _lines(ctx, head, path))
     findings.extend(budget.findings)
-    report.findings = _apply_overrides(findings, config)
+    report.findings = findings
+    # `# ci-registrar: ignore[...]` on a registration: from each checked file's scan (cached too)
+    apply_suppressions(report, {p: ctx.scans[p].suppressions for p in to_check if ctx.scans[p].suppressions})
+    report.findings = _apply_overrides(report.findings, config)
     report.findings.sort(key=Finding.sort_key)
     return report
 

@@ -191,6 +191,8 @@ class Report:
     registrations: list[Registration] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     files_checked: int = 0
+    # (finding, its checks.suppressions.Suppression): taken out of `findings` by an inline comment
+    suppressed: list = field(default_factory=list)
 
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity is severity)

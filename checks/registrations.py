@@ -21,6 +21,7 @@ from checks.limits import FILE_CHECKS, Budget
 from checks.model import code, Argument, Backend, Finding, Registration, Severity, Span
 from checks.rules import make_finding
 from checks.source import decode_source, node_span, source_segment
+from checks.suppressions import marks as suppression_marks
 
 # any register_<backend>_ci: which of them the runner collects is the contract's (Contract.functions)
 # A mention of a register function is `\bregister_..._ci\b`. The leading `\b` is checked by hand
@@ -48,6 +49,7 @@ class FileScan:
     num_gpus_constant: tuple[int, Span] | None = None
     lines: list[str] = field(default_factory=list)
     has_main: bool = True  # a top-level `if __name__ == "__main__":` (sglang's runner requires one)
+    suppressions: list = field(default_factory=list)  # [line, column, codes, reason] of each ignore comment
 
 
 def _mentions(text: str):
@@ -410,6 +412,13 @@ def scan_file(path: str, data: bytes, contract: Contract, *, implicit_cpu: bool 
         scan = FileScan(path, unreadable=True)
         scan.findings.append(make_finding("REG001", path, Span.at_line(1), f"the file cannot be read as Python source: {error}"))
         return scan
+    scan = _scan_text(path, text, contract, implicit_cpu=implicit_cpu, exact=exact, budget=budget)
+    scan.suppressions = suppression_marks(text)  # `# ci-registrar: ignore[...]` (checks/suppressions.py)
+    return scan
+
+
+def _scan_text(path: str, text: str, contract: Contract, *, implicit_cpu: bool, exact: bool,
+               budget: Budget | None) -> FileScan:
     if (exact or mentions_register_function(text)) and not (budget or Budget()).parse_allowed(text, path, FILE_CHECKS):
         return FileScan(path, unreadable=True)
     if not mentions_register_function(text):

@@ -49,12 +49,16 @@ def to_json(report: Report) -> str:
         "registrations": [registration_json(r) for r in report.registrations],
         "findings": [finding_json(f) for f in report.findings],
     }
+    if report.suppressed:  # taken out by `# ci-registrar: ignore[...]`: what, and the comment's reason
+        doc["suppressed"] = [{**finding_json(f), "suppression": s.as_json()} for f, s in report.suppressed]
     return json.dumps(doc, indent=2)
 
 
 def summary_line(report: Report) -> str:
     counts = [f"{report.count(s)} {s.value}{'s' if report.count(s) != 1 else ''}" for s in Severity]
     regs = sum(1 for r in report.registrations if not r.implicit)
+    if report.suppressed:
+        counts.append(f"{len(report.suppressed)} suppressed")
     return f"{report.files_checked} test file(s), {regs} registration(s): " + ", ".join(counts)
 
 
@@ -102,7 +106,7 @@ _SARIF_LEVEL = {Severity.FAILURE: "error", Severity.WARNING: "warning", Severity
 FINGERPRINT_KEY = "ciRegistrar/v2"
 
 
-def _sarif_identities(report: Report) -> list[str]:
+def _sarif_identities(report: Report, findings: list[Finding] | None = None) -> list[str]:
     """A stable identity per finding, for code scanning's partialFingerprints.
 
     Built from the rule, the file and what the finding is about: the registration (its function
@@ -119,7 +123,7 @@ def _sarif_identities(report: Report) -> list[str]:
     ordinal: dict[tuple[str, str], int] = {}
     seen: dict[str, int] = {}
     out = []
-    for f in report.findings:
+    for f in report.findings if findings is None else findings:
         about = None
         for (first, last), ident, reg in calls.get(f.file, []):
             if first <= f.span.line <= last:
@@ -160,7 +164,9 @@ def to_sarif(report: Report, version: str | None = None, srcroot: str | None = N
     rule_ids = sorted(RULES)
     index = {code: i for i, code in enumerate(rule_ids)}
     results = []
-    for f, identity in zip(report.findings, _sarif_identities(report)):
+    shown = report.findings + [f for f, _s in report.suppressed]
+    suppressions = {id(f): s for f, s in report.suppressed}
+    for f, identity in zip(shown, _sarif_identities(report, shown)):
         result = {
             "ruleId": f.rule,
             "ruleIndex": index[f.rule],
@@ -181,6 +187,10 @@ def to_sarif(report: Report, version: str | None = None, srcroot: str | None = N
             ],
             "partialFingerprints": {FINGERPRINT_KEY: hashlib.sha256(identity.encode()).hexdigest()[:32]},
         }
+        if id(f) in suppressions:
+            # An in-source suppression (SARIF 2.1.0 §3.35): code scanning shows the result as dismissed.
+            result["suppressions"] = [{"kind": "inSource", "justification": suppressions[id(f)].reason}
+                                      if suppressions[id(f)].reason else {"kind": "inSource"}]
         if f.fix is not None:
             result["fixes"] = [
                 {

@@ -88,3 +88,33 @@ def make_finding(
         fix=fix,
         title=f"{code} {r.name}",
     )
+
+
+# Findings that say the result cannot be trusted (invalid configuration, an unreadable contract,
+# an analysis limit): never taken out of a report by --select/--ignore.
+UNSELECTABLE = ("REG900", "REG901", "REG902")
+
+
+def resolve_rules(selectors) -> tuple[set[str], list[str]]:
+    """The rule codes a list of selectors names, and the selectors that name none.
+
+    A selector is a code (REG010), a code prefix (REG01: REG010-REG019, ruff's convention) or a rule
+    name (unknown-suite), case-insensitive; `ALL` is every rule.
+    """
+    codes: set[str] = set()
+    unknown: list[str] = []
+    names = {r.name.lower(): code for code, r in RULES.items()}
+    for raw in selectors:
+        selector = raw.strip()
+        if not selector:
+            continue
+        upper = selector.upper()
+        if upper == "ALL":
+            codes.update(RULES)
+        elif selector.lower() in names:
+            codes.add(names[selector.lower()])
+        elif upper.startswith("REG") and any(code.startswith(upper) for code in RULES):
+            codes.update(code for code in RULES if code.startswith(upper))
+        else:
+            unknown.append(selector)
+    return codes, unknown

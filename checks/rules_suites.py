@@ -75,6 +75,28 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
         severity = None
         if not checked or (reg.disabled is not None and contract.unknown_suite_when_disabled == "warning"):
             severity = Severity.WARNING
+        elif contract.unknown_suite_warns:
+            # A runner that only warns runs the suite a job names: the test runs if a job passes
+            # this suite with this backend and nightly flag, and never if none does.
+            run_by = [u for u in consumers_of.get(suite, []) if u.selects(reg.backend.value)
+                      and (u.nightly is None or bool(u.nightly) == reg.nightly)]
+            if run_by:
+                severity = Severity.WARNING
+                use = run_by[0]
+                flags = f"--hw {use.hw} " if use.hw else ""
+                flags += f"--suite {suite}" + (" --nightly" if use.nightly else "")
+                where = f"{use.file}:{use.span.line}" if use.file else use.consumer
+                parts[0] = (f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}); "
+                            f"the runner ({contract.unknown_suite_warns}) only prints \"Unknown suite\" and runs it anyway, "
+                            f"and {where} runs it ({code(flags)}), so the test runs: add the suite to the inventory")
+            elif reg.file in getattr(ctx, "direct_runs", {}):
+                severity = Severity.WARNING
+                parts[0] = (f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}) "
+                            f"and no job runs it, so the runner never selects this registration; "
+                            f"{ctx.direct_runs[reg.file]} runs the file itself, so the test runs: register it in a suite that job runs, or drop the registration")
+            else:
+                parts[0] += (f"; the runner ({contract.unknown_suite_warns}) only warns about an unknown suite, "
+                             f"but no workflow runs {code(suite)} for {reg.backend.value}" + (" with `--nightly`" if reg.nightly else " without `--nightly`"))
         out.append(
             make_finding("REG010", reg.file, span, "; ".join(parts), severity=severity, suggestion=_q(fix_to) if fix_to else None)
         )

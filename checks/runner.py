@@ -26,12 +26,15 @@ Whatever is not read is None here, and the caller falls back to the configuratio
 from __future__ import annotations
 
 import ast
+import dataclasses
 import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Callable
 
 _REPO = "/__repo__"  # stands for the repository root when the runner builds absolute paths
+_START = "/__start__"  # the directory the runner is started in (os.getcwd() before any os.chdir)
+_PATH_TYPES = ("Path", "pathlib.Path", "PurePath", "PurePosixPath", "pathlib.PurePath", "pathlib.PurePosixPath")
 _MAX_STEPS = 20_000  # statements and expressions followed: a discovery past it is not read
 _MAX_SOURCES = 256  # globs: each discovered path is matched against every one
 
@@ -57,24 +60,79 @@ class Unreadable(Exception):
 class Source:
     """One glob of the runner and the comprehension filters applied to what it returns."""
 
-    pattern: str  # repository-relative glob (`**` recursive)
+    pattern: str  # repository-relative glob (`**` recursive); relative to the start directory while `relative`
     absolute: bool  # the runner globbed an absolute path (filters see `/repo/<path>`)
     filters: tuple[Callable[[str], bool], ...] = ()
     text: str = ""  # how it reads, for messages
+    # The runner globbed a relative name: it reads it from the directory it is started in, which
+    # the code alone does not say (anchor_sources decides, from the tree).
+    relative: bool = False
+    base: str = ""  # the start directory, repository-relative: filters see names relative to it
+    sanity_check: bool | None = None  # collect_tests' sanity_check on the branch that globbed it (None: the call's)
 
     def matcher(self) -> Callable[[str], bool]:
         regex = re.compile(_glob_regex(self.pattern))
         prefix = self.pattern.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0]
         filters = self.filters
         absolute = self.absolute
+        cut = len(self.base) + 1 if self.base else 0
 
         def match(path: str) -> bool:
             if not path.startswith(prefix) or not regex.fullmatch(path):
                 return False
-            seen = f"{_REPO}/{path}" if absolute else path
+            seen = f"{_REPO}/{path}" if absolute else path[cut:]
             return all(f(seen) for f in filters)
 
         return match
+
+
+def _literal_prefix(pattern: str) -> str:
+    """The directories a glob names before its first wildcard ("registered/" of "registered/**/*.py")."""
+    head = pattern.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0]
+    return head.rsplit("/", 1)[0] + "/" if "/" in head else ""
+
+
+def anchor_sources(sources: list[Source], runner_dir: str, paths) -> list[Source]:
+    """Relative globs read from the runner's start directory: the repository root (miles runs
+    `python tests/ci/run_suite.py` from it) or the runner's own directory (sglang's workflows run
+    `cd test && python3 run_suite.py`, and its runner globbed `registered/**/*.py` until March
+    2026). The code does not say which, the tree does: a glob whose leading directories exist
+    under one of the two and not the other is read there; a glob that names none (`**/*.py`)
+    follows the others of the same discovery; else the root."""
+    if not any(s.relative for s in sources):
+        return sources
+    dirs = set()
+    for path in paths:
+        parts = path.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            dirs.add("/".join(parts[:i]) + "/")
+    runner_dir = runner_dir.strip("/")
+
+    def exists(base: str, prefix: str) -> bool:
+        return not prefix or (f"{base}/{prefix}" if base else prefix) in dirs
+
+    chosen: list[str | None] = []  # per source: its start directory, or None while undecided
+    for s in sources:
+        prefix = _literal_prefix(s.pattern) if s.relative else ""
+        base = None
+        if prefix:
+            at_root, at_runner = exists("", prefix), bool(runner_dir) and exists(runner_dir, prefix)
+            if at_runner and not at_root:
+                base = runner_dir
+            elif at_root and not at_runner:
+                base = ""
+        chosen.append(base)
+    fallback = next((c for c in chosen if c is not None), "")
+    out = []
+    for s, base in zip(sources, chosen):
+        if not s.relative:
+            out.append(s)
+            continue
+        if base is None:
+            base = fallback
+        pattern = posixpath.join(base, s.pattern) if base else s.pattern
+        out.append(dataclasses.replace(s, pattern=pattern, text=s.text if not base else f"{s.text} (from {base}/)", relative=False, base=base))
+    return out
 
 
 @dataclass
@@ -89,6 +147,9 @@ class RunnerFacts:
     suite_template: tuple[str, tuple[str, ...]] | None = None  # ("{stage}-test-{runner_config}", ("stage", "runner_config"))
     suite_checked_backends: list[str] | None = None  # None: every backend (or not read)
     validates_disabled: bool | None = None  # the suite validation sees disabled registrations
+    # "test/run_suite.py:116": where a runner that validates nothing only prints "Unknown suite"
+    # and runs the suite a job names anyway (sglang until April 2026); "" otherwise
+    unknown_suite_warns: str = ""
 
 
 def _glob_regex(pattern: str) -> str:
@@ -152,11 +213,21 @@ class _Module:
 class _Evaluator:
     """Evaluates the runner's discovery expressions: strings, and lists of Sources."""
 
-    def __init__(self, runner: _Module, register: _Module):
+    def __init__(self, runner: _Module, register: _Module, sanity_name: str | None = None):
         self.runner = runner
         self.register = register
         self.depth = 0
         self.steps = 0
+        self.cwd = _START  # os.chdir(...) moves it; relative globs are read from it
+        self.sanity_name = sanity_name  # the local handed to collect_tests(sanity_check=...)
+        self.unread: dict[str, str] = {}  # locals that looked like file lists and could not be read: why
+
+    def absolute(self, path: str) -> str:
+        if path.startswith(_REPO) or path.startswith(_START):
+            return posixpath.normpath(path)
+        if path.startswith("/"):
+            raise Unreadable(f"the path `{path}` is outside the repository")
+        return posixpath.normpath(posixpath.join(self.cwd, path))
 
     def spend(self) -> None:
         self.steps += 1
@@ -172,6 +243,8 @@ class _Evaluator:
             if node.id == "__file__":
                 return f"{_REPO}/{module.path}"
             if node.id in env:
+                if isinstance(env[node.id], bool):
+                    raise Unreadable(f"`{node.id}` is a flag, not a path")
                 return env[node.id]
             if node.id in module.bindings:
                 return self.string(module.bindings[node.id], {}, module)
@@ -189,8 +262,22 @@ class _Evaluator:
                 else:
                     raise Unreadable("an f-string with a format")
             return text
+        if isinstance(node, ast.Attribute) and node.attr == "parent":  # Path(__file__).parent
+            return posixpath.dirname(self.path(node.value, env, module))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):  # Path(...) / "registered"
+            return posixpath.join(self.path(node.left, env, module), self.path(node.right, env, module))
+        if isinstance(node, ast.Call) and not node.args and not node.keywords:
+            name = _dotted(node.func)
+            if name in ("os.getcwd", "Path.cwd", "pathlib.Path.cwd"):
+                return self.cwd
+            if isinstance(node.func, ast.Attribute) and node.func.attr in ("resolve", "absolute", "as_posix"):
+                inner = self.path(node.func.value, env, module)
+                return inner if node.func.attr == "as_posix" else self.absolute(inner)
         if isinstance(node, ast.Call) and not node.keywords:
             name = _dotted(node.func)
+            if name in _PATH_TYPES or name in ("os.fspath",):
+                parts = [self.path(a, env, module) for a in node.args]
+                return posixpath.join(*parts) if parts else "."
             args = [self.string(a, env, module) for a in node.args]
             if any(not isinstance(a, str) for a in args):
                 raise Unreadable(f"`{ast.unparse(node)[:60]}`")
@@ -210,6 +297,33 @@ class _Evaluator:
             return out
         raise Unreadable(f"`{ast.unparse(node)[:60]}` is not a path the engine can read")
 
+    def path(self, node: ast.expr, env: dict, module: _Module) -> str:
+        value = self.string(node, env, module)
+        if not isinstance(value, str):
+            raise Unreadable(f"`{ast.unparse(node)[:60]}` is a list, not a path")
+        return value
+
+    def source(self, pattern: str, recursive: bool) -> Source:
+        """A glob of `pattern` (absolute, or relative to the current directory) as a Source.
+        The names it returns are absolute when the pattern was, else relative to the current
+        directory: what the comprehension filters see."""
+        given_absolute = pattern.startswith(_REPO) or pattern.startswith(_START)
+        full = self.absolute(pattern)
+        if not recursive:
+            full = full.replace("**", "*")
+        if full.startswith(_REPO + "/") or full == _REPO:
+            rel = full[len(_REPO) + 1 :]
+            if given_absolute:
+                return Source(rel, True, (), rel)
+            base = self.cwd[len(_REPO) + 1 :] if self.cwd.startswith(_REPO + "/") else ""  # after os.chdir(<repo dir>)
+            return Source(rel, False, (), f"{pattern} (from {base or '.'}/)", base=base)
+        if full.startswith(_START + "/"):
+            rel = full[len(_START) + 1 :]
+            if rel.startswith(".."):
+                raise Unreadable(f"the glob `{pattern}` leaves the start directory")
+            return Source(rel, False, (), rel, relative=True)
+        raise Unreadable(f"the glob `{pattern}` leaves the repository")
+
     # -- file lists ------------------------------------------------------------------------
     def files(self, node: ast.expr, env: dict, lists: dict, module: _Module) -> list[Source]:
         self.spend()
@@ -221,6 +335,8 @@ class _Evaluator:
     def _files(self, node: ast.expr, env: dict, lists: dict, module: _Module) -> list[Source]:
         if isinstance(node, ast.Name) and node.id in lists:
             return list(lists[node.id])
+        if isinstance(node, ast.Name) and node.id in self.unread:
+            raise Unreadable(self.unread[node.id])
         if isinstance(node, ast.List) and not node.elts:
             return []
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
@@ -231,7 +347,7 @@ class _Evaluator:
                 raise Unreadable(f"`{ast.unparse(node)[:60]}` transforms the file names")
             inner = self.files(gen.iter, env, lists, module)
             preds = tuple(_predicate(c, gen.target.id, lambda n: self.string(n, env, module), module.functions) for c in gen.ifs)
-            return [Source(s.pattern, s.absolute, s.filters + preds, s.text) for s in inner]
+            return [dataclasses.replace(s, filters=s.filters + preds) for s in inner]
         if isinstance(node, ast.Call):
             name = _dotted(node.func)
             if name in ("glob.glob", "glob", "glob.iglob", "iglob") and node.args:
@@ -239,15 +355,19 @@ class _Evaluator:
                 if not isinstance(pattern, str):
                     raise Unreadable("a glob over a list")
                 recursive = any(k.arg == "recursive" and isinstance(k.value, ast.Constant) and k.value.value is True for k in node.keywords)
-                absolute = pattern.startswith(_REPO + "/")
-                rel = pattern[len(_REPO) + 1 :] if absolute else pattern
-                if rel.startswith("./"):
-                    rel = rel[2:]
-                if rel.startswith("/") or rel.startswith(".."):
-                    raise Unreadable(f"the glob `{pattern}` leaves the repository")
-                if not recursive:
-                    rel = rel.replace("**", "*")
-                return [Source(rel, absolute, (), rel)]
+                root_dir = next((k.value for k in node.keywords if k.arg == "root_dir"), None)
+                if root_dir is not None:
+                    # names come back relative to root_dir: filters see them so, the runner opens
+                    # them from the current directory (where they are not: sglang never did this)
+                    raise Unreadable("`glob(..., root_dir=...)` returns names relative to another directory")
+                return [self.source(pattern, recursive)]
+            if isinstance(node.func, ast.Attribute) and node.func.attr in ("glob", "rglob") and len(node.args) == 1 \
+                    and not node.keywords and name not in ("glob.glob",):
+                base = self.path(node.func.value, env, module)  # Path(__file__).parent.rglob("test_*.py")
+                pattern = self.path(node.args[0], env, module)
+                if node.func.attr == "rglob":
+                    pattern = posixpath.join("**", pattern)
+                return [self.source(posixpath.join(base, pattern), True)]
             if name in ("sorted", "list") and len(node.args) == 1 and not node.keywords:
                 return self.files(node.args[0], env, lists, module)
             if isinstance(node.func, ast.Name) and not node.args and not node.keywords:
@@ -277,12 +397,18 @@ class _Evaluator:
             if stmt.value is None or len(targets) != 1 or not isinstance(targets[0], ast.Name):
                 return
             name = targets[0].id
+            if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, bool):
+                lists.pop(name, None)
+                env[name] = stmt.value.value  # sanity_check = False
+                return
             try:
                 lists[name] = self.files(stmt.value, env, lists, module)
                 env.pop(name, None)
+                self.unread.pop(name, None)
                 return
-            except Unreadable:
+            except Unreadable as exc:
                 lists.pop(name, None)
+                self.unread[name] = f"`{name}` (line {stmt.lineno}): {exc}"  # why, if collect_tests is given it
             try:
                 env[name] = self.string(stmt.value, env, module)
             except Unreadable:
@@ -293,6 +419,9 @@ class _Evaluator:
             return
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             call = stmt.value
+            if _dotted(call.func) in ("os.chdir", "chdir") and len(call.args) == 1 and not call.keywords:
+                self.cwd = self.absolute(self.path(call.args[0], env, module))
+                return
             if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and call.func.value.id in lists:
                 if call.func.attr == "extend" and len(call.args) == 1:
                     lists[call.func.value.id] = lists[call.func.value.id] + self.files(call.args[0], env, lists, module)
@@ -314,9 +443,48 @@ class _Evaluator:
                 for s in stmt.body:
                     self.statement(s, inner, lists, module)
             return
+        if isinstance(stmt, ast.If):
+            self.branches(stmt, env, lists, module)
+            return
         touched = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} & set(lists)
         if touched:
             raise Unreadable(f"the file list is changed at line {stmt.lineno}")
+
+    def branches(self, stmt: ast.If, env: dict, lists: dict, module: _Module) -> None:
+        """`if nightly: files = glob(A); sanity_check = False / else: files = glob(B)` (sglang in
+        December 2025): the test depends on how the runner is called, so the discovery is what
+        either branch finds, each glob keeping the branch's own sanity_check."""
+        outcomes = []
+        cwd = self.cwd
+        for body in (stmt.body, stmt.orelse):
+            b_env, b_lists = dict(env), dict(lists)
+            self.cwd = cwd
+            for inner in body:
+                self.statement(inner, b_env, b_lists, module)
+            sanity = b_env.get(self.sanity_name) if self.sanity_name else None
+            if isinstance(sanity, bool):
+                b_lists = {k: v if lists.get(k) == v else [s if s.sanity_check is not None else _with_sanity(s, sanity) for s in v]
+                           for k, v in b_lists.items()}
+            outcomes.append((b_env, b_lists, self.cwd))
+        if outcomes[0][2] != outcomes[1][2]:
+            raise Unreadable(f"the branches at line {stmt.lineno} change to different directories")
+        for name in set(outcomes[0][1]) | set(outcomes[1][1]):
+            merged: list[Source] = []
+            for _e, b_lists, _c in outcomes:
+                merged.extend(s for s in b_lists.get(name, lists.get(name, [])) if s not in merged)
+            if name in outcomes[0][1] and name in outcomes[1][1] or name in lists:
+                lists[name] = merged
+                env.pop(name, None)
+        for name in set(outcomes[0][0]) & set(outcomes[1][0]):
+            if outcomes[0][0][name] == outcomes[1][0][name]:
+                env[name] = outcomes[0][0][name]
+            elif name == self.sanity_name:
+                env.pop(name, None)  # per glob, above
+        self.cwd = outcomes[0][2]
+
+
+def _with_sanity(source: Source, sanity: bool) -> Source:
+    return dataclasses.replace(source, sanity_check=sanity)
 
 
 def _predicate(node: ast.expr, var: str, string, functions: dict[str, ast.FunctionDef] | None = None,
@@ -339,6 +507,17 @@ def _predicate(node: ast.expr, var: str, string, functions: dict[str, ast.Functi
                 and _dotted(n.value.func) in ("Path", "pathlib.Path", "PurePath") and len(n.value.args) == 1:
             inner = subject(n.value.args[0])
             return lambda f: posixpath.basename(inner(f))
+        # the items of Path.glob/rglob: f.name, f.stem, f.suffix, str(f), f.as_posix()
+        if isinstance(n, ast.Attribute) and n.attr in ("name", "stem", "suffix"):
+            inner = subject(n.value)
+            part = {"name": posixpath.basename,
+                    "stem": lambda f: posixpath.splitext(posixpath.basename(f))[0],
+                    "suffix": lambda f: posixpath.splitext(posixpath.basename(f))[1]}[n.attr]
+            return lambda f: part(inner(f))
+        if isinstance(n, ast.Call) and _dotted(n.func) in ("str", "os.fspath") and len(n.args) == 1 and not n.keywords:
+            return subject(n.args[0])
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "as_posix" and not n.args:
+            return subject(n.func.value)
         raise Unreadable(f"the filter `{ast.unparse(node)[:60]}`")
 
     def again(n: ast.expr) -> Callable[[str], bool]:
@@ -470,13 +649,19 @@ def read_discovery(facts: RunnerFacts, runner: _Module, register: _Module) -> No
     if files_arg is None:
         facts.discovery_problem = f"`collect_tests(...)` at {facts.discovery_where} is given no file list"
         return
-    ev = _Evaluator(runner, register)
+    ev = _Evaluator(runner, register, sanity.id if isinstance(sanity, ast.Name) else None)
     env: dict = {}
     lists: dict = {}
     try:
         for stmt in fn.body[:index]:
             ev.statement(stmt, env, lists, runner)
         facts.sources = ev.files(files_arg, env, lists, runner)
+        flag = env.get(ev.sanity_name) if ev.sanity_name else None
+        if facts.sanity_check is None and isinstance(flag, bool):
+            facts.sanity_check = flag
+        per_source = {s.sanity_check for s in facts.sources}
+        if facts.sanity_check is None and len(per_source) == 1 and None not in per_source:
+            facts.sanity_check = per_source.pop()  # every branch alike
     except (Unreadable, RecursionError) as exc:
         facts.sources = None
         facts.discovery_problem = f"the files given to `collect_tests` at {facts.discovery_where} cannot be read: {exc}"
@@ -546,6 +731,32 @@ def read_validation(facts: RunnerFacts, runner: _Module) -> None:
         return
 
 
+_REPORTERS = ("print", "warnings.warn", "logger.warning", "logging.warning", "log.warning", "logger.warn")
+
+
+def read_unknown_suite_policy(facts: RunnerFacts, runner: _Module) -> None:
+    """`if suite not in valid_suites: print("Warning: Unknown suite ...")` with no raise, in a
+    runner with no validation that rejects (read_validation found none): the runner runs an
+    unknown suite that a job names."""
+    if runner.tree is None or facts.validates_disabled is not None:
+        return
+    for fn in runner.functions.values():
+        for node in ast.walk(fn):
+            if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1
+                    and isinstance(node.test.ops[0], ast.NotIn)):
+                continue
+            left = node.test.left
+            name = left.id if isinstance(left, ast.Name) else left.attr if isinstance(left, ast.Attribute) else ""
+            if "suite" not in name:
+                continue
+            body = [n for stmt in node.body for n in ast.walk(stmt)]
+            if any(isinstance(n, ast.Raise) or (isinstance(n, ast.Call) and _dotted(n.func) in ("sys.exit", "exit")) for n in body):
+                return  # it rejects
+            if any(isinstance(n, ast.Call) and _dotted(n.func) in _REPORTERS for n in body):
+                facts.unknown_suite_warns = f"{runner.path}:{node.lineno}"
+                return
+
+
 def read_runner(runner_path: str, runner_tree: ast.Module | None, register_path: str, register_tree: ast.Module | None, keyword_only: set[str]) -> RunnerFacts:
     facts = RunnerFacts()
     runner = _Module(runner_path, runner_tree)
@@ -553,4 +764,5 @@ def read_runner(runner_path: str, runner_tree: ast.Module | None, register_path:
     read_discovery(facts, runner, register)
     read_register_module(facts, register, keyword_only)
     read_validation(facts, runner)
+    read_unknown_suite_policy(facts, runner)
     return facts

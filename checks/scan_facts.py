@@ -7,8 +7,10 @@ read against, whether the file lies in an implicit-CPU root, and whether it is r
 place that turns a FileScan into plain data and back.
 
 Facts
-    `to_facts(scan) -> dict` gives JSON-able data (no path: the same bytes at two paths share one
-    entry); `from_facts(facts, path) -> FileScan` rebuilds the scan for `path`. Literal values
+    `to_facts(scan) -> dict` gives JSON-able data with one entry per field of the model (FileScan,
+    Registration, Argument, Finding: composed suites, implicit flags, spans, the `__main__` block,
+    everything; `NOT_FACTS` names the few fields that are not facts of the bytes, and why), and no
+    path (the same bytes at two paths share one entry); `from_facts(facts, path) -> FileScan` rebuilds the scan for `path`. Literal values
     that JSON cannot hold as they are (tuples, bytes, complex, Ellipsis, non-finite floats) are
     tagged (`{"$tuple": [...]}` ...), so a rebuilt scan compares equal to the original. `lines`
     (the file's text, which fixes need) are not facts: a rebuilt scan has `lines == []` and the
@@ -54,7 +56,7 @@ from checks.registrations import FileScan
 from checks.tree import git_blob_sha  # noqa: F401  (part of this module's key API)
 
 # Bump when scan_file's output or the facts layout changes.
-ENGINE_FACTS_VERSION = 1
+ENGINE_FACTS_VERSION = 3  # 2: composed suites and the __main__ block are facts too; 3: suppression comments
 
 # Contract fields a scan never reads (the inventory feeds the suite rules, not scan_file; the
 # findings and the did-you-mean memo are the contract's own). Everything else is fingerprinted,
@@ -64,7 +66,10 @@ ENGINE_FACTS_VERSION = 1
 # repr changes with every process, which would make every key new.
 _NOT_SCAN_INPUTS = frozenset({"suites", "partial_backends", "inventory_known", "findings", "near", "facts", "discovery",
                               "implicit_cpu_roots", "unregistered_severity", "suite_checked_backends",
-                              "unknown_suite_when_disabled"})
+                              "unknown_suite_when_disabled", "unknown_suite_warns", "unregistered_configured",
+                              # what was read from where, for people: its line numbers move with
+                              # every edit of the runner, which would make every indexed scan a miss
+                              "notes"})
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
@@ -200,47 +205,143 @@ def _backend(value: str):
     return Backend(value)
 
 
-# -- scans --------------------------------------------------------------------------------------
+# -- scans ----------------------------------------------------------------------------------
+#
+# Every field of the scan's model is either written (a codec below) or named here with the reason
+# it is not a fact of the bytes. `unpersisted_fields()` lists any field that is neither: while
+# there is one, `to_facts` refuses every scan (UnfitForFacts), so a field added to the model is
+# never silently dropped by a warm run; tests/test_scan_cache.py fails on it.
+
+NOT_FACTS = {
+    FileScan: {
+        "path": "the entry's, not the content's: the same bytes at two paths share one entry",
+        "lines": "the file's text: fixes re-read the file",
+    },
+    Registration: {
+        "file": "the scan's path",
+        "change": "the diff's classification, made after the scan",
+        "base": "the diff's classification, made after the scan",
+    },
+    Finding: {
+        "file": "the scan's path",
+        "fix": "formatted after the scan, from the file's text",
+    },
+    Argument: {},
+}
+
+
+def _identity(kind):
+    """Written as it is; read back through `kind` (bool, int, str)."""
+    return (lambda v: v), kind
+
+
+_ARGUMENT = {
+    "name": _identity(str),
+    "value": (_encode, _decode),
+    "is_literal": _identity(bool),
+    "span": (_span, _unspan),
+    "source": _identity(str),
+}
+
+
+def _encode_arguments(arguments: dict) -> list:
+    return [_encode_record(a, _ARGUMENT) for a in arguments.values()]
+
+
+def _decode_arguments(items) -> dict:
+    out = {}
+    for item in items:
+        arg = Argument(**_decode_record(item, _ARGUMENT, {}))
+        out[arg.name] = arg
+    return out
+
+
+def _optional(encode, decode):
+    return (lambda v: None if v is None else encode(v)), (lambda v: None if v is None else decode(v))
+
+
+_REGISTRATION = {
+    "function": _identity(str),
+    "backend": ((lambda b: b.value), _backend),
+    "span": (_span, _unspan),
+    "statement_lines": ((lambda t: [int(t[0]), int(t[1])]), (lambda v: (int(v[0]), int(v[1])))),
+    "arguments": (_encode_arguments, _decode_arguments),
+    "implicit": _identity(bool),
+    "composed_suite": _optional(str, str),
+}
+
+_FINDING = {
+    "rule": _identity(str),
+    "severity": ((lambda s: s.value), Severity),
+    "span": (_span, _unspan),
+    "message": _identity(str),
+    "suggestion": _optional(str, str),
+    "title": _identity(str),
+}
+
+
+def _encode_num_gpus(value):
+    n, span = value
+    return [int(n), _span(span)]
+
+
+def _decode_num_gpus(value):
+    n, span = value
+    return (int(n), _unspan(span))
+
+
+_SCAN = {
+    "parsed": _identity(bool),
+    "unreadable": _identity(bool),
+    "invisible": _identity(int),
+    "num_gpus_constant": _optional(_encode_num_gpus, _decode_num_gpus),
+    "has_main": _identity(bool),
+    "suppressions": ((lambda ms: [[int(m[0]), int(m[1]), str(m[2]), str(m[3])] for m in ms]),
+                     (lambda ms: [[int(m[0]), int(m[1]), str(m[2]), str(m[3])] for m in ms])),
+    # registrations and findings: below, with the scan's path
+}
+
+CODECS = {FileScan: _SCAN, Registration: _REGISTRATION, Finding: _FINDING, Argument: _ARGUMENT}
+_NESTED = {FileScan: ("registrations", "findings")}
+
+
+def unpersisted_fields(codecs=None, not_facts=None) -> list[str]:
+    """Fields of the scan's model that the facts neither write nor exclude with a reason."""
+    codecs = CODECS if codecs is None else codecs
+    not_facts = NOT_FACTS if not_facts is None else not_facts
+    out = []
+    for cls, codec in codecs.items():
+        known = set(codec) | set(not_facts.get(cls, {})) | {f for c, fs in _NESTED.items() if c.__name__ == cls.__name__ for f in fs}
+        out.extend(f"{cls.__name__}.{f.name}" for f in dataclasses.fields(cls) if f.name not in known)
+    return out
+
+
+_UNPERSISTED = unpersisted_fields()
+
+
+def _encode_record(obj, codec) -> dict:
+    return {name: encode(getattr(obj, name)) for name, (encode, _decode) in codec.items()}
+
+
+def _decode_record(data: dict, codec, extra: dict) -> dict:
+    return {**extra, **{name: decode(data[name]) for name, (_encode, decode) in codec.items()}}
 
 
 def to_facts(scan: FileScan) -> dict:
     """The JSON-able facts of `scan` (without its path and lines). Raises UnfitForFacts."""
+    if _UNPERSISTED:
+        raise UnfitForFacts(f"the facts do not persist {', '.join(_UNPERSISTED)}")
     regs = []
     for reg in scan.registrations:
         if reg.file != scan.path or reg.change is not None or reg.base is not None:
             raise UnfitForFacts("a registration that is not the scan's own, or already classified")
-        regs.append({
-            "function": reg.function,
-            "backend": reg.backend.value,
-            "span": _span(reg.span),
-            "statement_lines": list(reg.statement_lines),
-            "implicit": reg.implicit,
-            "arguments": [
-                {"name": a.name, "value": _encode(a.value), "literal": a.is_literal, "span": _span(a.span), "source": a.source}
-                for a in reg.arguments.values()
-            ],
-        })
+        regs.append(_encode_record(reg, _REGISTRATION))
     findings = []
     for f in scan.findings:
         if f.file != scan.path or f.fix is not None:
             raise UnfitForFacts("a finding about another file, or with a fix attached")
-        findings.append({
-            "rule": f.rule, "severity": f.severity.value, "span": _span(f.span), "message": f.message,
-            "suggestion": f.suggestion, "title": f.title,
-        })
-    num_gpus = None
-    if scan.num_gpus_constant is not None:
-        n, span = scan.num_gpus_constant
-        num_gpus = [n, _span(span)]
-    return {
-        "v": ENGINE_FACTS_VERSION,
-        "parsed": scan.parsed,
-        "unreadable": scan.unreadable,
-        "invisible": scan.invisible,
-        "num_gpus": num_gpus,
-        "registrations": regs,
-        "findings": findings,
-    }
+        findings.append(_encode_record(f, _FINDING))
+    return {"v": ENGINE_FACTS_VERSION, **_encode_record(scan, _SCAN), "registrations": regs, "findings": findings}
 
 
 def from_facts(facts: dict, path: str) -> FileScan:
@@ -248,28 +349,9 @@ def from_facts(facts: dict, path: str) -> FileScan:
     KeyError/TypeError) on facts it cannot read: the caller treats that as a cache miss."""
     if not isinstance(facts, dict) or facts.get("v") != ENGINE_FACTS_VERSION:
         raise ValueError("facts of another version")
-    scan = FileScan(path)
-    scan.parsed = bool(facts["parsed"])
-    scan.unreadable = bool(facts["unreadable"])
-    scan.invisible = int(facts["invisible"])
-    if facts["num_gpus"] is not None:
-        n, span = facts["num_gpus"]
-        scan.num_gpus_constant = (int(n), _unspan(span))
-    for r in facts["registrations"]:
-        first, last = r["statement_lines"]
-        reg = Registration(
-            file=path, function=str(r["function"]), backend=_backend(r["backend"]), span=_unspan(r["span"]),
-            statement_lines=(int(first), int(last)), implicit=bool(r["implicit"]),
-        )
-        for a in r["arguments"]:
-            reg.arguments[str(a["name"])] = Argument(str(a["name"]), _decode(a["value"]), bool(a["literal"]), _unspan(a["span"]), str(a["source"]))
-        scan.registrations.append(reg)
-    for f in facts["findings"]:
-        suggestion = f["suggestion"]
-        scan.findings.append(Finding(
-            rule=str(f["rule"]), severity=Severity(f["severity"]), file=path, span=_unspan(f["span"]),
-            message=str(f["message"]), suggestion=None if suggestion is None else str(suggestion), title=str(f["title"]),
-        ))
+    scan = FileScan(path, **_decode_record(facts, _SCAN, {}))
+    scan.registrations = [Registration(**_decode_record(r, _REGISTRATION, {"file": path})) for r in facts["registrations"]]
+    scan.findings = [Finding(**_decode_record(f, _FINDING, {"file": path})) for f in facts["findings"]]
     return scan
 
 

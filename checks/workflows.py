@@ -658,9 +658,28 @@ def _external(label: str, data, budget: Budget, anchor: str, runner: str = DEFAU
     return _uses_of([wf], budget, external_label=label), []
 
 
+_DIRECT_RUN = re.compile(r"\bpython[0-9.]*\s+(?:-[A-Za-z]+\s+)*?((?:\./)?[\w.-]+(?:/[\w.-]+)*\.py)\b")
+
+
+def _direct_runs(path: str, text: str, runner_dir: str, out: dict[str, str]) -> None:
+    """Test files a workflow runs itself (`python3 registered/test_x.py` in `test/`, as sglang's
+    AMD nightlies did until January 2026): repository path (as written, and from the runner's
+    directory, where those workflows start) -> "workflow:line". The suite runner is not one."""
+    if ".py" not in text:
+        return
+    for number, line in enumerate(text.split("\n"), 1):
+        for m in _DIRECT_RUN.finditer(line):
+            script = m.group(1).removeprefix("./")
+            for candidate in (script, f"{runner_dir}/{script}" if runner_dir else script):
+                out.setdefault(candidate, f"{path}:{number}")
+
+
 def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budget | None = None,
-                   consumers_from: dict | None = None, anchor: str | None = None) -> tuple[list[SuiteUse], list[Finding]]:
+                   consumers_from: dict | None = None, anchor: str | None = None,
+                   direct_runs: dict[str, str] | None = None) -> tuple[list[SuiteUse], list[Finding]]:
     """Every SuiteUse: the repository's workflows, then the configured external consumers.
+    `direct_runs`, when given, is filled with the Python files the workflows run themselves
+    (path -> "workflow:line", see _direct_runs).
 
     `consumers_from`: copies of external consumers' workflows, keyed by `owner/repo:path` (or a
     local path whose file name is the workflow's); a value is the file's bytes, or a string saying
@@ -689,6 +708,8 @@ def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budg
         except UnicodeDecodeError:
             findings.append(make_finding("REG901", path, Span.at_line(1), f"workflow {path} is not UTF-8: its suites are not counted as consumers"))
             continue
+        if direct_runs is not None:
+            _direct_runs(path, text, config.paths.suites_module.rpartition("/")[0], direct_runs)
         if "--suite" not in text and not _LOCAL_CALL.search(text):
             continue  # neither runs a suite nor calls a local reusable workflow that may
         wf, f = _parse_workflow(path, text, budget, runner=runner)

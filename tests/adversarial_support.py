@@ -66,11 +66,21 @@ class Service:
         return sim.deliver(self.base + "/webhook", delivery).status_code
 
     def peak_rss_mb(self) -> float:
-        """The serving process's peak resident memory (VmHWM); an analysis child has its own cap."""
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-        return 0.0
+        """The serving processes' peak resident memory (VmHWM): gunicorn's master and its web worker,
+        which runs the jobs (an analysis child, the worker's child, has its own cap)."""
+        pid = self.proc.pid
+        try:
+            workers = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            workers = []
+        peaks = [0.0]
+        for each in [pid, *map(int, workers)]:
+            try:
+                lines = Path(f"/proc/{each}/status").read_text().splitlines()
+            except OSError:
+                continue
+            peaks += [int(line.split()[1]) / 1024 for line in lines if line.startswith("VmHWM:")]
+        return max(peaks)
 
     def deliveries(self) -> dict[str, str]:
         import sqlite3

@@ -3,6 +3,7 @@ the App against the simulator, and helpers to comment, click and finish runs as 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from tests.fixtures.miles import miles_tree, test_file
@@ -33,6 +34,13 @@ def ondemand_files(config: str = CONFIG) -> dict[str, str]:
         "tests/e2e/fsdp/test_disabled_rocm.py": test_file(
             f'register_rocm_ci(est_time=100, suite="{SUITE}", labels=["fsdp"], disabled="flaky on MI350")'),
     })
+
+
+def next_second() -> None:
+    """Wait until the wall clock is in a later whole second than now (GitHub's timestamps have seconds)."""
+    start = int(time.time())
+    while int(time.time()) <= start:
+        time.sleep(0.02)
 
 
 @dataclass
@@ -68,12 +76,16 @@ class OnDemand:
         self.world.drain()
         return d
 
-    def push(self, files: dict):
+    def push(self, files: dict, deliver: bool = True):
+        """A push to the PR's branch; returns once GitHub's clock (whole seconds) has moved past it,
+        so a comment written next is later than the push, as a person's would be."""
         sha = self.sim.push(self.repo, "feature", files)
         d = self.sim.webhook("pull_request", "synchronize", app=self.world.app, repo=self.repo, pull=self.pr,
                              sender="bob")
-        assert self.world.deliver(d).status_code == 202
-        self.world.drain()
+        if deliver:
+            assert self.world.deliver(d).status_code == 202
+            self.world.drain()
+        next_second()
         return sha
 
     def dispatches(self) -> list[dict]:
@@ -104,6 +116,8 @@ def build_ondemand(sim, tmp_path, *, config: str = CONFIG, app_permissions: dict
         'register_cuda_ci(est_time=60, suite="stage-c-4-gpu-h200", labels=["short"])',
         f'register_rocm_ci(est_time=90, suite="{SUITE}", labels=["short"])')}, branch="feature")
     pr = sim.open_pull_request(repo, "feature", "main", author="bob")
+    # The repository was pushed to a while ago: the PR's head predates every comment of a test.
+    repo.pushed_at -= 600
     for user, role in (("maint", "maintain"), ("admin1", "admin"), ("writer", "write"), ("triager", "triage"),
                        ("reader", "read"), ("maint2", "maintain")):
         sim.set_permission(repo, user, role)

@@ -75,3 +75,69 @@ def test_an_outage_longer_than_the_retry_budget_leaves_no_check_in_progress(gith
         assert arena.service.peak_rss_mb() < PEAK_MB
     finally:
         arena.close()
+
+
+def test_on_demand_commands_at_once_cannot_overspend_or_run_an_unseen_head(github_sim, tmp_path):
+    """Issue 19's attack on `ci-registrar serve` as a real process (4 worker threads): four
+    maintainers' commands on four PRs at once plus two suites on one PR, under a 4 GPU-hour
+    budget, one PR registering est_time=-100000; and a command written before a push, delivered
+    after it. The budget holds, the negative est_time buys nothing, the unseen head never runs."""
+    import sqlite3
+
+    from tests.adversarial_support import Service
+    from tests.fixtures.miles import test_file
+    from tests.ondemand_support import CONFIG, SUITE, next_second, ondemand_files
+    from tests.test_service_support import wait_for
+
+    sim = github_sim
+    app = sim.create_app(name="CI Registrar", owner="radixark")
+    repo = sim.create_repo("radixark/miles")
+    repo.commit(ondemand_files(CONFIG.replace("daily_gpu_hours: 64", "daily_gpu_hours: 4")), branch="main")
+    repo.add_workflow("rocm-on-demand.yml", name="ROCm on demand", dispatchable=True)
+    sim.install(app, "radixark/miles")
+    prs = []
+    for i, est in enumerate(("90", "90", "90", "-100000", "90"), start=1):
+        repo.commit({f"tests/e2e/test_pr{i}.py": test_file(f'register_rocm_ci(est_time={est}, suite="{SUITE}", '
+                                                           'labels=["short"])')},
+                    branch=f"pr{i}", parent=repo.head("main"))
+        prs.append(sim.open_pull_request(repo, f"pr{i}", "main", author="mallory"))
+    for user in ("m1", "m2", "m3", "m4"):
+        sim.set_permission(repo, user, "maintain")
+    repo.pushed_at -= 600  # the PRs were pushed before anyone commented
+    service = Service(sim, app, tmp_path)
+    try:
+        def command(pr, body, who):
+            c = sim.add_comment(repo, pr.number, body, author=who)
+            return sim.webhook("issue_comment", "created", app=app, repo=repo, pull=pr, comment=c)
+
+        unseen = command(prs[4], f"/run-rocm {SUITE}", "m1")  # written at the old head of PR 5
+        next_second()
+        sim.push(repo, "pr5", {"tests/e2e/test_pr5.py": test_file(
+            f'register_rocm_ci(est_time=60, suite="{SUITE}", labels=["short"])')})
+        next_second()  # the other commands are written after that push
+        deliveries = [command(pr, f"/run-rocm {SUITE}", who) for pr, who in zip(prs[:4], ("m1", "m2", "m3", "m4"))]
+        deliveries.append(command(prs[0], "/run-rocm nightly-stage-c-8-gpu-mi350", "m2"))
+        deliveries.append(unseen)
+        for d in deliveries:
+            assert service.deliver(sim, d) == 202
+        ids = [d.delivery_id for d in deliveries]
+        assert wait_for(lambda: all(service.deliveries().get(i) == "done" for i in ids), timeout=120), \
+            service.deliveries()
+        conn = sqlite3.connect(service.data_dir / "ci-registrar.db")
+        try:
+            spent = conn.execute("select pull_number, suite, cost_gpu_hours from rocm_requests "
+                                 "where status in ('dispatching', 'dispatched', 'completed')").fetchall()
+        finally:
+            conn.close()
+        dispatched = sim.dispatches(repo)
+        assert len(dispatched) == len(spent) >= 1
+        assert sum(cost for _, _, cost in spent) <= 4.0 + 1e-9, spent
+        assert all(cost > 0 for _, _, cost in spent)
+        assert not [d for d in dispatched if d["inputs"]["pull_number"] == str(prs[4].number)]
+        replies = [c["body"] for c in sim.comments(repo, prs[4].number) if c["user"]["login"] == app.bot_login]
+        assert len(replies) == 1 and "cannot confirm" in replies[0], replies  # its push event was never delivered
+        negative = [c["body"] for c in sim.comments(repo, prs[3].number) if c["user"]["login"] == app.bot_login]
+        assert negative and "5.00 GPU-hours" in negative[0] and "costed at the bound" in negative[0], negative
+        assert sim.violations == []
+    finally:
+        service.stop()

@@ -53,15 +53,52 @@ def make_tree(root: Path, **extra: str) -> Path:
 def test_the_base_install_has_no_service_dependency():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     base = {d.split(">")[0].split("=")[0].split("<")[0].strip().lower() for d in project["dependencies"]}
-    assert base == {"click", "pyyaml", "msgspec", "libcst", "sqlalchemy", "alembic"}
+    assert base == {"click", "pyyaml", "msgspec", "libcst"}
+    store = {d.split(">")[0].strip().lower() for d in project["optional-dependencies"]["store"]}
+    assert store == {"sqlalchemy", "alembic"}
     app = {d.split(">")[0].strip().lower() for d in project["optional-dependencies"]["app"]}
-    assert {"flask", "gidgethub", "pygithub", "huey", "redis", "psycopg[binary]", "gunicorn"} <= app
+    assert {"ci-registrar[store]", "flask", "gidgethub", "pygithub", "huey", "redis", "psycopg[binary]",
+            "gunicorn"} <= app
     assert not base & SERVICE_PACKAGES
+
+
+BLOCK_STORE = (
+    "import sys\n"
+    "from bot.cli import APP_MODULES, STORE_MODULES\n"
+    "class Block:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] in {**APP_MODULES, **STORE_MODULES}:\n"
+    "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+    "sys.meta_path.insert(0, Block())\n"
+    "from bot.cli import main\n"
+    "main(sys.argv[1:])\n"
+)
+
+
+def test_the_base_install_checks_and_the_store_commands_name_their_extra(tmp_path):
+    """As after `pip install ci-registrar`: neither the store's nor the App's modules importable."""
+    repo = make_tree(tmp_path / "miles", **{PPO: test_file(TYPO)})
+    env = {**os.environ, "CI_REGISTRAR_DATA_DIR": str(tmp_path / "data")}
+    env.pop("DATABASE_URL", None)
+
+    def base(*args):
+        return subprocess.run([sys.executable, "-c", BLOCK_STORE, *args], capture_output=True, text=True, cwd=ROOT,
+                              env=env)
+
+    done = base("check", "--repo", str(repo))
+    assert done.returncode == 1 and "REG010" in done.stdout, done.stderr
+    assert base("check", "--repo", str(repo), "--fix").returncode == 0
+    assert base("rule", "REG010").returncode == 0 and base("config", "defaults").returncode == 0
+    for command in (["durations", "show"], ["durations", "import", "x.log", "--repo", "a/b"], ["audit"],
+                    ["db", "upgrade"], ["check", "--repo", str(repo), "--durations"]):
+        line = one_line_error(base(*command))
+        assert line.startswith(f"ci-registrar {command[0]}: ") and "pip install 'ci-registrar[store]'" in line, line
+    assert not (tmp_path / "data").exists()
 
 
 def test_the_install_recipes_ask_for_the_app_extra_where_the_service_runs():
     assert "'.[app,test]'" in (ROOT / "Makefile").read_text()
-    assert 'pip install ".[app]"' in (ROOT / "deploy/Dockerfile").read_text()
+    assert '".[app]"' in (ROOT / "deploy/Dockerfile").read_text() and "ci-registrar[app]==" in (ROOT / "deploy/Dockerfile").read_text()
     text = (ROOT / ".pre-commit-hooks.yaml").read_text()
     import yaml
 
@@ -353,3 +390,56 @@ def test_a_job_log_without_repo_is_a_usage_error(tmp_path):
     log.write_text("2024-01-01T00:00:00Z [1/1] tests/e2e/test_a.py  PASS  elapsed=5s\n")
     line = one_line_error(cli("durations", "import", str(log), env={"CI_REGISTRAR_DATA_DIR": str(tmp_path)}))
     assert "--repo" in line
+
+
+# ------------------------------------------------------------------------------------------------
+# --select, --ignore, --extend-ignore: the codes and names of the configuration's `rules:`
+
+
+def test_select_and_ignore_take_codes_prefixes_and_names(tmp_path):
+    repo = make_tree(tmp_path / "miles", **{PPO: test_file(TYPO)})
+    everything = cli("check", "--repo", str(repo), "--format", "json")
+    codes = {f["rule"] for f in json.loads(everything.stdout)["findings"]}
+    assert everything.returncode == 1 and "REG010" in codes
+    for flags in (["--ignore", "REG010"], ["--ignore", "unknown-suite"], ["--extend-ignore", "reg01"],
+                  ["--select", "REG04,REG05"], ["--select", "REG040", "--select", "REG050"]):
+        done = cli("check", "--repo", str(repo), "--format", "json", *flags)
+        kept = {f["rule"] for f in json.loads(done.stdout)["findings"]}
+        assert "REG010" not in kept and done.returncode == 0, (flags, done.stdout)
+    only = cli("check", "--repo", str(repo), "--format", "json", "--select", "unknown-suite")
+    assert {f["rule"] for f in json.loads(only.stdout)["findings"]} == {"REG010"} and only.returncode == 1
+    # The configuration takes the same names.
+    named = make_tree(tmp_path / "named", **{PPO: test_file(TYPO),
+                                             ".github/ci-registrar.yml": "consumers: []\nrules:\n  REG013: off\n"
+                                                                         "  unknown-suite: off\n"})
+    assert "REG010" not in cli("check", "--repo", str(named)).stdout
+    line = one_line_error(cli("check", "--repo", str(repo), "--ignore", "REG999,no-such-rule"))
+    assert line.startswith("ci-registrar check: --ignore: no rule is called REG999, no-such-rule")
+
+
+def test_select_never_hides_that_the_configuration_is_invalid(tmp_path):
+    repo = make_tree(tmp_path / "miles", **{".github/ci-registrar.yml": "calibration:\n  margin: lots\n"})
+    done = cli("check", "--repo", str(repo), "--select", "REG010", "--format", "json")
+    assert done.returncode == 1 and {f["rule"] for f in json.loads(done.stdout)["findings"]} == {"REG900"}
+
+
+# ------------------------------------------------------------------------------------------------
+# check [PATH...], from anywhere in the checkout
+
+
+def test_check_finds_the_root_from_a_subdirectory_and_reports_the_named_paths(tmp_path):
+    repo = make_tree(tmp_path / "miles", **{PPO: test_file(TYPO)})
+    git(repo, "init", "-q")
+    deep = repo / "tests" / "e2e" / "megatron"
+    done = cli("check", cwd=deep)
+    assert done.returncode == 1 and "REG010" in done.stdout and PPO in done.stdout, done.stdout + done.stderr
+    named = cli("check", "test_qwen3_4B_ppo.py", cwd=deep)  # relative to where it runs, as ruff takes it
+    assert named.returncode == 1 and PPO in named.stdout
+    elsewhere = cli("check", "--format", "json", "tests/ci", cwd=repo)
+    assert elsewhere.returncode == 0 and not [f for f in json.loads(elsewhere.stdout)["findings"]
+                                              if f["file"].startswith("tests/e2e/")], elsewhere.stdout
+    both = cli("check", "--format", "json", "tests/ci", PPO, cwd=repo)
+    assert both.returncode == 1 and {f["file"] for f in json.loads(both.stdout)["findings"]
+                                     if f["rule"] == "REG010"} == {PPO}
+    assert one_line_error(cli("check", "--repo", ".", str(tmp_path), cwd=repo)).endswith("is outside the checkout .")
+    assert "no such file" in one_line_error(cli("check", "tests/nope.py", cwd=repo))

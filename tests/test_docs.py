@@ -125,6 +125,27 @@ def test_config_validate(tmp_path):
     code, out, _ = run("config", "validate", str(unknown))
     assert code == 1 and out.startswith(f"{unknown}:3:3: ") and "REG999" in out
 
+    # Every error in one run, each at its line, not one per run.
+    many = tmp_path / "many.yml"
+    many.write_text("rules:\n  REG040: loud\n  REG030: no\ncalibration:\n  margin: lots\npaths:\n  bogus: 1\n"
+                    "consumers:\n  - repository: a/b\n    workflow: x.yml\n  - repository: 3\n    workflow: y.yml\n"
+                    "dispatch:\n  s1:\n    workflow: a.yml\n  s2:\n    nope: 1\n")
+    code, out, _ = run("config", "validate", str(many))
+    lines = out.strip().splitlines()
+    assert code == 1 and [int(line.split(":")[1]) for line in lines] == [2, 3, 5, 7, 11, 17], out
+    assert "rules.REG030" in lines[1] and "one of failure, warning, notice, off" in lines[1]
+    assert "consumers[1].repository" in lines[4] and "dispatch.s2" in lines[5]
+
+    # `false` means off; off, on, yes and no are words here (YAML 1.2 booleans), and `on` is explained.
+    off = tmp_path / "off.yml"
+    off.write_text("rules:\n  REG040: false\n  REG030: off\n")
+    code, out, _ = run("config", "validate", str(off))
+    assert code == 0, out
+    on = tmp_path / "on.yml"
+    on.write_text("rules:\n  REG040: on\n")
+    code, out, _ = run("config", "validate", str(on))
+    assert code == 1 and "'on'" in out and "one of failure, warning, notice, off" in out
+
     code, _, err = run("config", "validate", str(tmp_path / "missing.yml"))
     assert code == 2 and "cannot read" in err and len(err.strip().splitlines()) == 1
 

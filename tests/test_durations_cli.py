@@ -39,6 +39,19 @@ def test_db_upgrade_creates_the_sqlite_store(env):
     assert (env / "data" / "ci-registrar.db").exists()
 
 
+@pytest.mark.parametrize("args, empty", [
+    (("durations", "show"), "no passing measurements"), (("durations", "show", "--format", "json"), "[]"),
+    (("durations", "export"), "[]"), (("durations", "export", "--format", "csv"), "repository,file,"),
+    (("audit",), ""), (("audit", "--format", "json"), "[]"),
+])
+def test_reading_commands_never_create_a_store(env, args, empty):
+    code, out, err = run(*args)
+    assert code == 0, err
+    assert out.strip().startswith(empty)
+    assert "no store at" in err and "CI_REGISTRAR_DATA_DIR" in err
+    assert not (env / "data").exists()  # nothing created where the command ran
+
+
 def test_import_show_export_on_the_embedded_store(env):
     durations = [800, 820, 850, 900, 812]
     logs = [write_log(env / f"job{i}.log", [("tests/e2e/test_a.py", "PASS", d), ("tests/e2e/test_b.py", "FAIL", 10)],

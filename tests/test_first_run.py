@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 from html import unescape
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import requests
 
@@ -63,6 +63,19 @@ def test_make_run_then_one_click_gives_a_working_app(github_sim, tmp_path):
         channel.publish(d.headers, d.body, raw=True)
         assert wait_for(lambda: [r for r in sim.check_runs(repo, sha=pr.head_sha, name=CHECK_NAME)
                                  if r["status"] == "completed"], timeout=60), log_path.read_text()[-3000:]
+        # The channel keeps working after its first delivery (a second one is forwarded too).
+        d2 = sim.webhook("pull_request", "reopened", app=app, repo=repo, pull=pr, sender="bob")
+        channel.publish(d2.headers, d2.body, raw=True)
+        assert wait_for(lambda: log_path.read_text().count('"webhook forwarded"') == 2, timeout=30), \
+            log_path.read_text()[-3000:]
+        secrets = {"the setup token": link.group(0).split("token=")[1],
+                   "the setup cookie": browser.cookies.get("cireg_setup"),
+                   "the manifest code": parse_qs(callback.query)["code"][0],
+                   "the onboarding state": parse_qs(callback.query)["state"][0],
+                   "the webhook secret": app.webhook_secret, "the client secret": app.client_secret,
+                   "the private key": app.private_key_pem.splitlines()[1]}
+        secrets.update({f"installation token {i}": t["token"] for i, t in enumerate(sim.tokens_issued)})
+        assert all(secrets.values()) and sim.tokens_issued
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -72,3 +85,25 @@ def test_make_run_then_one_click_gives_a_working_app(github_sim, tmp_path):
                 os.killpg(proc.pid, signal.SIGKILL)
         log.close()
         channel.close()
+    _logs_hold_no_secret(log_path.read_text(), secrets)
+
+
+def _logs_hold_no_secret(text: str, secrets: dict) -> None:
+    """Every line is plain JSON, except the set-up banner, the one place the token is shown (and
+    spent by the time anyone reads the log again); no secret is anywhere else; the first screen is short."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    banner = [i for i, line in enumerate(lines) if "?token=" in line]
+    assert len(banner) == 1 and lines[banner[0] - 1] == "No GitHub App is configured yet. Set it up at:", lines
+    assert banner[0] < 12, lines[:banner[0]]  # the set-up link on the first screen, not after a page of noise
+    others = [line for i, line in enumerate(lines) if i not in (banner[0] - 1, banner[0])]
+    assert "\x1b" not in text
+    def is_json(line):
+        try:
+            return isinstance(json.loads(line), dict)
+        except ValueError:
+            return False
+
+    assert all(is_json(line) for line in others), text
+    for name, value in secrets.items():
+        leaked = [line for line in others if value in line]
+        assert not leaked, (name, leaked)

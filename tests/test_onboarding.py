@@ -26,8 +26,78 @@ def test_the_manifest_asks_for_exactly_the_permissions_and_events_the_app_needs(
     assert manifest["default_permissions"] == {"checks": "write", "contents": "read", "pull_requests": "write",
                                                "issues": "write", "actions": "write", "metadata": "read",
                                                "members": "read"}  # organisation: team approvers
+    # installation and installation_repositories reach every App unasked; GitHub refuses them here.
     assert set(manifest["default_events"]) == {"pull_request", "issue_comment", "check_run", "check_suite",
-                                                "workflow_run", "installation"}
+                                                "workflow_run"}
+
+
+def _produced_manifests(monkeypatch, sim, tmp_path) -> dict[str, dict]:
+    """Every manifest the project can hand GitHub: the file, `ci-registrar manifest`, and the
+    onboarding form for each way it is filled in (personal, organisation, fixed URL, proxy channel)."""
+    from click.testing import CliRunner
+
+    from bot.commands.service import manifest as manifest_command
+
+    out = {"bot/app-manifest.json": load_manifest()}
+    printed = CliRunner().invoke(manifest_command, ["--url", "https://ci.example.org"])
+    assert printed.exit_code == 0, printed.output
+    out["ci-registrar manifest"] = json.loads(printed.output)
+    for name, env, org in [("form, personal", {}, None), ("form, organisation", {}, "radixark"),
+                           ("form, CI_REGISTRAR_PUBLIC_URL", {"CI_REGISTRAR_PUBLIC_URL": PUBLIC}, None),
+                           ("form, proxy channel", {"CI_REGISTRAR_WEBHOOK_PROXY_URL": "https://smee.io/x"}, None)]:
+        data_dir = tmp_path / name.replace(" ", "").replace(",", "-")
+        with monkeypatch.context() as patch:
+            patch.setenv("CI_REGISTRAR_DATA_DIR", str(data_dir))
+            for key, value in env.items():
+                patch.setenv(key, value)
+            client, page = _setup_client(create_app(), data_dir)
+            started = _start(client, page, org=org, public_url="http://127.0.0.1:3000" if env else PUBLIC)
+            assert started.status_code == 200, started.data
+            action, produced = _form(started.data.decode())
+            out[name] = (action, produced)
+    return out
+
+
+def test_github_accepts_every_manifest_the_project_produces(fresh, monkeypatch, tmp_path):
+    """Each is posted to the simulated github.com form, which validates it as GitHub does."""
+    sim, _, _ = fresh
+    produced = _produced_manifests(monkeypatch, sim, tmp_path)
+    assert len(produced) == 6
+    for name, entry in produced.items():
+        action, manifest = entry if isinstance(entry, tuple) else (f"{sim.web_url}/settings/apps/new", entry)
+        answer = requests.post(action, data={"manifest": json.dumps(manifest)}, allow_redirects=False, timeout=10)
+        assert answer.status_code == 302, f"{name}: {answer.text}"
+        code = parse_qs(urlsplit(answer.headers["Location"]).query)["code"][0]
+        converted = requests.post(f"{sim.url}/app-manifests/{code}/conversions", timeout=10)
+        assert converted.status_code == 201, f"{name}: {converted.text}"
+        assert set(converted.json()["events"]) == set(manifest["default_events"])
+
+
+def test_the_simulated_form_refuses_what_github_refuses(fresh):
+    """The simulator's validation is what makes the test above mean something."""
+    sim, _, _ = fresh
+    good = load_manifest()
+    cases = {
+        "Default events unsupported: installation": {"default_events": good["default_events"] + ["installation"]},
+        "Default events unsupported: installation_repositories":
+            {"default_events": ["installation_repositories"]},
+        "Default events unsupported: no_such_event": {"default_events": ["no_such_event"]},
+        "Default events are not supported by permissions: check_run":
+            {"default_permissions": {k: v for k, v in good["default_permissions"].items() if k != "checks"},
+             "default_events": ["check_run"]},
+        "Default permissions unsupported: pull_request": {"default_permissions": {"pull_request": "write"}},
+        "Default permissions have invalid access levels: metadata=admin": {"default_permissions": {"metadata": "admin"}},
+        "Hook url is not a valid URL": {"hook_attributes": {"url": "not a url"}},
+        "Redirect url is not a valid URL": {"redirect_url": "javascript:alert(1)"},
+    }
+    for message, change in cases.items():
+        answer = requests.post(f"{sim.web_url}/settings/apps/new", data={"manifest": json.dumps({**good, **change})},
+                               allow_redirects=False, timeout=10)
+        assert answer.status_code == 422 and message in answer.text, (message, answer.status_code, answer.text)
+    issue_comment_via_pulls = {**good, "default_permissions": {"pull_requests": "write"}, "default_events": ["issue_comment"]}
+    assert requests.post(f"{sim.web_url}/settings/apps/new", data={"manifest": json.dumps(issue_comment_via_pulls)},
+                         allow_redirects=False, timeout=10).status_code == 302
+    assert not sim.apps
 
 
 @pytest.mark.parametrize("api, web", [
@@ -115,6 +185,7 @@ def test_first_run_registers_the_app_and_saves_its_credentials_owner_only(fresh)
     assert creds["client_id"] == registered.client_id and creds["public_url"] == PUBLIC
     assert "PRIVATE KEY" in creds["pem"]
     assert not (data_dir / "setup-token").exists()  # spent
+    assert not (data_dir / "setup-grants.json").exists()
 
     settings = load_settings()
     assert settings.app_configured and settings.app_id == str(registered.id)
@@ -145,6 +216,29 @@ def test_without_the_setup_token_nobody_starts_or_finishes_onboarding(fresh):
     assert stolen.status_code == 400
     assert not (data_dir / "credentials.json").exists()
     assert owner.get(callback).status_code == 200  # the owner still finishes
+
+
+def test_the_setup_link_works_once_and_the_refusal_shows_no_server_path(fresh):
+    sim, app, data_dir = fresh
+    owner = app.test_client()
+    refused = owner.get("/")
+    assert refused.status_code == 403
+    assert str(data_dir) not in refused.data.decode() and "setup-token" in refused.data.decode()
+    link = f"/?token={_token(data_dir)}"
+    assert owner.get(link).status_code == 302
+    assert owner.get("/").status_code == 200  # the cookie carries on
+    # The same link later, from the history, another tab's copy or a log: refused, and says why.
+    for browser in (app.test_client(), owner):
+        again = browser.get(link)
+        assert again.status_code == 403 and "used already" in again.data.decode()
+        assert str(data_dir) not in again.data.decode()
+    stranger = app.test_client()
+    assert stranger.get("/").status_code == 403
+    # The file holds a new token: the person at the server can open set-up in another browser.
+    second = app.test_client()
+    assert f"/?token={_token(data_dir)}" != link
+    assert second.get(f"/?token={_token(data_dir)}").status_code == 302 and second.get("/").status_code == 200
+    assert owner.get("/").status_code == 200  # the first browser keeps its grant
 
 
 def test_a_refresh_or_a_second_tab_never_invalidates_a_registration(fresh):

@@ -193,7 +193,7 @@ def test_requests_on_postgresql_keep_one_run_in_flight(pg_url):
     for t in threads:
         t.join(30)
     assert len(wins) == 1
-    assert store.in_flight(pg_url, "acme/race", 7, SUITE).id == wins[0]
+    assert store.in_flight(pg_url, "acme/race", 7, SUITE, "a" * 40).id == wins[0]
     assert store.gpu_hours_since(pg_url, "acme/race", store.now() - store.REQUEST_TTL) == 1.0
     assert store.claim_step(pg_url, "k", "reply") and not store.claim_step(pg_url, "k", "reply")
 

@@ -17,7 +17,7 @@ from typing import Callable
 import pytest
 
 from bot.store import ondemand as store
-from tests.ondemand_support import CONFIG, SUITE, build_ondemand
+from tests.ondemand_support import CONFIG, SUITE, build_ondemand, next_second
 from tests.simulator.fixtures import github_sim  # noqa: F401
 
 RUN = f"/run-rocm {SUITE}"
@@ -232,6 +232,7 @@ def _(od):
                                     "budgets:\n  daily_gpu_hours: 100000\n",
         "tests/e2e/test_new.py": 'from tests.ci.ci_register import register_rocm_ci\n\n'
                                  'register_rocm_ci(est_time=9, suite="pwn-mi350", labels=["short"])\n'})
+    next_second()  # the maintainer comments after the push
     return od.comment("/run-rocm pwn-mi350", author="maint")[0]
 
 
@@ -401,6 +402,7 @@ def _(od):
     fork = od.sim.fork(od.repo, "mallory/miles")
     od.sim.push(fork, "evil", {"tests/e2e/test_new.py": 'from tests.ci.ci_register import register_rocm_ci\n\n'
                                f'register_rocm_ci(est_time=30, suite="{SUITE}", labels=["short"])\n'})
+    next_second()
     od.world.pr = od.sim.open_pull_request(od.repo, "evil", "main", author="mallory", head_repo=fork)
     od.comment(RUN, author="mallory")
     assert od.dispatches() == []
@@ -412,6 +414,160 @@ def _(od):
 @case("status-by-anyone-dispatches-nothing", dispatches=0, reactions=["eyes"], reply="On-demand MI350 runs")
 def _(od):
     return od.comment("/rocm-status", author="reader")[0]
+
+
+# == issue 19: the budget, the head the maintainer saw, superseded heads, things that vanish ========
+def _registered(est: str, suite: str = SUITE) -> str:
+    return ('from tests.ci.ci_register import register_rocm_ci\n\n'
+            f'register_rocm_ci(est_time={est}, suite="{suite}", labels=["short"])\n')
+
+
+NEW = "tests/e2e/test_new.py"
+
+
+# -- a cost never rests on an est_time out of bounds ------------------------------------------------
+for _name, _est, _says, _hours in (
+        ("negative-est-time-is-costed-at-the-bound", "-100000", "costed at the bound, 1800 s", "2.00 GPU-hours"),
+        ("zero-est-time-is-costed-at-the-bound", "0", "costed at the bound, 1800 s", "2.00 GPU-hours"),
+        ("absurd-est-time-is-costed-at-the-jobs-limit", "1" + "0" * 400, "costed at the bound, 21600 s",
+         "24.00 GPU-hours")):
+    @case(_name, dispatches=1, reply=_says)
+    def _(od, est=_est, hours=_hours):  # noqa: F811 - each registered in the table
+        od.push({NEW: _registered(est)})
+        c = od.comment(f"{RUN} {NEW}", author="maint")[0]
+        assert hours in od.replies()[-1] and "-1" not in od.replies()[-1].split("GPU-hours")[0][-8:]
+        [request] = [r for r in store.requests_for_pull(od.world.settings.database_url, od.repo.full_name,
+                                                        od.pr.number) if r.status == "dispatched"]
+        assert request.cost_gpu_hours == float(hours.split()[0])
+        return c
+
+
+@case("out-of-bounds-est-time-is-costed-at-the-stored-p90", dispatches=1, reply="the stored MI355X p90, 400 s")
+def _(od):
+    from bot.durations import ingest_job_log
+
+    od.push({NEW: _registered("-100000")})
+    for run in (1, 2, 3):
+        assert ingest_job_log(od.world.settings.database_url, f"2026-11-2{run}T04:05:06.0Z [1/1] {NEW}  PASS  "
+                              "elapsed=400s\n", repository=od.repo.full_name, run_id=run, job_id=run,
+                              runner_labels=["self-hosted", "mi350"], backend="rocm", suite=SUITE,
+                              hardware="MI355X").inserted == 1
+    c = od.comment(f"{RUN} {NEW}", author="maint")[0]
+    assert "0.45 GPU-hours" in od.replies()[-1]  # 400 s x 4 GPUs, rounded up
+    return c
+
+
+@case("non-positive-est-time-the-runner-rejects-is-refused", dispatches=0, reactions=["eyes", "confused"],
+      reply="which the runner rejects", config=CONFIG + "validity:\n  est_time_positive: true\n")
+def _(od):
+    od.push({NEW: _registered("-100000")})
+    return od.comment(f"{RUN} {NEW}", author="maint")[0]
+
+
+# -- commands act on the head their author saw -------------------------------------------------------
+@case("run-written-before-a-push-dispatches-nothing", dispatches=0, reactions=["eyes", "confused"],
+      reply="moved to", replies=1)
+def _(od):
+    c, d = od.comment(RUN, author="maint", deliver=False)  # written while the head is A
+    next_second()
+    od.push({NEW: _registered("90")})  # B, before the job runs (a backlog)
+    od.world.deliver(d)
+    od.world.drain()
+    assert od.pr.head_sha[:7] in od.replies()[-1]
+    return c
+
+
+@case("run-written-before-a-push-whose-event-was-missed-dispatches-nothing", dispatches=0,
+      reactions=["eyes", "confused"], reply="cannot confirm", replies=1)
+def _(od):
+    c, d = od.comment(RUN, author="maint", deliver=False)
+    next_second()
+    od.push({NEW: _registered("90")}, deliver=False)  # GitHub never delivered the synchronize
+    od.world.deliver(d)
+    od.world.drain()
+    return c
+
+
+@case("run-written-after-a-push-dispatches-the-new-head", dispatches=1, reactions=["eyes", "rocket"],
+      reply="Dispatched")
+def _(od):
+    od.push({NEW: _registered("90")}, deliver=False)
+    return od.comment(RUN, author="maint")[0]
+
+
+@case("approval-written-before-a-push-approves-nothing-made-after-it", dispatches=0, reply="moved to")
+def _(od):
+    od.comment(RUN, author="bob")  # a request at A
+    a, d = od.comment("/approve-rocm", author="maint", deliver=False)  # written at A
+    next_second()
+    od.push({NEW: _registered("90")})  # B: A's request is stale
+    od.comment(RUN, author="bob")  # a request at B, which the maintainer never saw
+    od.world.deliver(d)
+    od.world.drain()
+    pending = store.requests_for_pull(od.world.settings.database_url, od.repo.full_name, od.pr.number, ["pending"])
+    assert [r.head_sha for r in pending] == [od.pr.head_sha]  # B's request still waits
+    return a
+
+
+@case("approval-covers-only-requests-written-before-it", dispatches=0, reply="no pending on-demand request")
+def _(od):
+    a, d = od.comment("/approve-rocm", author="maint", deliver=False)
+    next_second()
+    od.comment(RUN, author="bob")  # same head, but after the approval was written
+    od.world.deliver(d)
+    od.world.drain()
+    return a
+
+
+# -- things that vanished ------------------------------------------------------------------------------
+@case("requester-deletes-the-command-then-a-maintainer-approves", dispatches=1, reply="Dispatched")
+def _(od):
+    c, _ = od.comment(RUN, author="bob")
+    od.sim.delete_comment(od.repo, c["id"])
+    a, d = od.comment("/approve-rocm", author="maint")
+    assert od.sim.reactions(od.repo, a["id"]) == ["eyes", "rocket"]
+    actions = [e.action for e in store.audit_entries(od.world.settings.database_url)]
+    assert "approval" in actions and "dispatch" in actions
+    from bot.store.service import get_delivery
+
+    assert get_delivery(od.world.settings.database_url, d.delivery_id).status == "done"
+    return a
+
+
+@case("approver-deletes-the-approval-before-the-job-runs", dispatches=1, reply="Dispatched")
+def _(od):
+    od.comment(RUN, author="bob")
+    a, d = od.comment("/approve-rocm", author="maint", deliver=False)
+    od.sim.delete_comment(od.repo, a["id"])  # the eyes, the rocket: 404
+    od.world.deliver(d)
+    od.world.drain()
+    assert "dispatch" in [e.action for e in store.audit_entries(od.world.settings.database_url)]
+
+
+@case("pull-request-gone-before-the-job-ran", dispatches=0, reactions=NO_REACTIONS, replies=0)
+def _(od):
+    c, d = od.comment(RUN, author="maint", deliver=False)
+    key = (od.repo.full_name, od.pr.number)
+    with od.sim.lock:  # GitHub answers 404 for the pull request while the job runs
+        pr = od.sim.pulls.pop(key)
+    od.world.deliver(d)
+    od.world.drain()
+    od.sim.pulls[key] = pr  # back, for the table's own look at the PR's comments
+    from bot.store.service import get_delivery
+
+    url = od.world.settings.database_url
+    assert get_delivery(url, d.delivery_id).status == "done"
+    assert [e.action for e in store.audit_entries(url)] == ["vanished"]
+    return c
+
+
+@case("a-deleted-run-frees-its-slot", dispatches=2, reply="Dispatched")
+def _(od):
+    od.comment(RUN, author="maint")
+    [first] = od.dispatches()
+    od.sim.delete_run(first["run_id"])
+    od.comment(RUN, author="admin1")
+    assert "dispatch_failed" in [e.action for e in store.audit_entries(od.world.settings.database_url)]
 
 
 @pytest.fixture()
@@ -448,3 +604,210 @@ def test_command(github_sim, tmp_path, env, c: Case):
     for body in replies:
         # nothing a commenter wrote becomes a mention of a team or a raw link
         assert "@radixark/" not in body.replace("`@radixark/", "")
+
+
+# -- a push stops the runs of older heads ---------------------------------------------------------------
+def _run_then_push(od):
+    od.comment(RUN, author="maint")
+    [first] = od.dispatches()
+    old = od.pr.head_sha
+    new = od.push({NEW: _registered("90")})
+    return first, old, new
+
+
+def test_a_push_cancels_the_older_heads_run_and_frees_the_slot(github_sim, tmp_path, env):
+    od = build_ondemand(github_sim, tmp_path)
+    first, old, new = _run_then_push(od)
+    [run] = [r for r in od.sim.workflow_runs(od.repo) if r["id"] == first["run_id"]]
+    assert run["status"] == "completed" and run["conclusion"] == "cancelled"
+    [check] = od.check_runs("MI350 · ")
+    assert check["head_sha"] == old and check["status"] == "completed" and check["conclusion"] == "cancelled"
+    assert check["output"]["title"] == f"Superseded by {new[:7]}" and f"superseded by {new}" in check["output"]["summary"]
+    url = od.world.settings.database_url
+    [request] = store.requests_for_pull(url, od.repo.full_name, od.pr.number)
+    assert request.status == "superseded" and request.reason == f"superseded by {new}"
+    assert "superseded" in [e.action for e in store.audit_entries(url)]
+    c = od.comment(RUN, author="maint")[0]  # the new head's slot is free at once
+    assert [d["inputs"]["head_sha"] for d in od.dispatches()] == [old, new]
+    assert od.sim.reactions(od.repo, c["id"]) == ["eyes", "rocket"]
+    # the cancelled run's completion event changes nothing
+    od.world.deliver(od.sim.webhook("workflow_run", "completed", app=od.world.app, repo=od.repo, run=first["run_id"]))
+    od.world.drain()
+    assert store.get_request(url, request.id).status == "superseded"
+    assert od.sim.violations == []
+
+
+def test_a_push_while_github_starts_the_run_cancels_that_run(github_sim, tmp_path, env):
+    """The push lands between the claim and GitHub's answer to the dispatch: the run GitHub then
+    names is cancelled too, and the maintainer is told."""
+    od = build_ondemand(github_sim, tmp_path)
+    github_sim.inject_fault("POST", r"/dispatches$", "slow", delay=3.0)
+    c, d = od.comment(RUN, author="maint", deliver=False)
+    od.world.deliver(d)
+    task = od.world.queue.dequeue()
+    worker = threading.Thread(target=od.world.queue.execute, args=(task,))
+    worker.start()
+    deadline = dt.datetime.now() + dt.timedelta(seconds=20)
+    while not od.dispatches() and dt.datetime.now() < deadline:  # GitHub started the run; its answer waits
+        threading.Event().wait(0.05)
+    [first] = od.dispatches()
+    new = od.push({NEW: _registered("90")})
+    worker.join(60)
+    [run] = [r for r in od.sim.workflow_runs(od.repo) if r["id"] == first["run_id"]]
+    assert run["conclusion"] == "cancelled"
+    [request] = store.requests_for_pull(od.world.settings.database_url, od.repo.full_name, od.pr.number)
+    assert request.status == "superseded" and request.workflow_run_id == first["run_id"]
+    assert any(f"superseded by {new}" in body for body in od.replies())
+    assert od.check_runs("MI350 · ") == []  # nothing claims the old head is running
+
+
+def test_a_redelivered_push_cancels_nothing_twice(github_sim, tmp_path, env):
+    od = build_ondemand(github_sim, tmp_path)
+    first, old, new = _run_then_push(od)
+    again = od.sim.webhook("pull_request", "synchronize", app=od.world.app, repo=od.repo, pull=od.pr, sender="bob")
+    od.world.deliver(again)
+    od.world.drain()
+    cancels = [e for e in od.sim.requests_log if e["operation"] == "actions/cancel-workflow-run"]
+    assert len(cancels) == 1 and cancels[0]["status"] == 202
+
+
+def test_cancelling_superseded_runs_can_be_turned_off(github_sim, tmp_path, env):
+    od = build_ondemand(github_sim, tmp_path, config=CONFIG + "  cancel_superseded_runs: false\n")
+    first, old, new = _run_then_push(od)
+    [run] = [r for r in od.sim.workflow_runs(od.repo) if r["id"] == first["run_id"]]
+    assert run["status"] != "completed"
+    [check] = od.check_runs("MI350 · ")
+    assert check["status"] == "in_progress"
+    od.comment(RUN, author="maint")  # in flight is per (PR, suite, head): the new head runs anyway
+    assert [d["inputs"]["head_sha"] for d in od.dispatches()] == [old, new]
+
+
+def test_a_superseded_run_that_already_finished_is_left_alone(github_sim, tmp_path, env):
+    od = build_ondemand(github_sim, tmp_path)
+    od.comment(RUN, author="maint")
+    [first] = od.dispatches()
+    od.sim.complete_run(first["run_id"], conclusion="success")  # its completion event not delivered yet
+    new = od.push({NEW: _registered("90")})
+    cancels = [e for e in od.sim.requests_log if e["operation"] == "actions/cancel-workflow-run"]
+    assert [e["status"] for e in cancels] == [409]  # GitHub: a completed run cannot be cancelled
+    [check] = od.check_runs("MI350 · ")
+    assert check["conclusion"] == "cancelled" and new[:7] in check["output"]["title"]
+
+
+# -- the budget holds under simultaneous commands ---------------------------------------------------------
+BUDGET = 8.0  # GPU-hours: two 4-GPU suites (3.10 h) and one 8-GPU suite (1.78 h) fit, no more
+
+
+def _many_prs(od, count: int) -> list:
+    prs = [od.pr]
+    for i in range(2, count + 1):
+        od.sim.push(od.repo, f"feature{i}", {f"tests/e2e/test_new{i}.py": _registered("90")})
+        prs.append(od.sim.open_pull_request(od.repo, f"feature{i}", "main", author="bob"))
+    od.repo.pushed_at -= 600  # pushed well before the commands
+    return prs
+
+
+def _simultaneous_commands(od, prs, per_slot: int = 2) -> list[dict]:
+    """Every (PR, suite) commanded `per_slot` times by maintainers; all jobs run at once on threads."""
+    import threading
+
+    suites = (SUITE, "nightly-stage-c-8-gpu-mi350")
+    for pr in prs:
+        for suite in suites:
+            for who in ("maint", "admin1")[:per_slot]:
+                c = od.sim.add_comment(od.repo, pr.number, f"/run-rocm {suite}", author=who)
+                d = od.sim.webhook("issue_comment", "created", app=od.world.app, repo=od.repo, pull=pr, comment=c)
+                assert od.world.deliver(d).status_code == 202
+    tasks = []
+    while (task := od.world.queue.dequeue()) is not None:
+        tasks.append(task)
+    assert len(tasks) == len(prs) * len(suites) * per_slot
+    start = threading.Barrier(len(tasks))
+
+    def work(task):
+        start.wait(30)
+        od.world.queue.execute(task)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in tasks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(180)
+    od.world.drain()
+    return od.dispatches()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_twenty_simultaneous_commands_stay_within_the_budget(github_sim, tmp_path, env, backend, request):
+    database_url = request.getfixturevalue("fresh_pg_url") if backend == "postgresql" else None
+    od = build_ondemand(github_sim, tmp_path, config=CONFIG.replace("daily_gpu_hours: 64", f"daily_gpu_hours: {BUDGET:g}"),
+                        database_url=database_url)
+    prs = _many_prs(od, 5)
+    dispatched = _simultaneous_commands(od, prs)
+    url = od.world.settings.database_url
+    spent = [r for pr in prs for r in store.requests_for_pull(url, od.repo.full_name, pr.number, store.SPENT)]
+    assert len(spent) == len(dispatched) >= 2
+    assert sum(r.cost_gpu_hours for r in spent) <= BUDGET + 1e-9, [(r.pull_number, r.suite, r.cost_gpu_hours) for r in spent]
+    # one run per (PR, suite, head), and each refused command was answered
+    assert len({(r.pull_number, r.suite, r.head_sha) for r in spent}) == len(spent)
+    for pr in prs:
+        bodies = [c["body"] for c in od.sim.comments(od.repo, pr.number) if c["user"]["login"] == od.world.app.bot_login]
+        assert len(bodies) == 4, bodies  # one answer per command: dispatched, already running or over budget
+    assert store.gpu_hours_since(url, od.repo.full_name, store.now() - dt.timedelta(hours=24)) <= BUDGET + 1e-9
+
+
+@pytest.fixture()
+def fresh_pg_url():
+    """A PostgreSQL database of its own (the budget is per repository: no other test's spend counts)."""
+    import uuid
+
+    from sqlalchemy import create_engine, text
+
+    from bot.store.db import get_engine
+    from tests.conftest import PG_ADMIN_URL
+
+    name = f"cireg_budget_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+    yield url
+    get_engine(url).dispose()
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+# -- the cost function itself (bot/ondemand/cost.py) ---------------------------------------------------
+@pytest.mark.parametrize("ests, positive, p90, seconds, basis", [
+    ([300], False, None, 300, "est_time"),
+    ([300, 200], False, None, 500, "est_time"),  # two registrations of one file in the suite
+    ([-100000], False, None, 1800, "bound"),  # the runner's per-file timeout for it
+    ([0], False, None, 1800, "bound"),
+    ([None], False, None, 21600, "bound"),  # not a number: the job's limit
+    ([float("nan")], False, None, 21600, "bound"),
+    ([float("inf")], False, None, 21600, "bound"),
+    ([10**400], False, None, 21600, "bound"),
+    ([30000], False, None, 21600, "bound"),
+    ([300, -5], False, None, 2100, "bound"),  # one bad registration does not hide behind a good one
+    ([-100000], False, 412.0, 412.0, "p90"),
+    ([30000], False, 99999.0, 21600, "p90"),  # even a stored p90 is capped by the job's limit
+])
+def test_a_cost_never_rests_on_an_out_of_bounds_est_time(ests, positive, p90, seconds, basis):
+    from bot.ondemand.cost import cost_files, gpu_hours
+
+    costing = cost_files({"tests/e2e/test_x.py": ests}, 4, est_time_positive=positive, timeout_per_file_s=1800,
+                         p90_of=lambda f: p90)
+    [f] = costing.files
+    assert (f.seconds, f.basis) == (seconds, basis)
+    assert costing.gpu_hours == gpu_hours(seconds, 4) > 0
+    assert (f.note("MI355X") is None) == (basis == "est_time")
+
+
+@pytest.mark.parametrize("ests", [[-1], [0], [None], [300, 0]])
+def test_an_est_time_the_runner_rejects_refuses_the_command(ests):
+    from bot.ondemand.cost import cost_files
+
+    costing = cost_files({"tests/e2e/test_x.py": ests}, 4, est_time_positive=True, timeout_per_file_s=1800,
+                         p90_of=lambda f: 500.0)
+    assert costing.refusal and "which the runner rejects" in costing.refusal and costing.files == []

@@ -46,6 +46,7 @@ def test_set_up_pages(tmp_path, monkeypatch, browser):
     try:
         browser.get(base + "/")
         assert browser.find_element(By.TAG_NAME, "h1").text == "Set-up needs the setup token"
+        assert str(tmp_path) not in browser.page_source  # no server path for anonymous visitors
         _looks_right(browser, "setup-token-needed")
         token = (tmp_path / "setup-token").read_text().strip()
         browser.get(f"{base}/?token={token}")
@@ -57,6 +58,13 @@ def test_set_up_pages(tmp_path, monkeypatch, browser):
         browser.find_element(By.NAME, "public_url").send_keys("not a url")
         browser.find_element(By.CSS_SELECTOR, "input[value=organization]").click()
         browser.find_element(By.NAME, "org").send_keys("radixark")
+        # The link again (the history, a screenshot of the log): it worked once.
+        browser.get(f"{base}/?token={token}")
+        assert browser.find_element(By.TAG_NAME, "h1").text == "This setup link was used already"
+        assert str(tmp_path) not in browser.page_source
+        _looks_right(browser, "setup-link-used")
+        browser.get(base + "/")
+        assert browser.find_element(By.TAG_NAME, "h1").text == "Set up CI Registrar"  # this browser goes on
     finally:
         httpd.shutdown()
 

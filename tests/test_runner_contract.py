@@ -126,13 +126,13 @@ def test_configured_validity_wins_over_the_code():
     assert [f.severity.value for f in report.findings if f.rule == "REG004"] == ["failure"]
 
 
-def test_unreadable_discovery_is_a_warning_that_names_it():
+def test_unreadable_discovery_is_a_failure_that_names_it():
     runner = RUNNER.replace("files.extend(glob.glob(", "files.extend(mystery(")
     files = tree(runner=runner, **{"t/a/test_none.py": "x = 1\n"})
     contract, _ = contract_of(files)
     assert contract.discovery is None
     (f,) = [f for f in contract.findings if f.rule == "REG901"]
-    assert "cannot be read" in f.message and f.severity.value == "warning"
+    assert "cannot be read" in f.message and f.severity.value == "failure"  # never a silent pass on a guess
     assert contract.unregistered_severity == "warning"
 
 

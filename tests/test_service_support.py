@@ -177,11 +177,11 @@ class Workers:
                     proc.wait(5)
 
     def start_web(self, env: dict, port: int, workers: int = 2) -> subprocess.Popen:
-        """The Procfile's web process: gunicorn with deploy/gunicorn.conf.py."""
+        """The Procfile's web process: `ci-registrar serve --no-worker` (gunicorn, bot/server.py)."""
         env = {**env, "PORT": str(port), "HOST": "127.0.0.1", "WEB_CONCURRENCY": str(workers),
                "PROMETHEUS_MULTIPROC_DIR": str(self.tmp_path / "prometheus")}
         log = open(self.tmp_path / f"web-{len(self.procs)}.log", "wb")
-        proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py"], cwd=ROOT, env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--no-worker"], cwd=ROOT, env=env,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         proc.log_path = log.name
         log.close()

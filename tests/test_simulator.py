@@ -543,7 +543,7 @@ def test_manifest_flow_issues_working_credentials(github_sim):
     manifest = {"name": "CI Registrar", "url": "https://example.org",
                 "hook_attributes": {"url": "https://example.org/webhook"},
                 "redirect_url": "http://127.0.0.1:9/setup/done",
-                "default_permissions": {"checks": "write"}, "default_events": ["pull_request"]}
+                "default_permissions": {"checks": "write"}, "default_events": ["check_run"]}
     form = requests.post(f"{sim.web_url}/settings/apps/new?state=abc",
                          data={"manifest": json.dumps(manifest)}, allow_redirects=False)
     assert form.status_code == 302

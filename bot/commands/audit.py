@@ -17,11 +17,14 @@ def audit(repository, pull_number, limit, fmt):
     """The on-demand audit log: who did what, when, on which commit and suite, at what cost."""
     from bot.settings import load_settings
     from bot.store import ondemand
-    from bot.store.measurements import ensure_store
+    from bot.store.measurements import NO_STORE, open_for_reading, sqlite_path
 
     url = load_settings().database_url
-    ensure_store(url)
-    entries = ondemand.audit_entries(url, repository=repository, pull_number=pull_number, limit=limit or None)
+    if open_for_reading(url) is None:  # reading never creates a store
+        click.echo(f"ci-registrar audit: {NO_STORE.format(path=sqlite_path(url))}", err=True)
+        entries = []
+    else:
+        entries = ondemand.audit_entries(url, repository=repository, pull_number=pull_number, limit=limit or None)
     if fmt == "json":
         click.echo(json.dumps([e.as_json() for e in entries], indent=1))
         return

@@ -39,10 +39,12 @@ def _durations_from_store(repository: str | None):
     def rows(config) -> list[dict]:
         from bot.durations import query_stats
         from bot.settings import load_settings
-        from bot.store.measurements import ensure_store
+        from bot.store.measurements import NO_STORE, open_for_reading, sqlite_path
 
         url = load_settings().database_url
-        ensure_store(url)  # creates the embedded SQLite store on first use; locked against racing workers
+        if open_for_reading(url) is None:  # reading never creates a store
+            click.echo(f"ci-registrar check: {NO_STORE.format(path=sqlite_path(url))}", err=True)
+            return []
         out = []
         for row in query_stats(url, repository=repository, hardware=config.calibration.hardware, params=config.calibration):
             item = row.as_json()
@@ -64,8 +66,37 @@ def _is_target(tree) -> bool:
     return tree.read(config.paths.register_module) is not None
 
 
+def repository_root(start: Path) -> Path:
+    """The checkout holding `start`: the nearest directory upwards with a `.git`, as git finds it
+    (`start` itself when there is none)."""
+    start = start.resolve()
+    here = start if start.is_dir() else start.parent
+    for candidate in (here, *here.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return here
+
+
+def _named_paths(root: Path, paths: tuple[str, ...]) -> list[str]:
+    """PATH arguments as paths relative to the checkout's root ('' for the root itself)."""
+    out = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            _fail(f"{raw}: no such file or directory")
+        try:
+            rel = path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            _fail(f"{raw} is outside the checkout {root}")
+        out.append("" if rel == "." else rel)
+    return out
+
+
 @click.command()
-@click.option("--repo", "repo", default=".", show_default=True, help="Root of the repository checkout.")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--repo", "repo", default=None,
+              help="Root of the repository checkout (default: found from PATH, else from the current directory, "
+                   "walking up to the directory with `.git` as git does).")
 @click.option("--base", "base", default=None, help="Base git revision: check the diff base..head.")
 @click.option("--head", "head", default=None, help="Head git revision (with --base; default HEAD).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]), default="text", show_default=True)
@@ -81,14 +112,24 @@ def _is_target(tree) -> bool:
               help="A local copy of a configured external consumer's workflow (matched by file name to `consumers:` in "
                    ".github/ci-registrar.yml; one matching none counts as one more consumer). Repeatable. Without it, "
                    "an external consumer is not read (REG017 warning).")
+@click.option("--select", "select", multiple=True, metavar="RULES",
+              help="Report only these rules: codes (REG010), code prefixes (REG01) or names (unknown-suite), "
+                   "comma-separated or repeated. A rule the configuration turns off stays off.")
+@click.option("--ignore", "ignore", multiple=True, metavar="RULES",
+              help="Report none of these rules (codes, prefixes or names), on top of the configuration's `off`.")
+@click.option("--extend-ignore", "extend_ignore", multiple=True, metavar="RULES",
+              help="The same as --ignore (ruff's spelling for adding to the ignored rules).")
 @click.option("--list-rules", is_flag=True, help="Print the rule registry and exit (see also `ci-registrar rule`).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Keep each file's parsed facts here, by content hash (default: one directory per checkout under $CI_REGISTRAR_CACHE_DIR, else $XDG_CACHE_HOME/ci-registrar, else ~/.cache/ci-registrar).")
 @click.option("--no-cache", is_flag=True, help="Parse every file again; read and write no scan cache.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Processes that parse files (default: one per idle core this process may use).")
-def check(repo: str, base: str | None, head: str | None, fmt: str, output: str | None, new_only: bool, apply_fixes: bool,
+def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str | None, fmt: str, output: str | None, new_only: bool, apply_fixes: bool,
           show_diff: bool, fail_on: str, from_store: bool, durations_file: str | None, repository: str | None,
-          consumers_from: tuple[str, ...], list_rules: bool, cache_dir: str | None, no_cache: bool, jobs: int | None) -> None:
-    """Check the CI registrations of a checkout. Exit 0: no failure; 1: failures; 2: usage or environment error."""
+          consumers_from: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...],
+          extend_ignore: tuple[str, ...], list_rules: bool, cache_dir: str | None, no_cache: bool, jobs: int | None) -> None:
+    """Check the CI registrations of a checkout; with PATHs, report only the findings in those files
+    and directories (the whole checkout is still read: suites and consumers live elsewhere).
+    Exit 0: no failure; 1: failures; 2: usage or environment error."""
     if list_rules:
         from checks.rules import RULES
 
@@ -99,9 +140,14 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, output: str |
     from checks.parallel import available_workers
     from checks.tree import DirectoryTree, GitError, GitRevisionTree, changed_paths
 
+    if repo is None:
+        repo = str(repository_root(Path(paths[0]) if paths else Path.cwd()))
     root = Path(repo)
     if not root.is_dir():
         _fail(f"{repo} is not a readable directory")
+    named = _named_paths(root, paths) if paths else None
+    if named is not None and "" in named:
+        named = None  # the root itself: everything
     if head is not None and base is None:
         _fail("--head needs --base (the diff base..head)")
     if new_only and base is None:
@@ -110,6 +156,8 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, output: str |
         _fail("--fix and --diff exclude each other (--diff previews what --fix writes)")
     if (apply_fixes or show_diff) and head is not None:
         _fail("--fix/--diff change the working tree: leave out --head")
+
+    reported = _rule_filter(select, ignore + extend_ignore)
 
     durations = None
     if durations_file is not None:
@@ -143,6 +191,17 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, output: str |
     fixes = fmt in ("text", "sarif") or apply_fixes or show_diff
 
     def run():
+        tree, report = _run()
+        if reported is not None:
+            report.findings = [f for f in report.findings if reported(f.rule)]
+        if named is not None:
+            from checks.rules import UNSELECTABLE
+
+            report.findings = [f for f in report.findings if f.rule in UNSELECTABLE or any(
+                f.file == p or f.file.startswith(p.rstrip("/") + "/") for p in named)]
+        return tree, report
+
+    def _run():
         if base is not None:
             try:
                 head_tree = GitRevisionTree(root, head or "HEAD")
@@ -213,6 +272,24 @@ def check(repo: str, base: str | None, head: str | None, fmt: str, output: str |
         click.echo(text)
     levels = FAIL_ON[fail_on]
     sys.exit(1 if any(f.severity.value in levels for f in report.findings) else 0)
+
+
+def _rule_filter(select: tuple[str, ...], ignore: tuple[str, ...]):
+    """Which rule codes a report keeps, from --select and --ignore/--extend-ignore (None: all)."""
+    if not select and not ignore:
+        return None
+    from checks.rules import RULES, UNSELECTABLE, resolve_rules
+
+    def codes(option: str, values: tuple[str, ...]) -> set[str]:
+        found, unknown = resolve_rules(part for value in values for part in value.split(","))
+        if unknown:
+            _fail(f"{option}: no rule is called {', '.join(unknown)} (codes, code prefixes such as REG01, or "
+                  "names: `ci-registrar check --list-rules`)")
+        return found
+
+    selected = codes("--select", select) if select else set(RULES)
+    ignored = codes("--ignore", ignore)
+    return lambda code: code in UNSELECTABLE or (code in selected and code not in ignored)
 
 
 def _fix(root: Path, tree, report, run, *, rerun: bool, keep_new=None):

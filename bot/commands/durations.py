@@ -19,6 +19,19 @@ def _store_url() -> str:
     return url
 
 
+def _store_to_read() -> str | None:
+    """The store for `show` and `export`, or None (said on stderr) when there is none yet: reading
+    never creates one."""
+    from bot.settings import load_settings
+    from bot.store.measurements import NO_STORE, open_for_reading, sqlite_path
+
+    url = load_settings().database_url
+    found = open_for_reading(url)
+    if found is None:
+        click.echo(f"ci-registrar durations: {NO_STORE.format(path=sqlite_path(url))}", err=True)
+    return found
+
+
 @click.group()
 def durations():
     """Stored per-file durations (MI355X calibration data)."""
@@ -84,8 +97,9 @@ def show(file, suite, repository, hardware, backend, window_runs, window_days, f
     """n, median, p90, max per (file, backend, hardware) over the window of passing runs."""
     from bot.durations import query_stats
 
-    rows = query_stats(_store_url(), repository=repository, file=file, suite=suite, backend=backend,
-                       hardware=hardware, window_runs=window_runs, window_days=window_days)
+    url = _store_to_read()
+    rows = [] if url is None else query_stats(url, repository=repository, file=file, suite=suite, backend=backend,
+                                              hardware=hardware, window_runs=window_runs, window_days=window_days)
     rows.sort(key=lambda r: (r.repository, r.file, r.backend, r.hardware))
     if fmt == "json":
         click.echo(json.dumps([r.as_json(details) for r in rows], indent=1))
@@ -111,7 +125,7 @@ def export(fmt, repository, output):
     """Every stored measurement, in the format `durations import` reads."""
     from bot.durations import export_text
 
-    text = export_text(_store_url(), fmt, repository=repository)
+    text = export_text(_store_to_read(), fmt, repository=repository)
     if output:
         with open(output, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)

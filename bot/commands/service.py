@@ -4,47 +4,25 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import threading
 
 import click
 
-from bot.settings import env_float as _env_float
-
 DEFAULT_THREADS = 4
 
-
-
-
 def shutdown_grace_s() -> float:
-    """How long SIGTERM waits for running jobs; a job still running then is cut off (it comes back
-    on the next start, counted as an interruption) and the process exits."""
-    return _env_float("CI_REGISTRAR_SHUTDOWN_GRACE_S", 20)
+    from bot.server import shutdown_grace_s as grace
 
-
-def read_timeout_s() -> float:
-    """`serve`: a connection that sends nothing for this long is closed (headers or body)."""
-    return _env_float("CI_REGISTRAR_READ_TIMEOUT_S", 10)
-
-
-def _exit_after(seconds: float, log) -> None:
-    """A last resort: whatever still holds the process after the grace period, it exits."""
-    def watchdog():
-        import time
-
-        time.sleep(seconds)
-        log.error("shutdown grace elapsed, exiting now", grace_s=seconds)
-        os._exit(0)
-
-    threading.Thread(target=watchdog, name="shutdown-watchdog", daemon=True).start()
+    return grace()
 
 
 def _migrate_if_embedded(settings) -> None:
     """The embedded default creates its store on first start; PostgreSQL is migrated by the release step."""
-    from bot.store.db import upgrade
+    from bot.store.db import get_engine, upgrade
 
     if settings.database_url.startswith("sqlite"):
         upgrade(settings.database_url)
+        get_engine(settings.database_url).dispose()  # no connection may cross gunicorn's fork
 
 
 def _consumer(queue, threads: int):
@@ -60,77 +38,26 @@ def _consumer(queue, threads: int):
 
 @click.command()
 @click.option("--host", default=lambda: os.environ.get("HOST", "127.0.0.1"),
-              show_default="127.0.0.1 ($HOST; the Docker image sets 0.0.0.0)")
+              show_default="127.0.0.1 ($HOST; the Docker image and the Procfile set 0.0.0.0)")
 @click.option("--port", type=int, default=None, help="Default: $PORT, else 3000.")
-@click.option("--threads", type=int, default=DEFAULT_THREADS, show_default=True, help="Worker threads for jobs.")
+@click.option("--threads", type=int, default=DEFAULT_THREADS, show_default=True,
+              help="Job threads (in each web worker process).")
 @click.option("--no-worker", is_flag=True, help="Serve HTTP only (jobs run in `ci-registrar worker` processes).")
 def serve(host, port, threads, no_worker):
-    """One process: HTTP on PORT and worker threads; SQLite queue and store unless REDIS_URL/DATABASE_URL say otherwise."""
-    from werkzeug.serving import WSGIRequestHandler, make_server
+    """The web service under gunicorn, with job threads; SQLite queue and store unless REDIS_URL/DATABASE_URL say otherwise.
 
-    from app import create_app
-    from bot.logging import configure, get_logger
-    from bot.queue import open_queue
+    One web worker process by default (WEB_CONCURRENCY sets more; with --no-worker it is 2 per core).
+    """
+    from bot.logging import configure
+    from bot.server import run
     from bot.settings import load_settings
 
     configure()
-    log = get_logger("ci_registrar.serve")
     settings = load_settings()
     _secure_data_dir(settings)
     _migrate_if_embedded(settings)
-    queue = open_queue(settings)
-    app = create_app(settings, queue=queue)
-    app.config["SETTINGS_FROM_ENV"] = True  # onboarding's credentials file is picked up without a restart
-    consumer = None
-    if not no_worker:
-        from bot.tasks import start_reconciler
-
-        consumer = _consumer(queue, threads)
-        consumer.start()
-        start_reconciler(queue.runtime)
-
-    class Handler(WSGIRequestHandler):
-        timeout = read_timeout_s()  # per read; the whole body has its own deadline (bot.webhooks)
-
-    server = make_server(host, port or settings.port, app, threaded=True, request_handler=Handler)
-    stopping = threading.Event()
-
-    def stop(signum, _frame):
-        log.info("stopping", signal=signal.Signals(signum).name)
-        if stopping.is_set():
-            return
-        stopping.set()
-        _exit_after(shutdown_grace_s() + 10, log)
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    proxy = None
-    if os.environ.get("CI_REGISTRAR_WEBHOOK_PROXY_URL"):
-        from bot.proxy import WebhookProxy
-
-        # Local development: GitHub delivers to a public channel; this thread brings them here.
-        local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-        proxy = WebhookProxy(os.environ["CI_REGISTRAR_WEBHOOK_PROXY_URL"], f"http://{local}:{server.port}/webhook", log)
-        proxy.start()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    log.info("serving", host=host, port=server.port, threads=0 if no_worker else threads,
-             queue="redis" if settings.redis_url else "sqlite", configured=settings.app_configured)
-    if not settings.app_configured:
-        from bot.onboarding import setup_link
-
-        # The one place the setup token is shown: whoever reads this log may register the App.
-        shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-        print(f"\nNo GitHub App is configured yet. Set it up at:\n  {setup_link(settings, f'http://{shown}:{server.port}')}\n",
-              flush=True)
-    try:
-        server.serve_forever()
-    finally:
-        if proxy is not None:
-            proxy.stop()
-        if consumer is not None:
-            consumer.stop(graceful=True)
-        log.info("stopped")
+    run(host, port or settings.port, jobs=0 if no_worker else threads,
+        proxy_url=os.environ.get("CI_REGISTRAR_WEBHOOK_PROXY_URL") or None)
 
 
 @click.command()

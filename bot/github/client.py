@@ -606,6 +606,11 @@ class InstallationClient:
                               {"ref": ref, "inputs": inputs, "return_run_details": True})
         return data if isinstance(data, dict) and data.get("workflow_run_id") else None
 
+    def cancel_workflow_run(self, repo: str, run_id: int) -> None:
+        """Ask GitHub to cancel a run (202); a run already completed answers 409 (GitHubError)."""
+        self.post_json(f"/repos/{repo}/actions/runs/{int(run_id)}/cancel",
+                       "/repos/{owner}/{repo}/actions/runs/{run_id}/cancel", {}, idempotent=True)
+
     def workflow_run(self, repo: str, run_id: int) -> dict:
         return self.get_json(f"/repos/{repo}/actions/runs/{int(run_id)}", "/repos/{owner}/{repo}/actions/runs/{run_id}")
 

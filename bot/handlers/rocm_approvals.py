@@ -35,7 +35,12 @@ async def approve_button(event, ctx):
     login = sender["login"]
     key = f"click:{ctx.delivery_id}"
     config, problems = flow.trusted_config(ctx.client, repo, data["repository"].get("default_branch") or "main")
-    pull = Pull(ctx, repo, request.pull_number, ctx.client.pull(repo, request.pull_number), config)
+    pr_data = flow.tolerate_gone(lambda: ctx.client.pull(repo, request.pull_number))
+    if pr_data is None:  # the pull request (or its repository) is gone
+        flow.vanished(ctx, repo, request.pull_number, actor=login, detail=f"button click on request {request.id}: "
+                      "the pull request is gone")
+        return
+    pull = Pull(ctx, repo, request.pull_number, pr_data, config)
     if not pull.open:
         return
     if config is None:
@@ -58,14 +63,25 @@ async def approve_button(event, ctx):
 
 @router.register("pull_request", action="synchronize")
 async def head_moved(event, ctx):
-    """A push: every request or approval for an older commit is stale, and the PR is told once."""
+    """A push: runs of older heads are cancelled (unless `budgets.cancel_superseded_runs` is off),
+    every request or approval for an older commit is stale, and the PR is told once."""
     pr = event.data["pull_request"]
     repo = event.data["repository"]["full_name"]
     new_head = pr["head"]["sha"]
-    gone = flow.make_stale(repo, int(pr["number"]), new_head, ctx)
+    number = int(pr["number"])
+    pull = Pull(ctx, repo, number, pr, config=None)
+    if any(r.head_sha != new_head for r in store.requests_for_pull(ctx.store_url, repo, number,
+                                                                   store.IN_FLIGHT + (store.SUPERSEDED,))):
+        config, _problems = flow.trusted_config(ctx.client, repo, event.data["repository"].get("default_branch") or "main")
+        # An invalid configuration keeps the default (on): a run of a commit nobody will merge stops.
+        if config is None or config.budgets.cancel_superseded_runs:
+            cancelled = flow.supersede(ctx, repo, number, new_head, ctx.client)
+            if cancelled:
+                reply(pull, f"push:{repo}:{number}:{new_head}", texts.superseded(
+                    new_head, [(r.suite, r.head_sha, r.run_url) for r in cancelled]), step="superseded")
+    gone = flow.make_stale(repo, number, new_head, ctx)
     if not gone:
         return
-    pull = Pull(ctx, repo, int(pr["number"]), pr, config=None)
     for request in gone:
         flow.close_request_check(pull, request, "Stale",
                                  f"The PR's head moved to {new_head}: this request was for {request.head_sha}.")

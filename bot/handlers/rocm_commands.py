@@ -10,8 +10,10 @@ from __future__ import annotations
 from gidgethub.routing import Router
 
 from bot.ondemand import flow, grammar, texts
+from bot.ondemand.cost import cost_selection
 from bot.ondemand.flow import Pull, once, react, reply, requested_files
 from bot.ondemand.permissions import authority
+from bot.ondemand.seen import parse_time, unseen_head
 from bot.ondemand.selection import NotSelectable, select
 from bot.store import ondemand as store
 
@@ -45,7 +47,11 @@ async def comment_created(event, ctx):
     login = comment["user"]["login"]
     client = ctx.client
     key = f"comment:{repo}:{comment['id']}"
-    pull = Pull(ctx, repo, number, client.pull(repo, number), config=None)
+    pr_data = flow.tolerate_gone(lambda: client.pull(repo, number))
+    if pr_data is None:  # the pull request (or its repository) is gone: nothing to act on or answer
+        flow.vanished(ctx, repo, number, actor=login, detail=f"comment {comment['id']}: the pull request is gone")
+        return
+    pull = Pull(ctx, repo, number, pr_data, config=None)
     if not pull.open:
         return  # closed while the delivery waited
     react(pull, comment["id"], "eyes")
@@ -81,12 +87,30 @@ def _refuse(pull: Pull, comment: dict, key: str, body: str, detail: str, **audit
     reply(pull, key, body)
 
 
+def written_at(comment: dict):
+    """GitHub's time of the comment (the webhook's `comment.created_at`)."""
+    return parse_time(comment.get("created_at"))
+
+
+def head_not_seen(pull: Pull, comment: dict, key: str, what: str) -> bool:
+    """True (and answered) when the PR's head now is not the head the commenter saw (bot/ondemand/seen.py)."""
+    unseen = unseen_head(pull.store_url, pull.repo, pull.number, pull.data, written_at(comment))
+    if unseen is None:
+        return False
+    login = comment["user"]["login"]
+    _refuse(pull, comment, key, texts.head_unseen(login, what, unseen.head_sha, unseen.moved),
+            f"{what} written before the head {unseen.head_sha} " + ("was pushed" if unseen.moved else "was recorded"))
+    return True
+
+
 # -- /run-rocm -----------------------------------------------------------------------------------
 def run_rocm(pull: Pull, command: grammar.Command, comment: dict, key: str) -> None:
     login = comment["user"]["login"]
     existing = store.request_by_comment(pull.store_url, pull.repo, comment["id"])
     if existing is not None:
         resume(pull, existing, comment)
+        return
+    if head_not_seen(pull, comment, key, "/run-rocm"):
         return
     limit_files = pull.config.budgets.max_files_per_command
     if len(command.files) > limit_files:
@@ -99,26 +123,33 @@ def run_rocm(pull: Pull, command: grammar.Command, comment: dict, key: str) -> N
         _refuse(pull, comment, key, texts.not_selectable(login, str(exc), pull.runnable_suites()), str(exc)[:300],
                 suite=command.suite, files=list(command.files))
         return
+    costing = cost_selection(selection, pull.contract, pull.config, pull.store_url, pull.repo)
+    if costing.refusal:
+        _refuse(pull, comment, key, texts.not_selectable(login, costing.refusal, pull.runnable_suites()),
+                f"cost: {costing.refusal}"[:300], suite=command.suite, files=list(command.files))
+        return
+    cost = costing.gpu_hours
     who = authority(pull.client, pull.repo, login, pull.config.approvers)
-    running = flow.running_for(pull, command.suite)
+    running = flow.running_for(pull, command.suite, pull.head_sha)
     if running is not None:
         _refuse(pull, comment, key, texts.in_flight(login, command.suite, running.run_url, running.requester),
                 f"already in flight: request {running.id}", suite=command.suite, run_id=running.workflow_run_id)
         return
     limit = float(pull.config.budgets.daily_gpu_hours)
     used = flow.budget_used(pull.store_url, pull.repo)
-    if used + selection.cost_gpu_hours > limit + 1e-9:
-        _refuse(pull, comment, key, texts.over_budget(login, command.suite, selection.cost_gpu_hours, used, limit),
-                f"over budget: {used:.2f} used + {selection.cost_gpu_hours:.2f} > {limit:.2f}", suite=command.suite,
-                cost_gpu_hours=selection.cost_gpu_hours)
+    if used + cost > limit + 1e-9:  # answered early; the dispatch decides again, atomically (store.reserve)
+        _refuse(pull, comment, key, texts.over_budget(login, command.suite, cost, used, limit)
+                + texts.cost_notes(costing.notes(pull.config.calibration.hardware)),
+                f"over budget: {used:.2f} used + {cost:.2f} > {limit:.2f}", suite=command.suite, cost_gpu_hours=cost)
         return
     dispatch_cfg = selection.dispatch
     # Two-person rule: even a maintainer's own command waits for another maintainer.
     at_once = who.maintainer and not pull.config.approvers.two_person
     request, created = store.create_request(
         pull.store_url, repository=pull.repo, pull_number=pull.number, head_sha=pull.head_sha, suite=command.suite,
-        details=flow.details(list(command.files), selection), requester=login, comment_id=comment["id"],
-        status=store.APPROVED if at_once else store.PENDING, cost_gpu_hours=selection.cost_gpu_hours,
+        details=flow.details(list(command.files), selection, costing, pull.config.calibration.hardware),
+        requester=login, comment_id=comment["id"], commented_at=written_at(comment),
+        status=store.APPROVED if at_once else store.PENDING, cost_gpu_hours=cost,
         dispatch_repository=dispatch_cfg.repository or pull.repo, workflow=dispatch_cfg.workflow,
         decided_by=login if at_once else None)
     if created:
@@ -139,7 +170,7 @@ def resume(pull: Pull, request, comment: dict, note: str | None = None) -> None:
         flow.open_request_check(pull, request, comment.get("html_url"))
         reply(pull, f"comment:{pull.repo}:{comment['id']}",
               texts.waiting(request.requester, request.suite, request.head_sha, flow.selected_rows(request),
-                            request.cost_gpu_hours, request.details.get("gpus", 1), note))
+                            request.cost_gpu_hours, request.details.get("gpus", 1), note, flow.cost_notes(request)))
 
 
 # -- /approve-rocm, /deny-rocm, /rocm-status ------------------------------------------------------
@@ -159,9 +190,14 @@ def approve_rocm(pull: Pull, command, comment: dict, key: str) -> None:
     who = _maintainer(pull, comment, key, "approve on-demand runs")
     if who is None:
         return
+    if head_not_seen(pull, comment, key, "approval"):
+        return
     expired, _stale = flow.tidy(pull)
+    approved_at = written_at(comment)
+    # Only what the approver could see: requests on this head, made before the approval was written.
     waiting = [r for r in store.requests_for_pull(pull.store_url, pull.repo, pull.number, flow.RETRYABLE)
-               if r.head_sha == pull.head_sha]
+               if r.head_sha == pull.head_sha
+               and (r.commented_at is None or approved_at is None or r.commented_at <= approved_at)]
     if not waiting:
         react(pull, comment["id"], "confused")
         body = texts.expired(login, [r.suite for r in expired]) if expired else texts.nothing_pending(login, pull.head_sha)

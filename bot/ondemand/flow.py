@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from bot.durations import ingest_job_log
 from bot.github.retry import GitHubError, TransientError
 from bot.ondemand import texts
+from bot.ondemand.cost import Costing
 from bot.ondemand.permissions import Authority
 from bot.ondemand.selection import Selection, head_contract, runnable_suites
 from bot.sources import GitHubTree
@@ -109,11 +110,15 @@ def requested_files(request) -> list[str]:
     return list(request.details.get("requested", []))
 
 
-def details(requested: list[str], selection: Selection) -> dict:
-    per_file: dict[str, float] = {}
-    for reg in selection.registrations:
-        per_file[reg.file] = per_file.get(reg.file, 0.0) + float(reg.est_time or 0)
-    return {"requested": list(requested), "selected": sorted(per_file.items()), "gpus": selection.gpus}
+def details(requested: list[str], selection: Selection, costing: Costing, hardware: str) -> dict:
+    """What a request keeps: the files asked for, each selected file with its est_time as
+    registered, how the budget costed each (bot/ondemand/cost.py) and the reply's notes on that."""
+    return {"requested": list(requested), "selected": [[f.file, f.est_time] for f in costing.files],
+            "costed": costing.as_details(), "cost_notes": costing.notes(hardware), "gpus": selection.gpus}
+
+
+def cost_notes(request) -> list[str]:
+    return list(request.details.get("cost_notes", []))
 
 
 # -- steps: once per key --------------------------------------------------------------------------
@@ -131,12 +136,15 @@ def once(pull: Pull, key: str, step: str, action) -> bool:
 
 
 def reply(pull: Pull, key: str, body: str, step: str = "reply") -> None:
-    once(pull, key, step, lambda: pull.client.comment(pull.repo, pull.number, body))
+    # A PR that is gone (404/410) cannot be answered; what happened is in the audit log already.
+    once(pull, key, step, lambda: tolerate_gone(lambda: pull.client.comment(pull.repo, pull.number, body)))
 
 
 def react(pull: Pull, comment_id: int | None, content: str) -> None:
+    """A reaction on the command's comment; one deleted meanwhile (404/410) gets none, and the
+    step after it (audit, reply, dispatch follow-through) still happens."""
     if comment_id is not None:
-        pull.client.react(pull.repo, comment_id, content)
+        tolerate_gone(lambda: pull.client.react(pull.repo, comment_id, content))
 
 
 # -- requests -------------------------------------------------------------------------------------
@@ -179,9 +187,9 @@ def close_request_check(pull: Pull, request, title: str, detail: str, conclusion
 def _close_check(client, repo: str, request, title: str, detail: str, conclusion: str = "cancelled") -> None:
     if request.request_check_run_id is None:
         return
-    client.update_check_run(repo, request.request_check_run_id, {
+    tolerate_gone(lambda: client.update_check_run(repo, request.request_check_run_id, {
         "status": "completed", "conclusion": conclusion, "completed_at": _iso_now(), "actions": [],
-        "output": texts.request_closed_output(title, detail)})
+        "output": texts.request_closed_output(title, detail)}))
 
 
 def sweep_expired(github, store_url: str, installation_for) -> int:
@@ -263,25 +271,30 @@ def settle(pull: Pull, running) -> bool:
         running = store.get_request(pull.store_url, running.id)
     if running.status == store.DISPATCHED and running.workflow_run_id:
         client = _client_for(pull, target)
-        run = client.workflow_run(target, running.workflow_run_id)
+        run = tolerate_gone(lambda: client.workflow_run(target, running.workflow_run_id))
+        if run is None:  # the run was deleted: nothing holds the slot any more
+            store.transition(pull.store_url, running.id, [store.DISPATCHED], "failed", reason="the run no longer exists")
+            pull.audit("dispatch_failed", suite=running.suite, request_id=running.id, head_sha=running.head_sha,
+                       run_id=running.workflow_run_id, detail="the workflow run no longer exists")
+            return True
         if run.get("status") == "completed":
             finish(pull.job, running, run, client)
             return True
     return False
 
 
-def running_for(pull: Pull, suite: str):
-    """The request of this PR and suite in flight now, if any (after settling a dead one)."""
-    running = store.in_flight(pull.store_url, pull.repo, pull.number, suite)
+def running_for(pull: Pull, suite: str, head_sha: str):
+    """The request of this PR, suite and head in flight now, if any (after settling a dead one)."""
+    running = store.in_flight(pull.store_url, pull.repo, pull.number, suite, head_sha)
     if running is not None and settle(pull, running):
-        running = store.in_flight(pull.store_url, pull.repo, pull.number, suite)
+        running = store.in_flight(pull.store_url, pull.repo, pull.number, suite, head_sha)
     return running
 
 
 def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, comment_id: int | None) -> str:
     """Dispatch an approved request: budget, one in flight, the workflow_dispatch, then follow-through.
 
-    Returns what happened: dispatched | in_flight | over_budget | failed | not_approved.
+    Returns what happened: dispatched | in_flight | over_budget | failed | not_approved | stale.
     """
     dispatch_cfg = pull.config.dispatch.get(request.suite)
     key = f"request:{request.id}"
@@ -290,9 +303,24 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
         reply(pull, key, texts.not_selectable(request.requester, f"`{request.suite}` is no longer in the dispatch table",
                                               pull.runnable_suites()), step="refused")
         return "failed"
+    if request.head_sha != pull.head_sha:  # never a head other than the one the request was made and approved on
+        if store.transition(pull.store_url, request.id, RETRYABLE, store.STALE,
+                            reason=f"the PR's head moved to {pull.head_sha}"):
+            pull.audit("stale", actor=actor, suite=request.suite, files=requested_files(request),
+                       request_id=request.id, head_sha=request.head_sha, detail=f"head moved to {pull.head_sha}")
+            close_request_check(pull, request, "Stale", f"The PR's head moved to {pull.head_sha}.")
+        reply(pull, key, texts.stale(pull.head_sha, [(request.suite, request.requester, request.head_sha)]),
+              step="stale")
+        return "stale"
     limit = float(pull.config.budgets.daily_gpu_hours)
-    used = budget_used(pull.store_url, pull.repo)
-    if used + request.cost_gpu_hours > limit + 1e-9:
+    target = dispatch_cfg.repository or pull.repo
+    client = _client_for(pull, target)  # before the claim: a failure here leaves nothing half-dispatched
+    running_for(pull, request.suite, request.head_sha)  # settles a run whose worker or completion event was lost
+    # The budget check and the claim are one step (bot.store.ondemand.reserve).
+    reservation = store.reserve(pull.store_url, request.id, RETRYABLE, since=store.now() - BUDGET_WINDOW,
+                                limit=limit, dispatched_at=store.now(), decided_by=approved_by)
+    if reservation.outcome == store.OVER_BUDGET:
+        used = reservation.used
         if store.transition(pull.store_url, request.id, RETRYABLE, "refused", reason="over the daily GPU-hour budget"):
             pull.audit("refusal", actor=actor, suite=request.suite, files=requested_files(request),
                        request_id=request.id, cost_gpu_hours=request.cost_gpu_hours, head_sha=request.head_sha,
@@ -300,19 +328,14 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
         react(pull, comment_id, "confused")
         reply(pull, key, texts.over_budget(actor, request.suite, request.cost_gpu_hours, used, limit), step="refused")
         return "over_budget"
-    target = dispatch_cfg.repository or pull.repo
-    client = _client_for(pull, target)  # before the claim: a failure here leaves nothing half-dispatched
-    running = running_for(pull, request.suite)
-    claimed = running is None and store.transition(pull.store_url, request.id, RETRYABLE, store.DISPATCHING,
-                                                   dispatched_at=store.now(), decided_by=approved_by)
-    if not claimed:
+    if reservation.outcome != store.RESERVED:
         current = store.get_request(pull.store_url, request.id)
         if current.status == store.DISPATCHING:
             return "dispatched"  # another worker is dispatching it now, and follows it through
         if current.status in (store.DISPATCHED, store.COMPLETED):
             follow_through(pull, current, approved_by=approved_by)  # an earlier attempt of this very job
             return "dispatched"
-        running = running or store.in_flight(pull.store_url, pull.repo, pull.number, request.suite)
+        running = store.in_flight(pull.store_url, pull.repo, pull.number, request.suite, request.head_sha)
         if running is not None:
             store.transition(pull.store_url, request.id, RETRYABLE, "refused", reason=f"run {running.id} in flight")
             pull.audit("refusal", actor=actor, suite=request.suite, request_id=request.id, head_sha=request.head_sha,
@@ -344,9 +367,21 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
     if answer is None:
         run = _find_run(client, target, request, since)
         answer = {"workflow_run_id": run["id"], "html_url": run.get("html_url")} if run else {}
-    store.transition(pull.store_url, request.id, [store.DISPATCHING], store.DISPATCHED,
-                     workflow_run_id=answer.get("workflow_run_id"), run_url=answer.get("html_url"))
+    confirmed = store.transition(pull.store_url, request.id, [store.DISPATCHING], store.DISPATCHED,
+                                 workflow_run_id=answer.get("workflow_run_id"), run_url=answer.get("html_url"))
     current = store.get_request(pull.store_url, request.id)
+    if not confirmed and current.status == store.SUPERSEDED:
+        # A push superseded the request while GitHub was starting its run: stop that run too.
+        run_id = answer.get("workflow_run_id")
+        store.update_request(pull.store_url, request.id, workflow_run_id=run_id, run_url=answer.get("html_url"))
+        if run_id is not None:
+            tolerate_gone(lambda: client.cancel_workflow_run(target, int(run_id)), also=(409,))
+        pull.audit("superseded", actor=actor, suite=request.suite, request_id=request.id, head_sha=request.head_sha,
+                   run_id=run_id, detail=f"{current.reason}: cancelled as it was dispatched")
+        new_head = str(current.reason or "").rsplit(" ", 1)[-1]
+        reply(pull, key, texts.superseded(new_head, [(request.suite, request.head_sha, answer.get("html_url"))]),
+              step="superseded")
+        return "superseded"
     pull.audit("dispatch", actor=actor, suite=request.suite, files=requested_files(request), request_id=request.id,
                cost_gpu_hours=request.cost_gpu_hours, run_id=current.workflow_run_id, head_sha=request.head_sha,
                detail=f"{target} {dispatch_cfg.workflow}@{dispatch_cfg.ref}"
@@ -378,7 +413,8 @@ def follow_through(pull: Pull, request, *, approved_by: str | None) -> None:
     used = budget_used(pull.store_url, pull.repo)
     reply(pull, key, texts.dispatched(request.suite, request.head_sha, pull.number, request.run_url, rows,
                                       request.cost_gpu_hours, request.details.get("gpus", 1),
-                                      used, float(pull.config.budgets.daily_gpu_hours), approved_by),
+                                      used, float(pull.config.budgets.daily_gpu_hours), approved_by,
+                                      cost_notes(request)),
           step="dispatched")
 
 
@@ -430,6 +466,83 @@ def make_stale(pull_repo: str, number: int, new_head: str, job) -> list:
     return gone
 
 
+# -- superseded heads -----------------------------------------------------------------------------
+def supersede(job, repo: str, number: int, new_head: str, pr_client) -> list:
+    """A push to the PR: its runs in flight on other heads are superseded at once (their slot and
+    the PR's attention move to the new head), then cancelled on GitHub and their "MI350 · <suite>"
+    check runs completed as cancelled. Each GitHub step is taken once; a run GitHub already
+    finished or no longer has (404, 409, 410) is left as it is."""
+    reason = f"superseded by {new_head}"
+    done = []
+    for request in store.requests_for_pull(job.store_url, repo, number, store.IN_FLIGHT + (store.SUPERSEDED,)):
+        if request.head_sha == new_head:
+            continue
+        if request.status in store.IN_FLIGHT:
+            if not store.transition(job.store_url, request.id, store.IN_FLIGHT, store.SUPERSEDED,
+                                    completed_at=store.now(), reason=reason):
+                continue
+            store.audit(job.store_url, repository=repo, action="superseded", pull_number=number,
+                        head_sha=request.head_sha, suite=request.suite, files=requested_files(request),
+                        cost_gpu_hours=request.cost_gpu_hours, run_id=request.workflow_run_id, request_id=request.id,
+                        detail=reason, delivery_id=job.delivery_id)
+        elif request.reason != reason:
+            continue  # superseded by an earlier push, and handled then
+        request = store.get_request(job.store_url, request.id)
+        _stop_superseded(job, request, new_head, pr_client)
+        done.append(request)
+    return done
+
+
+def _stop_superseded(job, request, new_head: str, pr_client) -> None:
+    key = f"request:{request.id}"
+    url = job.store_url
+
+    def cancel():
+        run_id = request.workflow_run_id
+        if run_id is None:  # never confirmed: the workflow's own head check stops it
+            return
+        client = client_for(job, request.dispatch_repository, (request.repository, pr_client))
+        tolerate_gone(lambda: client.cancel_workflow_run(request.dispatch_repository, run_id), also=(409,))
+
+    def close_check():
+        if request.run_check_run_id is None:
+            return
+        tolerate_gone(lambda: pr_client.update_check_run(request.repository, request.run_check_run_id, {
+            "status": "completed", "conclusion": "cancelled", "completed_at": _iso_now(),
+            "output": texts.run_superseded_output(request.suite, new_head, request.run_url)}))
+
+    for step, action in (("cancel", cancel), ("superseded-check", close_check)):
+        if not store.claim_step(url, key, step):
+            continue
+        try:
+            action()
+        except (TransientError, GitHubError) as exc:
+            if isinstance(exc, TransientError) or exc.status >= 500:
+                store.release_step(url, key, step)
+            raise
+
+
+# -- things that vanished -------------------------------------------------------------------------
+GONE = (404, 410)
+
+
+def tolerate_gone(action, also: tuple = ()):
+    """Run a follow-up call; a comment, PR, run or check run that no longer exists (404/410, and
+    any status in `also`) is not a failure of the job: None is returned and the rest carries on."""
+    try:
+        return action()
+    except GitHubError as exc:
+        if exc.status in GONE or exc.status in also:
+            return None
+        raise
+
+
+def vanished(job, repo: str, number: int, *, actor: str | None, detail: str) -> None:
+    """The audit entry of a step whose pull request GitHub no longer has (nothing can be answered)."""
+    store.audit(job.store_url, repository=repo, action="vanished", pull_number=number, actor=actor, detail=detail,
+                delivery_id=job.delivery_id)
+
+
 # -- completion -----------------------------------------------------------------------------------
 def verdict(status: str, elapsed: float, est: float | None, timeout_per_file_s: int) -> str:
     if status == "TIMEOUT":
@@ -456,10 +569,12 @@ def finish(job, request, run: dict, run_client) -> None:
     timeout_per_file = config.calibration.timeout_per_file_s if config else 1800
     est_of = dict(selected_rows(request))
     latest: dict[str, dict] = {}
-    for ran in run_client.run_jobs(run_repo, int(run["id"])):
+    for ran in tolerate_gone(lambda: run_client.run_jobs(run_repo, int(run["id"]))) or []:
         if ran.get("status") != "completed" or ran.get("conclusion") == "skipped":
             continue
-        text = run_client.job_log(run_repo, ran["id"])
+        text = tolerate_gone(lambda: run_client.job_log(run_repo, ran["id"]))  # noqa: B023 - called at once
+        if text is None:  # the log is gone (expired or deleted): the other jobs still count
+            continue
         for record in parse_job_log(text).records:
             est = est_of.get(record.file, record.est_time)
             latest[record.file] = {"file": record.file, "status": record.status, "elapsed": record.elapsed,
@@ -472,10 +587,10 @@ def finish(job, request, run: dict, run_client) -> None:
     conclusion = run.get("conclusion") if run.get("conclusion") in CONCLUSIONS else "neutral"
     rows = [latest[f] for f in sorted(latest)]
     if request.run_check_run_id is not None:
-        pr_client.update_check_run(request.repository, request.run_check_run_id, {
+        tolerate_gone(lambda: pr_client.update_check_run(request.repository, request.run_check_run_id, {
             "status": "completed", "conclusion": conclusion, "completed_at": _iso_now(),
             "output": texts.run_finished_output(request.suite, conclusion, request.run_url or run.get("html_url"),
-                                                rows)})
+                                                rows)}))
     if store.transition(job.store_url, request.id, [store.DISPATCHED], store.COMPLETED, completed_at=store.now()):
         store.audit(job.store_url, repository=request.repository, action="completion", pull_number=request.pull_number,
                     head_sha=request.head_sha, suite=request.suite, files=requested_files(request),

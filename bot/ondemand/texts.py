@@ -60,32 +60,50 @@ def _selected_table(files_with_est: list[tuple[str, float | None]]) -> str:
     return "| test file | est_time |\n| --- | --- |\n" + rows
 
 
-def waiting(user: str, suite: str, head_sha: str, files_with_est, cost: float, gpus: int, note: str | None) -> str:
+def waiting(user: str, suite: str, head_sha: str, files_with_est, cost: float, gpus: int, note: str | None,
+            costed: list[str] | None = None) -> str:
     text = (f"@{user} your request to run `{suite}` on {head_sha[:7]} is waiting for a maintainer "
             f"({len(files_with_est)} test file(s), about {hours(cost)} GPU-hours on {gpus} GPU(s)).\n\n"
             f"A maintainer approves it with `/approve-rocm` or the **Approve run** button of the "
             f"\u201c{REQUEST_CHECK.format(suite=suite)}\u201d check, or refuses it with `/deny-rocm [reason]`. "
             f"An approval holds for this commit only: a new push makes the request stale.\n\n"
-            + _selected_table(files_with_est))
+            + _selected_table(files_with_est) + cost_notes(costed or []))
     if note:
         text += f"\n\nNote: {note}."
     return text
 
 
 def dispatched(suite: str, head_sha: str, number: int, run_url: str | None, files_with_est, cost: float, gpus: int,
-               used: float, limit: float, approved_by: str | None) -> str:
+               used: float, limit: float, approved_by: str | None, costed: list[str] | None = None) -> str:
     link = f"[the workflow run]({run_url})" if run_url else "the workflow run (its link follows on the check run)"
     who = f" (approved by @{approved_by})" if approved_by else ""
     return (f"Dispatched `{suite}` on {head_sha} for #{number}{who}: {link}.\n\n"
             + _selected_table(files_with_est)
             + f"\n\nEstimated cost: {hours(cost)} GPU-hours ({gpus} GPU(s) \u00d7 the sum of est_time). "
-              f"Used in the last 24 hours, this one included: {hours(used)} of {hours(limit)} GPU-hours.")
+              f"Used in the last 24 hours, this one included: {hours(used)} of {hours(limit)} GPU-hours."
+            + cost_notes(costed or []))
 
 
 def in_flight(user: str, suite: str, run_url: str | None, requester: str) -> str:
     link = f"[its run]({run_url})" if run_url else "its run"
-    return (f"@{user} `{suite}` is already running for this PR ({link}, requested by {requester}); "
+    return (f"@{user} `{suite}` is already running for this PR on its current head ({link}, requested by {requester}); "
             "it was not dispatched again. Ask again when it has finished.")
+
+
+def head_unseen(user: str, what: str, head_sha: str, moved: bool) -> str:
+    """A command written before the PR's head became what it is now: it acts on nothing."""
+    why = (f"the head of this PR moved to {head_sha[:7]} after your comment was written"
+           if moved else f"I cannot confirm that {head_sha[:7]}, the PR's head now, was its head when your "
+                         "comment was written (its push is not recorded yet)")
+    return (f"@{user} {why}, so your {what} does not apply to it and nothing was dispatched. "
+            f"If {head_sha[:7]} is what you mean, write the command again.")
+
+
+def cost_notes(notes: list[str]) -> str:
+    """Files whose est_time was not used for the cost (bot/ondemand/cost.py), one line each."""
+    if not notes:
+        return ""
+    return "\n\nCost: " + ("; ".join(notes) if len(notes) == 1 else "\n" + "\n".join(f"- {n}" for n in notes)) + "."
 
 
 def over_budget(user: str, suite: str, cost: float, used: float, limit: float) -> str:
@@ -129,6 +147,13 @@ def stale(new_sha: str, entries: list[tuple[str, str, str]]) -> str:
             f"will not run:\n{listed}\n\nAsk again with `/run-rocm` on the new head.")
 
 
+def superseded(new_sha: str, entries: list[tuple[str, str, str | None]]) -> str:
+    """entries: (suite, old head SHA, run URL) of the runs a push cancelled."""
+    listed = "\n".join(f"- `{suite}` on {sha[:7]}" + (f" ([run]({url}))" if url else "") for suite, sha, url in entries)
+    return (f"The head of this PR moved to {new_sha[:7]}: these MI350 runs of an older commit were cancelled "
+            f"(superseded by {new_sha}):\n{listed}\n\nRun them on the new head with `/run-rocm`.")
+
+
 def expired(user: str, suites: list[str]) -> str:
     return (f"@{user} the request(s) for {', '.join(f'`{s}`' for s in suites)} expired (older than 7 days) "
             "and will not run. Ask again with `/run-rocm`.")
@@ -167,6 +192,13 @@ def run_started_output(suite: str, head_sha: str, run_url: str | None, files_wit
     return {"title": f"Running on MI350 ({len(files_with_est)} test file(s))",
             "summary": f"`{suite}` on {head_sha}: {link}. Estimated {hours(cost)} GPU-hours.\n\n"
                        + _selected_table(files_with_est)}
+
+
+def run_superseded_output(suite: str, new_head: str, run_url: str | None) -> dict:
+    link = f"[The workflow run]({run_url})" if run_url else "The workflow run"
+    return {"title": f"Superseded by {new_head[:7]}",
+            "summary": f"`{suite}`: superseded by {new_head}. {link} was cancelled: a push made this commit "
+                       "an older head of the pull request."}
 
 
 def run_finished_output(suite: str, conclusion: str, run_url: str | None, rows: list[dict]) -> dict:

@@ -98,4 +98,18 @@ def upgrade(url: str, revision: str = "head") -> None:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    before = current_revision(url)
     command.upgrade(cfg, revision)
+    after = current_revision(url)
+    if after != before:
+        import logging
+
+        logging.getLogger("ci_registrar.store").info("store migrated from %s to %s", before or "nothing", after)
+
+
+def current_revision(url: str) -> str | None:
+    """The store's Alembic revision (None: no schema yet)."""
+    from alembic.runtime.migration import MigrationContext
+
+    with get_engine(url).connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()

@@ -138,3 +138,10 @@ def newer_head(url: str, repository: str, number: int, head_sha: str, updated_at
         if row is None or row.head_sha == head_sha or row.updated_at < updated_at:
             return None
         return row.head_sha
+
+
+def noted_head(url: str, repository: str, number: int) -> tuple[str, str] | None:
+    """(head SHA, GitHub's `updated_at` when it was pushed) as noted for the PR, or None."""
+    with session_scope(url) as session:
+        row = session.get(PullRequestHead, (repository, number))
+        return None if row is None else (row.head_sha, row.updated_at)

@@ -101,6 +101,28 @@ _ready_lock = threading.Lock()
 _PG_MIGRATION_LOCK = 0x43495247  # "CIRG": one migrating process at a time on a shared PostgreSQL
 
 
+NO_STORE = ("no store at {path} yet: nothing has been recorded (the data directory is $CI_REGISTRAR_DATA_DIR, "
+            "default ./data of the directory the command runs in; DATABASE_URL names another store)")
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of an SQLite store URL (None: not SQLite, or in memory)."""
+    if not url.startswith("sqlite"):
+        return None
+    path = url.split("///", 1)[-1] if "///" in url else ""
+    return None if path in ("", ":memory:") or path.startswith("file:") else Path(path)
+
+
+def open_for_reading(url: str) -> str | None:
+    """The store for a read-only command, or None when the embedded SQLite file does not exist:
+    reading never creates a store (an existing one is brought up to date first)."""
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        return None
+    ensure_store(url)
+    return url
+
+
 def ensure_store(url: str) -> None:
     """Create or upgrade the store on first use in this process (SQLite file or PostgreSQL)."""
     if url in _ready:

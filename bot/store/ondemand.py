@@ -1,31 +1,41 @@
 """On-demand run records (migration 0004): requests and their states, the audit log, command steps.
 
 A request's life: pending (waiting for a maintainer) -> approved -> dispatching -> dispatched ->
-completed; or denied, stale (the PR's head moved), expired (7 days), or back to pending when a
-dispatch failed (so it can be approved again). Every change of state is a compare-and-set on the
-row, so two workers racing on one delivery change it once; the partial unique index of migration
-0004 lets at most one request per (PR, suite) be in flight at a time.
+completed; or denied, stale (the PR's head moved), expired (7 days), superseded (dispatched, then
+cancelled by a push), or back to pending when a dispatch failed (so it can be approved again).
+Every change of state is a compare-and-set on the row, so two workers racing on one delivery
+change it once; the partial unique index (migration 0007) lets at most one request per (PR, suite,
+head SHA) be in flight at a time.
+
+The move to dispatching is reserve(): the daily budget's sum and the claim are one transaction
+that holds the repository's budget lock (BEGIN IMMEDIATE on SQLite, a transaction-level advisory
+lock on PostgreSQL), so simultaneous dispatches of one repository are decided one after another
+against what the others reserved.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
-from bot.store.db import Base, session_scope
+from bot.store.db import Base, get_engine, session_scope
 from bot.store.measurements import UTCDateTime
 
 _ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 PENDING, APPROVED, DISPATCHING, DISPATCHED, COMPLETED = "pending", "approved", "dispatching", "dispatched", "completed"
-DENIED, STALE, EXPIRED = "denied", "stale", "expired"
+DENIED, STALE, EXPIRED, SUPERSEDED = "denied", "stale", "expired", "superseded"
 OPEN = (PENDING, APPROVED)  # not dispatched yet: a push makes these stale
 IN_FLIGHT = (DISPATCHING, DISPATCHED)
-SPENT = (DISPATCHING, DISPATCHED, COMPLETED)  # what counts against the daily GPU-hour budget
+# What counts against the daily GPU-hour budget: a superseded run was cancelled, but it held its
+# GPUs until then.
+SPENT = (DISPATCHING, DISPATCHED, COMPLETED, SUPERSEDED)
 REQUEST_TTL = dt.timedelta(days=7)
 
 
@@ -44,6 +54,7 @@ class RocmRequest(Base):
     files_json: Mapped[str] = mapped_column("files", sa.Text)
     requester: Mapped[str] = mapped_column(sa.String(100))
     comment_id: Mapped[int | None] = mapped_column(sa.BigInteger, nullable=True)
+    commented_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)  # GitHub's created_at
     status: Mapped[str] = mapped_column(sa.String(16))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
@@ -127,7 +138,8 @@ def release_step(url: str, key: str, step: str) -> None:
 # -- requests ------------------------------------------------------------------------------------
 def create_request(url: str, *, repository: str, pull_number: int, head_sha: str, suite: str, details: dict,
                    requester: str, comment_id: int | None, status: str, cost_gpu_hours: float,
-                   dispatch_repository: str, workflow: str, decided_by: str | None = None) -> tuple[RocmRequest, bool]:
+                   dispatch_repository: str, workflow: str, decided_by: str | None = None,
+                   commented_at: dt.datetime | None = None) -> tuple[RocmRequest, bool]:
     """The request for this comment: (row, True) when this call made it, (existing row, False) if not."""
     at = now()
     try:
@@ -135,7 +147,8 @@ def create_request(url: str, *, repository: str, pull_number: int, head_sha: str
             row = RocmRequest(repository=repository, pull_number=pull_number, head_sha=head_sha, suite=suite,
                               files_json=json.dumps(details), requester=requester, comment_id=comment_id,
                               status=status, created_at=at, updated_at=at, cost_gpu_hours=cost_gpu_hours,
-                              dispatch_repository=dispatch_repository, workflow=workflow, decided_by=decided_by)
+                              dispatch_repository=dispatch_repository, workflow=workflow, decided_by=decided_by,
+                              commented_at=commented_at)
             session.add(row)
             session.flush()
             return row, True
@@ -178,9 +191,14 @@ def requests_for_pull(url: str, repository: str, pull_number: int, statuses=None
         return list(session.scalars(stmt.order_by(RocmRequest.id)))
 
 
-def in_flight(url: str, repository: str, pull_number: int, suite: str) -> RocmRequest | None:
+def in_flight(url: str, repository: str, pull_number: int, suite: str, head_sha: str) -> RocmRequest | None:
     return _one(url, RocmRequest.repository == repository, RocmRequest.pull_number == pull_number,
-                RocmRequest.suite == suite, RocmRequest.status.in_(IN_FLIGHT))
+                RocmRequest.suite == suite, RocmRequest.head_sha == head_sha, RocmRequest.status.in_(IN_FLIGHT))
+
+
+def in_flight_for_pull(url: str, repository: str, pull_number: int) -> list[RocmRequest]:
+    """Every run of this PR in flight now, whatever its suite and head."""
+    return requests_for_pull(url, repository, pull_number, IN_FLIGHT)
 
 
 def transition(url: str, request_id: int, from_statuses, to_status: str, **values) -> bool:
@@ -206,13 +224,87 @@ def update_request(url: str, request_id: int, **values) -> None:
         session.execute(sa.update(RocmRequest).where(RocmRequest.id == request_id).values(updated_at=now(), **values))
 
 
+def _spent_since(repository: str, since: dt.datetime):
+    return sa.select(sa.func.coalesce(sa.func.sum(RocmRequest.cost_gpu_hours), 0.0)).where(
+        RocmRequest.repository == repository, RocmRequest.status.in_(SPENT), RocmRequest.dispatched_at >= since)
+
+
 def gpu_hours_since(url: str, repository: str, since: dt.datetime) -> float:
     """GPU-hours dispatched for a repository since `since` (the daily budget's rolling window)."""
     with session_scope(url) as session:
-        total = session.scalar(sa.select(sa.func.coalesce(sa.func.sum(RocmRequest.cost_gpu_hours), 0.0)).where(
-            RocmRequest.repository == repository, RocmRequest.status.in_(SPENT),
-            RocmRequest.dispatched_at >= since))
-        return float(total or 0.0)
+        return float(session.scalar(_spent_since(repository, since)) or 0.0)
+
+
+# -- the budget reservation -----------------------------------------------------------------------
+RESERVED, OVER_BUDGET, BUSY, MOVED = "reserved", "over_budget", "in_flight", "moved"
+
+
+@dataclass(frozen=True)
+class Reservation:
+    outcome: str  # RESERVED | OVER_BUDGET | BUSY (a run of this PR, suite and head in flight) | MOVED
+    used: float  # GPU-hours dispatched in the window before this one (under the lock)
+
+
+def _budget_key(repository: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"rocm-budget:{repository}".encode()).digest()[:8], "big", signed=True)
+
+
+def reserve(url: str, request_id: int, from_statuses, *, since: dt.datetime, limit: float,
+            **values) -> Reservation:
+    """Move the request to dispatching if its cost fits the budget: check and claim in one step.
+
+    Under the repository's budget lock: sum what was dispatched since `since`, and, if this
+    request's cost fits under `limit`, compare-and-set it to dispatching with `values`. MOVED: the
+    request was not in `from_statuses` any more (another worker moved it); BUSY: the partial
+    unique index refused a second run of its (PR, suite, head).
+    """
+    engine = get_engine(url)
+    sqlite = engine.dialect.name == "sqlite"
+    with engine.connect() as conn:
+        if sqlite:
+            # pysqlite begins a transaction only before a write; BEGIN IMMEDIATE takes the write
+            # lock before the sum is read, so no other reservation commits in between.
+            conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _budget_key_for(url, request_id, conn)})
+        try:
+            outcome, write = _reserve_locked(conn, request_id, list(from_statuses), since, float(limit), values)
+        except BaseException:
+            if sqlite:
+                conn.exec_driver_sql("ROLLBACK")  # SQLAlchemy does not know of the BEGIN it did not issue
+            raise
+        if sqlite:
+            conn.exec_driver_sql("COMMIT" if write else "ROLLBACK")
+        elif write:
+            conn.commit()
+        else:
+            conn.rollback()
+        return outcome
+
+
+def _reserve_locked(conn, request_id: int, from_statuses: list, since, limit: float, values) -> tuple[Reservation, bool]:
+    """(the reservation, whether to commit): nothing is written unless the claim succeeded."""
+    row = conn.execute(sa.select(RocmRequest.repository, RocmRequest.cost_gpu_hours, RocmRequest.status)
+                       .where(RocmRequest.id == request_id)).first()
+    if row is None or row.status not in from_statuses:
+        return Reservation(MOVED, 0.0), False
+    used = float(conn.scalar(_spent_since(row.repository, since)) or 0.0)
+    if used + float(row.cost_gpu_hours) > limit + 1e-9:
+        return Reservation(OVER_BUDGET, used), False
+    try:
+        done = conn.execute(sa.update(RocmRequest).where(
+            RocmRequest.id == request_id, RocmRequest.status.in_(from_statuses))
+            .values(status=DISPATCHING, updated_at=now(), **values))
+    except IntegrityError:
+        return Reservation(BUSY, used), False
+    return Reservation(RESERVED if done.rowcount == 1 else MOVED, used), done.rowcount == 1
+
+
+def _budget_key_for(url: str, request_id: int, conn) -> int:
+    # The lock is per repository: read the request's repository first (it never changes).
+    repository = conn.scalar(sa.select(RocmRequest.repository).where(RocmRequest.id == request_id))
+    return _budget_key(repository or "")
 
 
 # -- the audit log -------------------------------------------------------------------------------

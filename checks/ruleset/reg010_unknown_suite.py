@@ -23,6 +23,11 @@ the name written (`stage-c-8-gpu-b200` is never corrected to `stage-c-8-gpu-h200
 suite to a 4-GPU one); a token that is no hardware model and no word of the inventory (`mi35`)
 is taken for a typo. A disabled registration gets the hint, never a one-click fix: it may be
 disabled precisely because its hardware has no CI yet.
+
+Severity follows the runner of that revision. A runner that validates nothing and only prints
+"Unknown suite" (sgl-project/sglang until April 2026) still runs a suite a job names: when a
+workflow runs the suite with the registration's backend (`--hw`) and nightly flag, the finding
+is a warning that names that job; when none does, it stays a failure (the test never runs).
 """
 
 from checks.model import Severity

@@ -14,6 +14,10 @@ Reports:
 
 > `CI_SUITES` is not a dict literal keyed by HWBackend: the inventory cannot be read statically
 
+The runner's discovery is the exception: it says which files run at all, so a discovery that
+cannot be read, or that reads no file while `test_*.py` files exist under `tests/`, `test/` or
+the configured roots, is a failure naming the globs (never a check that passes on nothing).
+
 ## How to fix
 Keep the suite inventory, the register functions' signatures and the labels as literals the
 check can read without running code, or point `paths:` in `.github/ci-registrar.yml` at them.
@@ -24,6 +28,6 @@ from checks.model import Severity
 CODE = "REG901"
 NAME = "unreadable-contract"
 SEVERITY = Severity.WARNING
-SUMMARY = "The suite inventory, register signatures or labels cannot be read statically; rules that depend on the unreadable part are skipped."
+SUMMARY = "The suite inventory, register signatures or labels cannot be read statically; rules that depend on the unreadable part are skipped (a failure when it is the runner's discovery, or when that discovery reads no file while test files exist)."
 FIXABLE = False
 IMPLEMENTED_IN = "checks/contract.py"

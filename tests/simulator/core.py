@@ -20,6 +20,7 @@ from .model import (GENERIC_STATUSES, JWT_PATHS, LEVELS, OPERATION_PERMISSIONS, 
                     RATE_DOCS, SECONDARY_MESSAGE, ApiError, App, Delivery, Fault, Installation, PullRequest, Repo,
                     SimulatorError, iso, sign)
 from .graphql import GraphQLEndpoint
+from .manifests import manifest_errors
 from .operations import RestOperations
 from .schemas import BAD_JSON, NO_BODY, RestDescription, WebhookDescription
 from .server import LoopbackServer, Request, Response
@@ -248,6 +249,15 @@ class GitHubSimulator(JsonViews, RestOperations):
             self._comments[comment["id"]] = comment
             return self._comment_json(comment)
 
+    def delete_comment(self, repo, comment_id: int) -> dict:
+        """The author deletes their comment: GitHub answers 404 for it (and its reactions) from now on.
+        Returns its last JSON, for the `issue_comment` `deleted` delivery."""
+        with self.lock:
+            last = self._comment_json(self._comments[comment_id])
+            del self._comments[comment_id]
+            self._reactions.pop(comment_id, None)
+            return last
+
     def edit_comment(self, repo, comment_id: int, body: str) -> dict:
         with self.lock:
             comment = self._comments[comment_id]
@@ -293,6 +303,13 @@ class GitHubSimulator(JsonViews, RestOperations):
             run["jobs"].append(job["id"])
             return {k: v for k, v in job.items()}
 
+    def delete_run(self, run_id: int) -> None:
+        """Someone deletes a workflow run: GitHub answers 404 for it from now on."""
+        with self.lock:
+            run = self._runs.pop(run_id)
+            for job_id in run["jobs"]:
+                self._jobs.pop(job_id, None)
+
     def complete_run(self, run_id: int, conclusion: str = "success", jobs: list | None = None) -> dict:
         with self.lock:
             run = self._runs[run_id]
@@ -319,6 +336,9 @@ class GitHubSimulator(JsonViews, RestOperations):
 
     def manifest_code(self, manifest, owner: str | None = None) -> str:
         manifest = json.loads(manifest) if isinstance(manifest, (str, bytes)) else dict(manifest)
+        errors = manifest_errors(manifest)
+        if errors:
+            raise SimulatorError("GitHub would refuse this manifest: " + "; ".join(errors))
         with self.lock:
             code = secrets.token_hex(10)
             self._manifest_codes[code] = {"manifest": manifest, "owner": owner,
@@ -683,12 +703,12 @@ class GitHubSimulator(JsonViews, RestOperations):
                 manifest = json.loads(raw)
             except ValueError:
                 return Response(422, b"manifest is not valid JSON", {"Content-Type": "text/plain"})
-            missing = [k for k in ("url",) if not manifest.get(k)]
-            if not (manifest.get("hook_attributes") or {}).get("url") and \
-                    (manifest.get("hook_attributes") or {}).get("active", True):
-                missing.append("hook_attributes.url")
-            if missing or not manifest.get("redirect_url"):
-                return Response(422, f"manifest is missing {missing or ['redirect_url']}".encode(),
+            errors = manifest_errors(manifest)
+            if not errors and not manifest.get("redirect_url"):
+                errors = ["redirect_url is needed to come back with the code"]
+            if errors:
+                # GitHub shows the form again with these messages and creates nothing.
+                return Response(422, ("Invalid GitHub App manifest:\n" + "\n".join(errors)).encode(),
                                 {"Content-Type": "text/plain"})
             code = self.manifest_code(manifest, owner=m.group(1))
             state = req.query.get("state", [None])[-1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -42,6 +43,7 @@ OPERATION_PERMISSIONS = {
     "actions/create-workflow-dispatch": [("actions", "write")],
     "actions/list-workflow-runs-for-repo": [("actions", "read")],
     "actions/get-workflow-run": [("actions", "read")],
+    "actions/cancel-workflow-run": [("actions", "write")],
     "actions/list-jobs-for-workflow-run": [("actions", "read")],
     "actions/download-job-logs-for-workflow-run": [("actions", "read")],
     # an organization permission: the App must request "members: read"
@@ -154,6 +156,9 @@ class Repo:
         self.workflows: dict[int, dict] = {}
         self.parent: Repo | None = None   # set on forks (sim.fork)
         self.clock = 1_767_225_600  # 2026-01-01, advanced one minute per commit
+        # GitHub's `pushed_at`: the server's time of the latest push to any branch (a commit's own
+        # dates are the pusher's to choose; this one is not).
+        self.pushed_at = time.time()
 
     def __repr__(self) -> str:
         return f"Repo({self.full_name!r})"
@@ -174,6 +179,7 @@ class Repo:
             sha = self.store.put_commit(base, [parent] if parent else [], message, author,
                                         f"{author}@users.noreply.github.com", self.clock)
             self.branches[branch] = sha
+            self.pushed_at = time.time()
             return sha
 
     def head(self, branch: str | None = None) -> str:
@@ -181,6 +187,7 @@ class Repo:
 
     def set_branch(self, branch: str, sha: str) -> None:
         self.branches[branch] = sha
+        self.pushed_at = time.time()  # a force push is a push
 
     def files(self, sha: str) -> dict[str, bytes]:
         return dict(self.store.commits[sha].files)

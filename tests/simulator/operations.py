@@ -607,6 +607,17 @@ class RestOperations:
         repo = self._repo_param(params)
         return 200, self._run_json(self._run_param(repo, params)), {}
 
+    def op_actions_cancel_workflow_run(self, req, params, body):
+        """202 and an empty object; a run that already completed cannot be cancelled (409). GitHub
+        cancels asynchronously; here the run is completed as cancelled at once."""
+        repo = self._repo_param(params)
+        run = self._run_param(repo, params)
+        if run["status"] == "completed":
+            raise ApiError(409, "Cannot cancel a workflow run that is completed.")
+        run["status"], run["conclusion"], run["updated_at"] = "completed", "cancelled", time.time()
+        run.setdefault("cancelled_by", self._auth_app.bot_login if self._auth_app else None)
+        return 202, {}, {}
+
     def op_actions_list_jobs_for_workflow_run(self, req, params, body):
         repo = self._repo_param(params)
         run = self._run_param(repo, params)

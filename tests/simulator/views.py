@@ -66,7 +66,7 @@ class JsonViews:
             "svn_url": f"{self.web_url}/{repo.full_name}", "mirror_url": None, "homepage": None,
             "language": "Python", "description": None, "archived": False, "disabled": False,
             "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
-            "pushed_at": "2026-01-01T00:00:00Z",
+            "pushed_at": iso(repo.pushed_at),
         })
         if "license" in out:
             out["license"] = None

@@ -11,6 +11,7 @@ import time
 import uuid
 
 from .core import Delivery, SimulatorError, iso, sign
+from .manifests import ALWAYS_DELIVERED
 from .schemas import webhook_examples
 
 
@@ -71,6 +72,10 @@ def build_delivery(sim, event: str, action: str | None = None, *, app=None, repo
     app = app or (next(iter(sim.apps.values())) if len(sim.apps) == 1 else None)
     if app is None:
         raise SimulatorError("webhook(): pass app= (the App the delivery is for)")
+    if event not in app.events and event not in ALWAYS_DELIVERED + ("ping",):
+        # GitHub delivers to an App only the events it subscribed to, plus the installation ones.
+        raise SimulatorError(f"webhook({event!r}): App {app.slug} is not subscribed to {event} "
+                             f"(its events: {', '.join(app.events)}), so GitHub would not deliver it")
     repo = sim.repo(repo) if repo is not None else (pull.repo if pull is not None else None)
     if repo is not None:
         payload["repository"] = _repo_hook(sim, repo, payload.get("repository"))

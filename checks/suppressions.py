@@ -1,0 +1,102 @@
+"""Inline suppressions: `# ci-registrar: ignore[REG010]` (optionally with a reason) on a registration.
+
+The comment may sit on any line of the registration's statement (or on a finding's own line
+elsewhere in a test file) and names rule codes or rule names, comma-separated, as mypy's
+`# type: ignore[code]` and pyright's `# pyright: ignore[rule]` do. A suppressed finding leaves the
+report's findings for `report.suppressed`, with the comment's reason: renderers show it as
+suppressed (JSON `suppressed`, SARIF `suppressions`), and it counts toward no exit status. A code
+in a comment that suppresses nothing is a REG005 notice. Findings that say the result cannot be
+trusted (REG900-REG902) are never suppressed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from checks.model import Finding, Report, Span
+from checks.rules import UNSELECTABLE, make_finding, resolve_rules
+
+MARK = "ci-registrar:"
+_COMMENT = re.compile(r"#\s*ci-registrar:\s*ignore\[([^\]]*)\]\s*(.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class Suppression:
+    file: str
+    line: int
+    column: int
+    codes: tuple[str, ...]
+    written: tuple[str, ...]  # as written, for the REG005 message
+    reason: str
+
+    def as_json(self) -> dict:
+        return {"kind": "inSource", "line": self.line, "codes": list(self.codes), "justification": self.reason}
+
+
+def marks(text: str) -> list[list]:
+    """The suppression comments of a file's text, as scan facts: [line, column, codes as written,
+    reason] (checks/registrations.py keeps them with the file's scan, so a cached scan has them)."""
+    out: list[list] = []
+    if MARK not in text:
+        return out
+    for number, line in enumerate(text.split("\n"), start=1):
+        if MARK in line and (match := _COMMENT.search(line)) is not None:
+            out.append([number, match.start() + 1, match.group(1), match.group(2)])
+    return out
+
+
+def _suppressions(path: str, found: list[list]) -> tuple[list[Suppression], list[Finding]]:
+    out, problems = [], []
+    for number, column, body, reason in found:
+        written = tuple(part.strip() for part in str(body).split(",") if part.strip())
+        codes: list[str] = []
+        for selector in written:
+            resolved, unknown = resolve_rules([selector])
+            codes += sorted(resolved)
+            if unknown:
+                problems.append(make_finding("REG005", path, Span(number, column, number, column + 1),
+                                             f"unused suppression: `{selector}` is no rule code or name"))
+        out.append(Suppression(path, int(number), int(column), tuple(dict.fromkeys(codes)), written, str(reason)))
+    return out, problems
+
+
+def apply_suppressions(report: Report, marks_by_file: dict[str, list[list]]) -> None:
+    """Move suppressed findings to `report.suppressed`; add a REG005 notice per unused code.
+
+    `marks_by_file`: each checked file's suppression comments (`marks`), from its scan.
+    """
+    statements: dict[str, list[tuple[int, int]]] = {}
+    for reg in report.registrations:
+        if not reg.implicit:
+            statements.setdefault(reg.file, []).append(reg.statement_lines)
+    kept, notices = [], []
+    by_file: dict[str, list[Suppression]] = {}
+    for path, found in marks_by_file.items():
+        if found:
+            by_file[path], problems = _suppressions(path, found)
+            notices += problems
+    used: set[tuple[str, int, str]] = set()
+    for f in report.findings:
+        hit = None if f.rule in UNSELECTABLE else _covering(f, by_file.get(f.file, ()), statements.get(f.file, ()))
+        if hit is None:
+            kept.append(f)
+        else:
+            used.add((hit.file, hit.line, f.rule))
+            report.suppressed.append((f, hit))
+    for suppressions in by_file.values():
+        for s in suppressions:
+            for code in s.codes:
+                if (s.file, s.line, code) not in used:
+                    notices.append(make_finding("REG005", s.file, Span(s.line, s.column, s.line, s.column + 1),
+                                                f"unused suppression: no {code} finding on this registration"))
+    report.findings = sorted(kept + notices, key=Finding.sort_key)
+
+
+def _covering(f: Finding, suppressions, statements) -> Suppression | None:
+    lines = {f.span.line}
+    for first, last in statements:
+        if first <= f.span.line <= last:
+            lines = set(range(first, last + 1))
+            break
+    return next((s for s in suppressions if s.line in lines and f.rule in s.codes), None)

@@ -1,0 +1,81 @@
+"""The pre-commit hooks (.pre-commit-hooks.yaml) on both layouts the supported targets use: a staged
+suite typo makes the hook run (its `files:` pattern matches what is staged) and fail."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.test_service_support import ROOT
+
+TARGETS = ROOT / "tests" / "fixtures" / "targets"
+# (excerpt, configuration to put in .github/ci-registrar.yml, file with a typo, registration, typo)
+LAYOUTS = {
+    "miles": (TARGETS / "miles" / "r2026-08-21-778227d", None, "tests/e2e/ckpt/test_qwen3_4B_ckpt.py",
+              'suite="nightly-stage-c-8-gpu-mi350"', 'suite="nightly-stage-c-8-gpu-mi305"'),
+    "sglang": (TARGETS / "sglang" / "r2026-08-22-382343f", ROOT / "docs" / "configs" / "sglang.yml",
+               "test/registered/attention/test_create_kvindices.py",
+               'suite="stage-b-test-1-gpu-small-amd"', 'suite="stage-b-test-1-gpu-smal-amd"'),
+}
+
+
+def _git(cwd, *args) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=cwd,
+                          check=True, capture_output=True, text=True).stdout
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("hook_id", ["ci-registrar", "ci-registrar-fix"])
+def test_a_staged_suite_typo_runs_the_hook_and_fails_it(tmp_path, layout, hook_id):
+    source, config, path, good, typo = LAYOUTS[layout]
+    [hook] = [h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text()) if h["id"] == hook_id]
+    repo = tmp_path / layout
+    shutil.copytree(source, repo)
+    if config is not None:
+        (repo / ".github").mkdir()
+        shutil.copy(config, repo / ".github" / "ci-registrar.yml")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "excerpt")
+    target = repo / path
+    assert good in target.read_text()
+    target.write_text(target.read_text().replace(good, typo))
+    _git(repo, "add", path)
+
+    # pre-commit runs a hook when a staged file matches `files` (re.search, as pre-commit does).
+    staged = _git(repo, "diff", "--cached", "--name-only").split()
+    assert [f for f in staged if re.search(hook["files"], f)], (hook["files"], staged)
+    entry = hook["entry"].split()
+    assert entry[0] == "ci-registrar"
+    run = subprocess.run([sys.executable, "-m", "bot.cli", *entry[1:]], cwd=repo, capture_output=True, text=True,
+                         timeout=120)
+    said = run.stdout + run.stderr
+    if "--fix" in entry:
+        # The fix hook writes the correction; pre-commit then fails the commit on the changed file.
+        assert good in target.read_text() and typo not in target.read_text(), said
+        assert _git(repo, "diff", "--name-only").split() == [path]
+    else:
+        assert run.returncode == 1, said
+        assert path in said and typo.split('"')[1] in said
+
+
+@pytest.mark.parametrize("path", [
+    "tests/e2e/test_a.py", "tests/ci/run_suite.py", "tests/ci/ci_register.py",  # miles
+    "test/registered/4-gpu-models/test_x.py", "test/run_suite.py", "python/sglang/test/ci/ci_register.py",  # sglang
+    "python/sglang/jit_kernel/tests/test_x.py", "python/sglang/jit_kernel/benchmark/bench_x.py",
+    ".github/workflows/pr-test.yml", ".github/ci-registrar.yml",
+])
+def test_the_hooks_files_pattern_covers_every_supported_layout(path):
+    for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text()):
+        assert re.search(hook["files"], path), (hook["id"], path)
+
+
+@pytest.mark.parametrize("path", ["README.md", "python/sglang/srt/server.py", "docs/test.md"])
+def test_the_hooks_skip_what_cannot_change_a_registration(path):
+    for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text()):
+        assert not re.search(hook["files"], path), (hook["id"], path)
