@@ -4,10 +4,12 @@ serving process's peak memory.
 `ci-registrar serve` (the embedded default: SQLite, 4 worker threads, each analysis in a child
 process with its 60 s / 1 GiB caps) runs as a real process against the GitHub simulator. For each
 input of tests/fixtures/attacks.py, an attacker's installation opens three pull requests carrying
-it (more than one thread's worth), then an ordinary repository opens one; plus a poison delivery.
+it (more than one thread's worth), then an ordinary repository opens one; plus a poison delivery,
+and the on-demand attack from another installation: a read-only user's PR of 20 padded test files
+(`--pad-kb` each) and six `/run-rocm` comments on it, whose selections read every file.
 Anchor: the same ordinary check with no attack running, measured first in the same run.
 
-    .venv/bin/python bench/adversarial.py [--attacks NAME ...]
+    .venv/bin/python bench/adversarial.py [--attacks NAME ...] [--pad-kb KB]
 
 Targets: the ordinary check completes within 5 s of its delivery under every attack; the serving
 process stays under 1 GB.
@@ -31,12 +33,13 @@ TARGET_MB = 1024.0
 
 def main(argv=None) -> dict:
     from bot.handlers.pull_requests import CHECK_NAME
-    from tests.adversarial_support import ALL_ATTACKS, Arena
+    from tests.adversarial_support import ALL_ATTACKS, ONDEMAND_ATTACK, Arena
     from tests.simulator import GitHubSimulator
     from tests.test_service_support import wait_for
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--attacks", nargs="*", default=ALL_ATTACKS)
+    parser.add_argument("--attacks", nargs="*", default=ALL_ATTACKS + [ONDEMAND_ATTACK])
+    parser.add_argument("--pad-kb", type=int, default=3500, help="KiB of padding per test file of the on-demand attack")
     args = parser.parse_args(argv)
     sim = GitHubSimulator().start()
     with tempfile.TemporaryDirectory() as tmp:
@@ -53,10 +56,13 @@ def main(argv=None) -> dict:
             anchor = anchors[-1]
             rows = []
             for attack in args.attacks:
-                outcome = arena.run(attack)
+                outcome = (arena.ondemand_attack(pad_bytes=args.pad_kb * 1024) if attack == ONDEMAND_ATTACK
+                           else arena.run(attack))
                 reasons = sorted({("REG902" if any("REG902" in a.get("title", "") + a["message"]
                                                    for a in r["annotations"]) else r["output"].get("title", "")[:40])
                                   for r in outcome.attack_runs}) or [str(list(outcome.deliveries.values())[0])]
+                if attack == ONDEMAND_ATTACK:  # the replies to the six commands
+                    reasons = sorted({r["output"]["summary"].split(":")[0].split(" ", 1)[-1][:48] for r in outcome.attack_runs})
                 rows.append({"attack": attack, "ordinary_s": round(outcome.ordinary_s, 3) if outcome.ordinary_s else None,
                              "ratio": round(outcome.ordinary_s / anchor, 2) if outcome.ordinary_s else None,
                              "peak_rss_mb": round(outcome.peak_rss_mb, 1), "attacker_verdicts": reasons,

@@ -1,5 +1,8 @@
 """One analysis job under a wall-clock and a memory limit: the engine runs in a child process.
 
+Every analysis of PR content goes through here: the PR check (checks.engine.check_tree, the
+default engine) and a /run-rocm command's selection (bot.ondemand.selection.analyse).
+
 checks/limits.py bounds what the engine reads and builds, but Python alone cannot stop a
 computation that takes too long, or cap its memory, from inside the same process. So the App runs
 `check_tree` in a child process (`python -m bot.analysis`, a fresh interpreter: nothing of the
@@ -201,6 +204,7 @@ def _child_main() -> None:
         extra = {"scan_cache": _ProxyScanCache(conn)} if job.get("scan_cache") else {}
         if job.get("consumers_from") is not None:
             extra["consumers_from"] = job["consumers_from"]
+        extra.update(job.get("arguments") or {})
         report = run(head, base, job["changed"], config_text=job["config_text"], limits=job["limits"], **extra)
         del head, base
         conn.send(("report", report))
@@ -231,6 +235,7 @@ def run_check_bounded(
     scan_cache=None,
     log=None,
     consumers_from: dict | None = None,
+    arguments: dict | None = None,
 ):
     """checks.engine.check_tree(head, base, changed, config_text=..., limits=..., consumers_from=...) in a child process.
 
@@ -243,6 +248,8 @@ def run_check_bounded(
     as a miss, never as the check's failure.
     `consumers_from`: the external consumers' workflows the parent read
     (bot.sources.external_consumers), passed on as they are.
+    `arguments`: more keyword arguments for `engine` (pickled: plain data), e.g. the on-demand
+    selection's trusted configuration and command (bot/ondemand/selection.py).
     """
     env_timeout, env_memory = budget_from_env(os.environ)
     timeout_s = env_timeout if timeout_s is None else timeout_s
@@ -278,7 +285,7 @@ def run_check_bounded(
                               "scan_cache": scan_cache is not None, "head_shas": head_shas,
                               "changed": changed, "config_text": config_text,
                               "limits": limits, "memory_bytes": memory_bytes, "cpu_s": int(timeout_s) + 10,
-                              "consumers_from": consumers_from})
+                              "consumers_from": consumers_from, "arguments": arguments})
         except (BrokenPipeError, OSError):
             pass  # the child is gone already: its exit status says why, below
         while True:

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from checks.model import Backend
 
 NIGHTLY_PREFIX = "nightly-"
-_NAME = re.compile(r"^(?P<nightly>nightly-)?stage-(?P<tier>[a-z])-(?:(?P<gpus>\d+)-gpu-(?P<hw>[a-z0-9]+)|(?P<cpu>cpu))$")
-_AMD_HW = re.compile(r"^mi\d")
-_NVIDIA_HW = re.compile(r"^(?:[abhlv]\d+|gb\d+|h\d+)")
+# Whole names (fullmatch) and hardware prefixes (match): no anchors needed.
+_NAME = re.compile(r"(?P<nightly>nightly-)?stage-(?P<tier>[a-z])-(?:(?P<gpus>\d+)-gpu-(?P<hw>[a-z0-9]+)|(?P<cpu>cpu))")
+_AMD_HW = re.compile(r"mi\d")
+_NVIDIA_HW = re.compile(r"[abhlv]\d+|gb\d+")
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class SuiteName:
 
 
 def parse_suite_name(name: str) -> SuiteName | None:
-    match = _NAME.match(name)
+    match = _NAME.fullmatch(name)
     if not match:
         return None
     if match.group("cpu"):
@@ -145,7 +146,7 @@ def confident_correction(name: str, candidates) -> str | None:
         return NIGHTLY_PREFIX + name
     # A typo: one candidate strictly nearest, within two edits.
     scored = sorted((d, c) for c in candidates if (d := within_edits(name, c, 2)) <= 2)
-    if scored and scored[0][0] <= 2 and (len(scored) == 1 or scored[1][0] > scored[0][0]):
+    if scored and (len(scored) == 1 or scored[1][0] > scored[0][0]):
         return scored[0][1]
     return None
 
@@ -158,7 +159,7 @@ def confident_correction(name: str, candidates) -> str | None:
 # state a hardware token there that is within two edits of it (`mi350`, `small`).
 
 _DEVICES = {"gpu": "gpu", "gpus": "gpu", "npu": "npu", "npus": "npu"}
-_MODEL = re.compile(r"^(?:mi\d+[a-z]*|gb\d+[a-z]*|[abhlvt]\d{1,4}[a-z]*|rtx\d+[a-z]*|\d{4}[a-z]*|a[23])$")
+_MODEL = re.compile(r"mi\d+[a-z]*|gb\d+[a-z]*|[abhlvt]\d{1,4}[a-z]*|rtx\d+[a-z]*|\d{4}[a-z]*")
 HARDWARE_CLASSES = frozenset({"cpu", "amd", "nvidia", "intel", "xpu", "musa", "mlx", "ascend", "small", "large"})
 # Real accelerator models (a name naming one claims that hardware even when no inventory lists it).
 KNOWN_MODELS = frozenset({
@@ -182,7 +183,7 @@ class HardwareIndex:
 
     def __init__(self, inventory_names):
         self.vocabulary = {t for n in inventory_names for t in n.split("-")}
-        self.models = KNOWN_MODELS | {t for t in self.vocabulary if _MODEL.match(t)}
+        self.models = KNOWN_MODELS | {t for t in self.vocabulary if _MODEL.fullmatch(t)}
         self._memo: dict[str, HardwareClaim] = {}
 
     def claim(self, name: str) -> HardwareClaim:

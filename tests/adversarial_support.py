@@ -26,6 +26,13 @@ from tests.test_service_support import ROOT, env_for, free_port, wait_for
 # Attacks whose file is a changed test file: they bite in the PR check's diff mode.
 ATTACK_PRS = 3  # pull requests per attack at once: more than one worker thread's worth
 
+# The on-demand attack: a dispatch table on the attacker's default branch, a PR of padded test files.
+CONFIG_PATH = ".github/ci-registrar.yml"
+ONDEMAND_SUITE = "nightly-stage-c-4-gpu-mi350"
+ONDEMAND_CONFIG = f"dispatch:\n  {ONDEMAND_SUITE}:\n    workflow: rocm-on-demand.yml\n    ref: main\n"
+ONDEMAND_FILES = 20
+ONDEMAND_PAD_BYTES = 256 * 1024  # per file; bench/adversarial.py pads more (--pad-kb)
+
 
 @dataclass
 class Outcome:
@@ -179,8 +186,56 @@ class Arena:
                        [r for pr in attacks for r in self.sim.check_runs(self.evil, sha=pr.head_sha, name=CHECK_NAME)],
                        self.service.peak_rss_mb(), {i: states.get(i) for i in ids})
 
+    def ondemand_attack(self, files: int = ONDEMAND_FILES, pad_bytes: int = ONDEMAND_PAD_BYTES, commands: int = 6,
+                        settle_s: float = 120.0) -> Outcome:
+        """A read-only user's PR of `files` padded test files registered in a dispatchable ROCm suite,
+        then `commands` whole-suite `/run-rocm` comments on it (each selection reads every file),
+        then an ordinary PR on another installation. `attack_runs` are the replies to the commands."""
+        default_branch = self.evil.head("main")
+        self.evil.commit({CONFIG_PATH: ONDEMAND_CONFIG}, branch="main", parent=default_branch)
+        self.evil.add_workflow("rocm-on-demand.yml", name="ROCm on demand", dispatchable=True)
+        self.sim.set_permission(self.evil, "eve", "read")
+        padding = "".join(f"PAD_{i} = [{', '.join(str(i + j) for j in range(12))}]\n"
+                          for i in range(pad_bytes // 60 + 1))[:pad_bytes]
+        padding = padding[: padding.rfind("\n") + 1]
+        branch = f"ondemand-{self.rounds}"
+        self.rounds += 1
+        self.evil.commit({f"tests/e2e/test_padded_{i}.py": test_file(
+            f'register_rocm_ci(est_time=60, suite="{ONDEMAND_SUITE}", labels=["short"])') + padding
+            for i in range(files)}, branch=branch, parent=self.evil.head("main"))
+        pr = self.sim.open_pull_request(self.evil, branch, "main", author="eve")
+        opened = self.opened(self.evil, pr)
+        # Commands are written once the App has seen the head (one written before is refused as
+        # unseen), as a person comments on a PR they see: the PR's own check comes first.
+        self.service.deliver(self.sim, opened)
+        wait_for(lambda: self.service.deliveries().get(opened.delivery_id) in ("done", "failed", "dead"),
+                 timeout=settle_s)
+        deliveries = [opened]
+        for _ in range(commands):
+            comment = self.sim.add_comment(self.evil, pr.number, f"/run-rocm {ONDEMAND_SUITE}", author="eve")
+            deliveries.append(self.sim.webhook("issue_comment", "created", app=self.app, repo=self.evil, pull=pr,
+                                               comment=comment))
+        for d in deliveries[1:]:
+            self.service.deliver(self.sim, d)
+        ordinary = self.ordinary_pr()
+        d = self.opened(self.miles, ordinary)
+        started = time.monotonic()
+        self.service.deliver(self.sim, d)
+        done = wait_for(lambda: self.completed(self.miles, ordinary.head_sha), timeout=settle_s)
+        ordinary_s = time.monotonic() - started if done else None
+        ids = [x.delivery_id for x in deliveries] + [d.delivery_id]
+        wait_for(lambda: all(self.service.deliveries().get(i) in ("done", "invalid", "failed", "dead") for i in ids),
+                 timeout=settle_s)
+        states = self.service.deliveries()
+        replies = [{"output": {"title": "", "summary": c["body"]}, "status": "completed", "annotations": []}
+                   for c in self.sim.comments(self.evil, pr.number) if c["user"]["login"] == self.app.bot_login]
+        self.evil.set_branch("main", default_branch)
+        return Outcome(ONDEMAND_ATTACK, ordinary_s, replies, self.service.peak_rss_mb(),
+                       {i: states.get(i) for i in ids})
+
     def close(self):
         self.service.stop()
 
 
 ALL_ATTACKS = list(ATTACKS) + ["poison"]
+ONDEMAND_ATTACK = "ondemand_from_another_installation"  # Arena.ondemand_attack

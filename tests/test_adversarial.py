@@ -141,3 +141,17 @@ def test_on_demand_commands_at_once_cannot_overspend_or_run_an_unseen_head(githu
         assert sim.violations == []
     finally:
         service.stop()
+
+
+def test_an_ondemand_attack_from_another_installation(arena):
+    """A read-only user's PR of 20 padded test files and six `/run-rocm` comments on it: every
+    selection is read in a bounded analysis child (never on a worker thread), so another
+    installation's check still completes within seconds and every command is answered."""
+    outcome = arena.ondemand_attack()
+    assert outcome.ordinary_s is not None and outcome.ordinary_s < ORDINARY_S, outcome
+    assert outcome.peak_rss_mb < PEAK_MB, outcome
+    assert all(state == "done" for state in outcome.deliveries.values()), outcome.deliveries
+    replies = [r["output"]["summary"] for r in outcome.attack_runs]
+    assert len(replies) == 6 and all("@eve" in r and "waiting for a maintainer" in r for r in replies), replies
+    log = arena.service.log_path.read_text(errors="replace")
+    assert "SystemError" not in log and "recursion depth mismatch" not in log

@@ -120,6 +120,57 @@ def test_parse_timestamp_takes_seven_fraction_digits():
     assert parse_timestamp("2026-08-15T04:05:06.1234567Z") == datetime(2026, 8, 15, 4, 5, 6, 123456, tzinfo=timezone.utc)
 
 
+# Every way a timestamp is read (parse_timestamp; a summary line's prefix through the 29-character
+# fast path or the regular expression; 7 fraction digits through fromisoformat, others by hand),
+# with months and days of one and two significant digits: an August-only test cannot tell a month
+# read from one digit from one read from two.
+STAMPS = [
+    ("2026-01-02T03:04:05.1234567Z", datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=timezone.utc)),
+    ("2025-09-30T23:59:59.9999999Z", datetime(2025, 9, 30, 23, 59, 59, 999999, tzinfo=timezone.utc)),
+    ("2026-10-01T00:00:00.0000001Z", datetime(2026, 10, 1, 0, 0, 0, 0, tzinfo=timezone.utc)),
+    ("2026-11-19T12:34:56.5Z", datetime(2026, 11, 19, 12, 34, 56, 500000, tzinfo=timezone.utc)),
+    ("2026-12-31T21:09:08.123Z", datetime(2026, 12, 31, 21, 9, 8, 123000, tzinfo=timezone.utc)),
+    ("2027-02-28T10:20:30Z", datetime(2027, 2, 28, 10, 20, 30, tzinfo=timezone.utc)),
+    ("2028-03-04T05:06:07.12345678Z", datetime(2028, 3, 4, 5, 6, 7, 123456, tzinfo=timezone.utc)),
+    ("1999-12-09T19:18:17.000002Z", datetime(1999, 12, 9, 19, 18, 17, 2, tzinfo=timezone.utc)),
+]
+
+
+@pytest.mark.parametrize("stamp, expected", STAMPS)
+def test_timestamps_of_every_month_and_day_width(stamp, expected):
+    assert parse_timestamp(stamp) == expected
+    assert parse_timestamp(stamp + " the rest of the line") == expected
+    line = f"{stamp} [1/1] tests/a/test_x.py  PASS  elapsed=5s\n"
+    [record] = parse_job_log(line).records
+    assert record.timestamp == expected and record.file == "tests/a/test_x.py" and record.elapsed == 5
+    [coloured] = parse_job_log(f"\x1b[36m{stamp}\x1b[0m [1/1] tests/a/test_x.py  PASS  elapsed=5s\n").records
+    assert coloured.timestamp == expected
+    [bold] = parse_job_log(f"\x1b[1;36m{stamp}\x1b[0;0m [1/1] tests/a/test_x.py  PASS  elapsed=5s\n").records
+    assert bold.timestamp == expected
+
+
+@pytest.mark.parametrize("text", ["2026-8-15T04:05:06Z", "2026-08-15 04:05:06Z", "2026-08-15T04:05:06", "26-08-15T04:05:06Z",
+                                  "2026-08-15T04:05:6Z", "2026-08-15T04:05:06.Z", "x2026-08-15T04:05:06Z", ""])
+def test_what_is_not_a_timestamp(text):
+    assert parse_timestamp(text) is None
+
+
+@pytest.mark.parametrize("length", [27, 28, 29])
+def test_short_lines_near_the_stamps_length_are_not_misread(length):
+    line = ("x" * length)[: length - 8] + "elapsed="  # reaches the prefix check, as long as a stamp
+    assert len(line) == length
+    parsed = parse_job_log(line + "\n")
+    assert parsed.records == [] and parsed.malformed == []
+
+
+def test_a_line_without_a_timestamp_keeps_its_text():
+    parsed = parse_job_log("[1/1] tests/a/test_x.py  PASS  elapsed=5s\n")
+    assert parsed.records[0].timestamp is None
+    # a prefix one character short of the fast path's shape goes through the regular expression
+    [r] = parse_job_log("2026-03-04T05:06:07.123456Z [1/1] tests/a/test_x.py  PASS  elapsed=5s\n").records
+    assert r.timestamp == datetime(2026, 3, 4, 5, 6, 7, 123456, tzinfo=timezone.utc)
+
+
 # statistics -------------------------------------------------------------------------------------
 
 

@@ -510,3 +510,16 @@ def test_directory_tree_symlink_stays_inside_the_checkout(tmp_path):
     tree = DirectoryTree(root)
     assert tree.read(LINKED) == b"x = 1\n"
     assert tree.read("tests/e2e/test_out.py") is None
+
+
+def _reporting_engine(head, base, changed, *, config_text=None, limits=None, **arguments):
+    return {"arguments": arguments, "config_text": config_text}
+
+
+def test_a_bounded_engine_gets_its_arguments():
+    answer = run_check_bounded(MemoryTree(miles_tree()), config_text=b"x", timeout_s=60, memory_bytes=1 << 30,
+                               engine="tests.test_limits:_reporting_engine", arguments={"suite": "s", "files": ("a",)})
+    assert answer == {"arguments": {"suite": "s", "files": ("a",)}, "config_text": b"x"}
+    plain = run_check_bounded(MemoryTree(miles_tree()), config_text=None, timeout_s=60, memory_bytes=1 << 30,
+                              engine="tests.test_limits:_reporting_engine")
+    assert plain["arguments"] == {}

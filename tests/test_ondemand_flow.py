@@ -289,3 +289,62 @@ def test_the_workers_periodic_pass_expires_old_requests_everywhere(od):
     [check] = od.check_runs("MI350 run request")
     assert check["conclusion"] == "cancelled" and check["output"]["title"] == "Expired"
     assert sweep_expired(od.world.queue.runtime.github, url, service.installation_for) == 0
+
+
+# -- PR content is analysed in the bounded child only ------------------------------------------------
+@pytest.fixture()
+def no_parsing_here(monkeypatch):
+    """ast.parse raises in this process (the worker's threads run here): only the analysis child may parse.
+
+    The child is a fresh interpreter (bot/analysis.py), so the patch does not reach it.
+    """
+    import ast
+
+    calls = []
+
+    def refuse(*args, **kwargs):
+        calls.append(args[1] if len(args) > 1 else kwargs.get("filename"))
+        raise AssertionError("ast.parse on a worker thread: PR content must be analysed in the analysis child")
+
+    monkeypatch.setattr(ast, "parse", refuse)
+    return calls
+
+
+def test_command_selection_parses_nothing_in_the_worker(od, no_parsing_here):
+    od.comment(f"/run-rocm {SUITE}", author="maint")
+    [d] = od.dispatches()
+    assert d["inputs"]["suite"] == SUITE and "3.10 GPU-hours" in od.replies()[-1]
+    od.comment(f"/run-rocm {SUITE} tests/e2e/megatron/test_qwen3_4B_ppo.py", author="maint")
+    assert "has no ROCm registration in" in od.replies()[-1]
+    assert "ROCm suites this PR can run on demand: `nightly-stage-c-4-gpu-mi350`" in od.replies()[-1]
+    od.comment("/run-rocm nightly-stage-c-4-gpu-mi300", author="maint")
+    assert "is not a ROCm suite" in od.replies()[-1]
+    od.comment("/run-rocm `id`", author="maint")  # a grammar refusal lists the runnable suites too
+    assert "ROCm suites this PR can run on demand" in od.replies()[-1]
+    assert no_parsing_here == []
+
+
+def test_the_patch_would_catch_a_worker_that_parses(no_parsing_here):
+    # the child's side of a selection, run in this process as the worker once did: the patch trips
+    from bot.ondemand.selection import analyse
+    from checks.config import load_config
+    from checks.tree import MemoryTree
+    from tests.ondemand_support import CONFIG, ondemand_files
+
+    config, _ = load_config(CONFIG)
+    with pytest.raises(AssertionError, match="ast.parse on a worker thread"):
+        analyse(MemoryTree(ondemand_files()), config=config, suite=SUITE, head_sha="0" * 40)
+    assert no_parsing_here
+
+
+def test_a_selection_past_the_analysis_limits_is_refused_with_the_limit(od, monkeypatch):
+    from tests.fixtures.miles import test_file
+
+    padded = "tests/e2e/test_padded.py"
+    od.push({padded: test_file(f'register_rocm_ci(est_time=30, suite="{SUITE}", labels=["short"])') + "#" * 8000 + "\n"})
+    monkeypatch.setenv("CI_REGISTRAR_LIMIT_FILE_BYTES", "4000")
+    od.comment(f"/run-rocm {SUITE} {padded}", author="maint")
+    od.comment(f"/run-rocm {SUITE}", author="maint")  # the whole suite holds the file too
+    assert od.dispatches() == []
+    for reply in od.replies()[-2:]:
+        assert f"not dispatched: `{padded}` was not read at" in reply and "file_bytes" in reply, reply

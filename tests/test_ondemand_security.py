@@ -192,6 +192,13 @@ def _(od):
     return od.comment(f"Try:\n```\n{RUN}\n```", author="maint")[0]
 
 
+for _name, _body in (("indented-code-block", f"Try:\n\n    {RUN}"), ("pre-block", f"<pre>\n{RUN}\n</pre>"),
+                     ("html-comment", f"Will run later.\n\n<!--\n{RUN}\n-->"), ("tilde-fence", f"~~~\n{RUN}\n~~~")):
+    # GitHub shows these as code or not at all: nobody reading the PR sees a command
+    case(f"command-in-an-{_name}-ignored" if _name[0] in "aeiou" else f"command-in-a-{_name}-ignored",
+         dispatches=0, reactions=NO_REACTIONS, reply="")(lambda od, b=_body: od.comment(b, author="maint")[0])
+
+
 # -- arguments ---------------------------------------------------------------------------------------
 def _refused(name: str, body: str, says: str, **extra):
     case(name, dispatches=0, reactions=["eyes", "confused"], reply=says, replies=1, **extra)(
@@ -211,6 +218,17 @@ _refused("unicode-look-alike-in-suite", "/run-rocm nightly-stage-c-4-gpu-m\u0456
 _refused("unicode-dash-in-command-word", f"/run\u2011rocm {SUITE}", "U+2011")
 _refused("fullwidth-slash-command", f"\uff0frun-rocm {SUITE}", "U+FF0F")
 _refused("non-breaking-space", f"/run-rocm\u00a0{SUITE}", "plain ASCII")
+_refused("zero-width-space-in-command-word", f"/run\u200b-rocm {SUITE}", "U+200B ZERO WIDTH SPACE")
+_refused("byte-order-mark-before-command", f"\ufeff{RUN}", "U+FEFF")
+_refused("right-to-left-override-in-suite", f"/run-rocm \u202e{SUITE}", "U+202E RIGHT-TO-LEFT OVERRIDE")
+_refused("files-on-the-line-after-the-suite", f"{RUN}\ntests/e2e/test_new.py", "`/run-rocm <suite> [<test-file> ...]`")
+_refused("html-comment-inside-the-command-line", f"{RUN} <!-- tests/e2e/test_new.py -->", "holds HTML")
+for _name, _char in (("escape", "\x1b"), ("right-to-left-override", "\u202e")):
+    # a reason is echoed back in replies and check runs: one that could recolour a terminal or
+    # reorder the text around it is refused, and never shown raw
+    _refused(f"deny-reason-with-{_name}", f"/deny-rocm costly{_char}[31m today", f"U+{ord(_char):04X}")
+_refused("suite-name-starting-with-a-dash", "/run-rocm --help", "is not a suite name")
+_refused("helper-module-is-not-a-test-file", f"{RUN} tests/e2e/conftest.py", "is not a test file")
 _refused("two-commands-in-one-comment", f"{RUN}\n/approve-rocm", "one command per comment")
 _refused("malformed-command-word", f"/run-rocmm {SUITE}", "is not a command word")
 _refused("file-outside-the-test-roots", f"{RUN} bench/test_x.py", "is not under a test root")
@@ -604,6 +622,10 @@ def test_command(github_sim, tmp_path, env, c: Case):
     for body in replies:
         # nothing a commenter wrote becomes a mention of a team or a raw link
         assert "@radixark/" not in body.replace("`@radixark/", "")
+        # nor a terminal escape, a deletion or a direction override shown raw
+        assert not any(ch in body for ch in "\x1b\x7f\u202e\u200b\ufeff"), body
+    if c.check is not None:
+        c.check(od)
 
 
 # -- a push stops the runs of older heads ---------------------------------------------------------------

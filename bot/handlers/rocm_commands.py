@@ -14,7 +14,6 @@ from bot.ondemand.cost import cost_selection
 from bot.ondemand.flow import Pull, once, react, reply, requested_files
 from bot.ondemand.permissions import authority
 from bot.ondemand.seen import parse_time, unseen_head
-from bot.ondemand.selection import NotSelectable, select
 from bot.store import ondemand as store
 
 router = Router()
@@ -117,20 +116,26 @@ def run_rocm(pull: Pull, command: grammar.Command, comment: dict, key: str) -> N
         _refuse(pull, comment, key, texts.too_many_files(login, len(command.files), limit_files),
                 f"{len(command.files)} files listed, limit {limit_files}", suite=command.suite)
         return
-    try:
-        selection = select(pull.tree, pull.config, pull.contract, command.suite, list(command.files), pull.head_sha)
-    except NotSelectable as exc:
-        _refuse(pull, comment, key, texts.not_selectable(login, str(exc), pull.runnable_suites()), str(exc)[:300],
+    outcome = pull.analyse(command.suite, command.files)
+    if outcome.selection is None:
+        _refuse(pull, comment, key, texts.not_selectable(login, outcome.refusal, outcome.runnable), outcome.refusal[:300],
                 suite=command.suite, files=list(command.files))
         return
-    costing = cost_selection(selection, pull.contract, pull.config, pull.store_url, pull.repo)
+    selection = outcome.selection
+    # the head's contract was read in the analysis child: its runner facts came back with the outcome
+    costing = cost_selection(selection, outcome, pull.config, pull.store_url, pull.repo)
     if costing.refusal:
-        _refuse(pull, comment, key, texts.not_selectable(login, costing.refusal, pull.runnable_suites()),
+        _refuse(pull, comment, key, texts.not_selectable(login, costing.refusal, outcome.runnable),
                 f"cost: {costing.refusal}"[:300], suite=command.suite, files=list(command.files))
         return
     cost = costing.gpu_hours
     who = authority(pull.client, pull.repo, login, pull.config.approvers)
     running = flow.running_for(pull, command.suite, pull.head_sha)
+    if running is not None and running.comment_id == comment["id"]:
+        # this comment's own request: another worker on the same delivery made it while the
+        # selection was read (seconds, in the analysis child)
+        resume(pull, running, comment)
+        return
     if running is not None:
         _refuse(pull, comment, key, texts.in_flight(login, command.suite, running.run_url, running.requester),
                 f"already in flight: request {running.id}", suite=command.suite, run_id=running.workflow_run_id)

@@ -22,7 +22,7 @@ from bot.github.retry import GitHubError, TransientError
 from bot.ondemand import texts
 from bot.ondemand.cost import Costing
 from bot.ondemand.permissions import Authority
-from bot.ondemand.selection import Selection, head_contract, runnable_suites
+from bot.ondemand.selection import Outcome, Selection, analyse_bounded
 from bot.sources import GitHubTree
 from bot.store import ondemand as store
 from checks.config import CONFIG_PATH, Config, load_config
@@ -48,7 +48,7 @@ class Pull:
     number: int
     data: dict  # GET pulls/{n}
     config: Config
-    _contract: object = field(default=None, repr=False)
+    _analysis: Outcome | None = field(default=None, repr=False)
     _tree: object = field(default=None, repr=False)
 
     @property
@@ -73,16 +73,19 @@ class Pull:
             self._tree = GitHubTree(self.client, self.repo, self.head_sha)
         return self._tree
 
-    @property
-    def contract(self):
-        if self._contract is None:
-            self._contract = head_contract(self.tree, self.config)
-        return self._contract
+    def analyse(self, suite: str | None = None, files=()) -> Outcome:
+        """The head's runnable suites (and `suite`'s selection), read in the bounded analysis child."""
+        from bot.store.index import RegistrationIndex
 
-    def runnable_suites(self) -> list[str]:
+        self._analysis = analyse_bounded(self.tree, self.config, suite=suite, files=files, head_sha=self.head_sha,
+                                         scan_cache=RegistrationIndex(self.store_url, self.repo), log=self.job.log)
+        return self._analysis
+
+    def runnable_suites(self) -> list[str] | None:
+        """None when the head could not be read within the analysis limits."""
         if not self.config.dispatch:
             return []  # nothing is dispatchable: no need to read the head's inventory
-        return runnable_suites(self.contract, self.config)
+        return (self._analysis or self.analyse()).runnable
 
     def audit(self, action: str, **values) -> None:
         values.setdefault("pull_number", self.number)

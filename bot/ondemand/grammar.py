@@ -1,18 +1,26 @@
 """The comment commands' grammar: a PR comment's text -> one command, a refusal, or nothing.
 
-Strict on purpose: whatever passes here may reach a workflow input. A command is a line of its own
-that starts with one of the command words; one command per comment; every token is plain ASCII
-from a small character set. A line that only *looks* like a command (a Unicode dash or letter
-standing in for an ASCII one, a full-width slash) is a refusal with a reason, never silently run
-and never silently ignored. Lines quoted with `>` and lines inside fenced code blocks are text,
-not commands: quoting a maintainer's command must not repeat it.
+Strict on purpose: whatever passes here may reach a workflow input. The comment is read as GitHub
+renders it (CommonMark with GitHub's tables and strikethrough, by markdown-it-py), and only its
+visible prose counts: a command is a line of a top-level paragraph that starts with one of the
+command words. Text GitHub shows as code (fenced or indented blocks, `<pre>`), hides (HTML
+comments) or quotes (`>` blockquotes, so quoting a maintainer's command never repeats it) is not
+a command; neither is a list item, a heading or a table cell. One command per comment, every
+token plain ASCII from a small character set. A line that only *looks* like a command (a Unicode
+dash or letter standing in for an ASCII one, a full-width slash, an invisible character inside
+or before the command word) is a refusal with a reason, never silently run and never silently
+ignored; so is a command whose paragraph goes on below it (file paths on the next line), which
+would otherwise run more than its author meant.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import unicodedata
 from dataclasses import dataclass, field
+
+from markdown_it import MarkdownIt
 
 RUN = "/run-rocm"
 APPROVE = "/approve-rocm"
@@ -32,6 +40,14 @@ SUITE_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 MAX_REASON = 300
 MAX_TOKENS = 64  # a command line with more words than this is not a command anyone means
+# Rendering is linear but slow on hostile Markdown (about 0.1 s per KiB of `*_*_...` on a busy
+# worker): a comment that could hold a command is rendered only up to this size (GitHub allows 65,536).
+MAX_COMMENT = 16_000
+
+# GitHub's comment Markdown: CommonMark plus the GFM block and inline syntax that changes which
+# text is prose (tables, strikethrough). Raw HTML is parsed as HTML, as GitHub does.
+_MARKDOWN = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+_BREAKS = ("softbreak", "hardbreak")  # GitHub shows a comment's newlines as line breaks
 
 # Letters that render like ASCII ones (a sample of Unicode's confusables for the command words).
 _CONFUSABLE = str.maketrans({
@@ -59,21 +75,30 @@ class Refusal:
     word: str | None = None
 
 
+@dataclass(frozen=True)
+class _CommandLine:
+    word: str
+    line: str
+    html: str | None = None  # raw HTML inside the line: part of what it says is not shown as written
+    next_line: str | None = None  # the paragraph's next line, which reads as part of the command
+
+
 @dataclass
 class _Lines:
-    commands: list[tuple[str, str]] = field(default_factory=list)  # (word, line)
+    commands: list[_CommandLine] = field(default_factory=list)
     lookalikes: list[str] = field(default_factory=list)
 
 
 def _skeleton(text: str) -> str:
-    """What a line looks like to a reader: compatibility forms folded, dashes and look-alikes mapped."""
+    """What a line looks like to a reader: invisible characters dropped, compatibility forms folded,
+    dashes and look-alike letters mapped."""
     folded = unicodedata.normalize("NFKC", text)
     out = []
     for ch in folded:
-        if unicodedata.category(ch) == "Pd":
-            out.append("-")
-        else:
-            out.append(ch)
+        category = unicodedata.category(ch)
+        if category == "Cf":  # zero-width spaces and joiners, BOM, direction overrides: not seen
+            continue
+        out.append("-" if category == "Pd" else ch)
     return "".join(out).translate(_CONFUSABLE).lower()
 
 
@@ -83,40 +108,64 @@ def _word_of(line: str) -> str | None:
     return head if head in WORDS else None
 
 
+def _shown(token) -> str:
+    """A line's inline token as the line reads: code and emphasis keep their markers (they are
+    not plain text), raw HTML is dropped (a tag or a comment is not shown)."""
+    if token.type == "code_inline":
+        return token.markup + token.content + token.markup
+    if token.type == "html_inline":
+        return ""
+    return token.content or token.markup
+
+
+def _paragraph_lines(body: str):
+    """Each top-level paragraph of the rendered comment as lines, each line its inline tokens."""
+    tokens = _MARKDOWN.parse(body)
+    for opening, inline in zip(tokens, tokens[1:]):
+        if opening.type != "paragraph_open" or opening.level != 0 or inline.type != "inline":
+            continue
+        lines: list[list] = [[]]
+        for child in inline.children or ():
+            if child.type in _BREAKS:
+                lines.append([])
+            else:
+                lines[-1].append(child)
+        yield lines
+
+
 def _command_lines(body: str) -> _Lines:
     found = _Lines()
-    fence: str | None = None
-    for raw in body.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        line = raw.strip()
-        marker = re.match(r"(`{3,}|~{3,})", line)
-        if marker:
-            if fence is None:
-                fence = marker.group(1)[0] * len(marker.group(1))
-            elif line.startswith(fence) and not line[len(fence):].strip(fence[0]).strip():
-                fence = None
-            continue
-        if fence is not None or not line or line.startswith(">"):
-            continue
-        word = _word_of(line)
-        if word is not None:
-            found.commands.append((word, line))
-            continue
-        if any(line.startswith(w) for w in WORDS):  # `/run-rocmx`, `/run-rocm:`: meant, malformed
-            found.lookalikes.append(line)
-            continue
-        if line[:1] in "/／∕⁄⧸" or unicodedata.normalize("NFKC", line[:1]) == "/":
-            first = _skeleton(line.split(None, 1)[0])
-            if any(first == w or first.startswith(w + " ") for w in WORDS) or first in WORDS:
+    for lines in _paragraph_lines(body):
+        # Only spaces and tabs are trimmed: a control character at either end is refused, not hidden.
+        texts = ["".join(_shown(t) for t in parts).strip(" \t") for parts in lines]
+        for n, (parts, line) in enumerate(zip(lines, texts)):
+            word = _word_of(line)
+            if word is not None:
+                html = next((t.content for t in parts if t.type == "html_inline"), None)
+                follows = next((t for t in texts[n + 1:] if t), None)
+                found.commands.append(_CommandLine(word, line, html, follows))
+            elif any(line.startswith(w) for w in WORDS):  # `/run-rocmx`, `/run-rocm:`: meant, malformed
+                found.lookalikes.append(line)
+            elif _word_of(_skeleton(line)) is not None:  # a command word in disguise
                 found.lookalikes.append(line)
     return found
+
+
+def _character(ch: str) -> str:
+    """U+XXXX and the character's Unicode name (control characters have none)."""
+    return f"U+{ord(ch):04X} {unicodedata.name(ch, 'CONTROL CHARACTER' if unicodedata.category(ch) == 'Cc' else 'UNNAMED CHARACTER')}"
 
 
 def _non_ascii(token: str) -> str | None:
     for i, ch in enumerate(token):
         if not ch.isascii() or not ch.isprintable():
-            name = unicodedata.name(ch, "UNNAMED CHARACTER")
-            return f"character {i + 1} of `{_printable(token)}` is U+{ord(ch):04X} {name}: commands take plain ASCII only"
+            return f"character {i + 1} of `{_printable(token)}` is {_character(ch)}: commands take plain ASCII only"
     return None
+
+
+def _quoted(text: str) -> str:
+    """`text` shown back in a reply as an inline code span that it cannot break out of."""
+    return f"`{_printable(text)}`"
 
 
 def _printable(text: str) -> str:
@@ -140,8 +189,6 @@ def check_suite_token(token: str) -> str | None:
 
 def check_path_token(token: str, roots: list[str] | None, pattern: str = "test_*.py") -> str | None:
     """None when `token` is a test file path of the safe shape under one of `roots`, else why not."""
-    import fnmatch
-
     bad = _non_ascii(token)
     if bad:
         return bad
@@ -172,6 +219,12 @@ def parse(body: str | None, *, roots: list[str] | None = None, pattern: str = "t
     """
     if not body:
         return None
+    folded = _skeleton(body)
+    if not any(w[1:] in folded for w in WORDS):
+        return None  # no command word, not even a disguised one: nothing to render
+    if len(body) > MAX_COMMENT:
+        return Refusal(f"this comment is {len(body):,} characters long, and commands are read from comments of "
+                       f"at most {MAX_COMMENT:,}: write the command in a comment of its own")
     lines = _command_lines(body)
     if not lines.commands and not lines.lookalikes:
         return None
@@ -181,23 +234,30 @@ def parse(body: str | None, *, roots: list[str] | None = None, pattern: str = "t
         return Refusal(_non_ascii(first) or f"`{_printable(first)}` is not a command word")
     if len(lines.commands) + len(lines.lookalikes) > 1:
         return Refusal("one command per comment: this comment holds "
-                       f"{len(lines.commands) + len(lines.lookalikes)} command lines", lines.commands[0][0])
-    word, line = lines.commands[0]
+                       f"{len(lines.commands) + len(lines.lookalikes)} command lines", lines.commands[0].word)
+    found = lines.commands[0]
+    word, line = found.word, found.line
+    if found.html is not None:
+        return Refusal(f"the command line holds HTML ({_quoted(found.html)}), which GitHub does not show as "
+                       "written: commands are plain text", word)
+    if found.next_line is not None:
+        return Refusal(f"the command's paragraph goes on with {_quoted(found.next_line)} on the next line, "
+                       "and a command is one line: list test files on the command's own line, and leave an "
+                       "empty line between the command and any other text", word)
     rest = line[len(word):]
     if word == DENY:
         reason = rest.strip()
-        if reason and any(not ch.isprintable() for ch in reason):
-            return Refusal("the reason holds control characters", word)
+        odd = next((ch for ch in reason if not ch.isprintable()), None)
+        if odd is not None:  # echoed back in replies and check runs: no terminal escapes, no reordering
+            return Refusal(f"the reason holds {_character(odd)}, a control or invisible character", word)
         return Command(DENY, reason=reason[:MAX_REASON] or None, line=line)
-    if rest and not rest[0].isspace():
-        return Refusal(f"`{_printable(line.split()[0])}` is not a command word", word)
-    tokens = rest.split()
-    if not rest.isascii():
-        for token in tokens:
-            bad = _non_ascii(token)
-            if bad:
-                return Refusal(bad, word)
-        return Refusal("the command holds non-ASCII spacing: commands take plain ASCII only", word)
+    # Before splitting: str.split() also splits at control characters (U+001C..U+001F are
+    # "whitespace" to Python), which no reader sees as a gap between two words.
+    odd = next((ch for ch in rest if not ch.isprintable() and ch not in " \t"), None)
+    if odd is not None:
+        return Refusal(f"the command holds {_character(odd)}, a control, invisible or non-ASCII space character: "
+                       "commands take plain ASCII only", word)
+    tokens = rest.split()  # non-ASCII letters are refused by the suite and path checks below
     if len(tokens) > MAX_TOKENS:
         return Refusal(f"too many arguments ({len(tokens)})", word)
     if word in (APPROVE, STATUS):

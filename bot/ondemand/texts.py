@@ -43,8 +43,11 @@ def grammar_reply(user: str, reason: str, suites: list[str] | None) -> str:
     return text
 
 
-def not_selectable(user: str, reason: str, suites: list[str]) -> str:
-    return f"@{user} not dispatched: {reason}.\n\nROCm suites this PR can run on demand: {_suites(suites)}."
+def not_selectable(user: str, reason: str, suites: list[str] | None) -> str:
+    text = f"@{user} not dispatched: {reason}."
+    if suites is not None:
+        text += f"\n\nROCm suites this PR can run on demand: {_suites(suites)}."
+    return text
 
 
 def not_a_maintainer(user: str, what: str, role: str, note: str | None) -> str:
