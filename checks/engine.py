@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import gc
+import os
 from dataclasses import dataclass, field
 
 from checks import rules_suites
@@ -24,6 +25,7 @@ from checks.config import CONFIG_PATH, Config, load_config
 from checks.contract import Contract, read_contract
 from checks.limits import FILE_CHECKS, Budget, Limits
 from checks.model import code, Change, Finding, Registration, Report, Severity, Span
+from checks.parallel import map_forked
 from checks.registrations import FileScan, implicit_registration, scan_file
 from checks.runner import anchor_sources
 from checks.rules import RULES, make_finding
@@ -32,7 +34,9 @@ from checks.suppressions import apply_suppressions
 from checks.workflows import SuiteUse, is_workflow_path, read_consumers
 
 _FROM_TREE = object()
+ANY_BACKEND = frozenset({"*"})  # Context.emptied_suites: the diff's change concerns every backend
 _SCAN_BATCH = 256  # files per scan-cache lookup
+_PARALLEL_BATCH_FILES, _PARALLEL_BATCH_BYTES = 8192, 64 << 20  # a batch shared between workers
 
 
 @dataclass
@@ -46,10 +50,14 @@ class Context:
     implicit: dict[str, Registration] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
     scan_cache: object | None = None  # get_many/put_many of scan facts (checks/scan_facts.py)
+    workers: int = 1  # processes that parse files (checks/parallel.py)
     # every discovered file was read and parsed: "no registration names this suite" is a fact (REG015)
     registrations_complete: bool = False
     # a diff check: the head paths it changed (REG015 reports only what the diff brings); None: whole tree
     changed_paths: set[str] | None = None
+    # a diff check: suite -> backends whose registrations the changed files took out, or
+    # ANY_BACKEND for a suite the diff added to the inventory (REG015 reports their consumers)
+    emptied_suites: dict[str, set[str]] = field(default_factory=dict)
     direct_runs: dict[str, str] = field(default_factory=dict)  # files a workflow runs itself -> "workflow:line"
 
     @property
@@ -150,7 +158,7 @@ def _scan(ctx: Context, tree, paths: list[str], exact_paths: set[str] | frozense
     gc.disable()
     try:
         _scan_batches(ctx, tree, to_read, exact_paths, results, fresh, cache, key_of if cache is not None else None,
-                      take_hits if cache is not None else None)
+                      take_hits if cache is not None else None, ctx.workers)
     finally:
         if collecting:
             gc.enable()
@@ -165,38 +173,77 @@ def _scan(ctx: Context, tree, paths: list[str], exact_paths: set[str] | frozense
             ctx.implicit[path] = implicit_registration(path)
 
 
-def _scan_batches(ctx: Context, tree, to_read: list[str], exact_paths, results: dict, fresh: dict, cache, key_of, take_hits) -> None:
+def _scan_batches(ctx: Context, tree, to_read: list[str], exact_paths, results: dict, fresh: dict, cache, key_of, take_hits,
+                  workers: int = 1) -> None:
     implicit_roots = ctx.contract.implicit_cpu_roots
     budget = ctx.budget
     if cache is not None:
         from checks import scan_facts
     # In batches: one cache lookup per batch, and never more than a batch of file contents held.
-    for at in range(0, len(to_read), _SCAN_BATCH):
-        datas: dict[str, bytes] = {}
-        for path in to_read[at : at + _SCAN_BATCH]:
-            data = budget.read(tree, path, FILE_CHECKS)
-            if data is not None:
-                datas[path] = data  # else absent (a symlink that leads nowhere in the tree) or over the byte cap
+    # Parsed on several processes, a batch is larger (bounded by bytes): each batch waits for its
+    # slowest worker, so fewer, larger ones.
+    max_files, max_bytes = (_SCAN_BATCH, None) if workers <= 1 else (_PARALLEL_BATCH_FILES, _PARALLEL_BATCH_BYTES)
+    for datas in _read_batches(tree, to_read, budget, max_files, max_bytes):
         new_keys: dict[str, str] = {}
         if cache is not None:
             keys = {p: key_of(p, scan_facts.git_blob_sha(d)) for p, d in datas.items()}
             take_hits(keys)
             new_keys = {p: k for p, k in keys.items() if p not in results}
-        for path, data in datas.items():
-            if path in results:
-                continue
-            reported, refused = len(budget.findings), getattr(ctx.contract.near, "refused", 0)
+        near = ctx.contract.near
+        parent = os.getpid()
+
+        def effects() -> tuple:
+            # what a scan may change outside its FileScan: the caps' findings, the did-you-mean budget
+            return len(budget.findings), getattr(near, "left", 0), getattr(near, "refused", 0)
+
+        def scan_one(item: tuple[str, bytes]) -> tuple[str, FileScan | None, bool]:
+            path, data = item
+            before = effects()
             scan = scan_file(path, data, ctx.contract, implicit_cpu=_under(path, implicit_roots), exact=path in exact_paths, budget=budget)
-            results[path] = scan
+            after = effects()
+            if os.getpid() != parent:  # in a worker (checks/parallel.py): its effects would be lost
+                if after != before:
+                    return path, None, False  # scanned again here, in file order
+                scan.lines = []  # the text stays here; a fix reads it again (as after a cache hit)
             # Kept only when the scan depends on nothing but its key: not one cut short by a cap
             # (its REG902 lives in the budget), nor one whose did-you-mean hints the budget refused.
-            cut = len(budget.findings) != reported or (scan.unreadable and not scan.findings) \
-                or getattr(ctx.contract.near, "refused", 0) != refused
+            cut = after[0] != before[0] or (scan.unreadable and not scan.findings) or after[2] != before[2]
+            return path, scan, cut
+
+        todo = [(p, d) for p, d in datas.items() if p not in results]
+        done = map_forked(scan_one, todo, workers) if workers > 1 else [scan_one(item) for item in todo]
+        by_path = dict(todo)
+        for path, scan, cut in done:
+            if scan is None:
+                path, scan, cut = scan_one((path, by_path[path]))
+            results[path] = scan
             if path in new_keys and not cut:
                 try:
                     fresh[new_keys[path]] = scan_facts.to_facts(scan)
                 except scan_facts.UnfitForFacts:
                     pass
+
+
+def _read_batches(tree, paths: list[str], budget: Budget, max_files: int, max_bytes: int | None):
+    """The files' contents, in order, in batches of at most `max_files` files and (past the
+    first file) `max_bytes` bytes. A file absent (a symlink that leads nowhere in the tree) or over
+    the byte cap is left out."""
+    datas: dict[str, bytes] = {}
+    size = 0
+    for path in paths:
+        data = budget.read(tree, path, FILE_CHECKS)
+        if data is None:
+            continue
+        if datas and max_bytes is not None and size + len(data) > max_bytes:
+            yield datas
+            datas, size = {}, 0
+        datas[path] = data
+        size += len(data)
+        if len(datas) >= max_files:
+            yield datas
+            datas, size = {}, 0
+    if datas:
+        yield datas
 
 
 def build_context(tree, config: Config, budget: Budget | None = None, consumers_from: dict | None = None) -> tuple[Context, list[str], list[Finding]]:
@@ -223,6 +270,7 @@ def check_tree(
     limits: Limits | None = None,
     scan_cache=None,
     consumers_from: dict | None = None,
+    workers: int = 1,
 ) -> Report:
     """Check `head`; with `base` and `changed` (head path -> base path), check the diff.
 
@@ -239,6 +287,8 @@ def check_tree(
     `consumers_from`: the configured external consumers' workflows, `owner/repo:path` (or a local
     path with the workflow's file name) -> bytes, or a string saying why it could not be read
     (checks/workflows.read_consumers). One not given is a REG901 warning naming it.
+    `workers`: processes that parse the files to scan (checks/parallel.py; 1: this one only).
+    The report is the same whatever the number.
     """
     limits = limits or Limits()
     budget = Budget(limits)
@@ -248,6 +298,7 @@ def check_tree(
     _read_ahead(head, base, changed, config)
     ctx, all_paths, findings = build_context(head, config, budget, consumers_from)
     ctx.scan_cache = scan_cache
+    ctx.workers = workers
     findings = config_findings + list(ctx.contract.findings) + findings
     discovered = discover(all_paths, config, ctx.contract)
 
@@ -292,15 +343,17 @@ def check_tree(
     base_ctx = None
     if diff_mode:
         # The base is read only to compare registrations: its contract, not its workflows.
-        base_ctx = Context(config, read_contract(base, config, budget), [], budget=budget, scan_cache=scan_cache)
+        base_ctx = Context(config, read_contract(base, config, budget), [], budget=budget, scan_cache=scan_cache, workers=workers)
         head_paths = set(all_paths)
         base_paths = sorted({changed[p] for p in checked if changed.get(p)} | {b for h, b in changed.items() if b and h not in head_paths})
         base_discovered = set(discover(base_paths, config, base_ctx.contract))
         _scan(base_ctx, base, sorted(base_discovered))
         _classify(ctx, base_ctx, changed, checked, report, findings)
 
-    # Suite-level rules need every registration of a suite (its total est_time).
-    if diff_mode and not recheck_all and _suite_totals_needed(ctx):
+    # Suite-level rules need every registration of a suite (its total est_time), and a suite the
+    # diff took registrations out of may be left empty while a job still runs it (REG015).
+    emptied = _emptied_suites(ctx, base_ctx, changed) if diff_mode else {}
+    if diff_mode and not recheck_all and (_suite_totals_needed(ctx) or any(u.suite in emptied for u in ctx.uses)):
         _scan(ctx, head, [p for p in discovered if p not in ctx.scans])
     index = None
     if durations is not None:
@@ -311,7 +364,20 @@ def check_tree(
         if not recheck_all and any(r.backend.is_gpu for r in ctx.registrations()):
             _scan(ctx, head, [p for p in discovered if p not in ctx.scans])  # the CUDA/ROCm ratio needs every file
         findings.extend(rules_calibration.apply(ctx, checked, index))
+    # REG015 in a diff: consumers in the workflows it changed, of the suites it emptied, and of the
+    # suites its inventory change brought in; a contract change that reads registrations anew (a
+    # signature, a suite template) can empty any suite, so then every consumer.
     ctx.changed_paths = set(changed) if diff_mode else None
+    if diff_mode and any(p in contract_files for p in changed):
+        from checks.scan_facts import contract_fingerprint
+
+        if contract_fingerprint(ctx.contract) != contract_fingerprint(base_ctx.contract):
+            ctx.changed_paths = None
+        else:
+            before = set().union(*base_ctx.contract.suites.values()) if base_ctx.contract.suites else set()
+            for suite in set().union(*ctx.contract.suites.values()) - before if ctx.contract.suites else ():
+                emptied[suite] = ANY_BACKEND
+    ctx.emptied_suites = emptied
     ctx.registrations_complete = all(p in ctx.scans and not ctx.scans[p].unreadable for p in discovered)
     findings.extend(rules_suites.apply(ctx, checked, base_ctx, report, index))
 
@@ -382,6 +448,24 @@ def _root_of(path: str, config: Config, contract: Contract | None = None) -> str
 
 def _suite_totals_needed(ctx: Context) -> bool:
     return any(r.change in (Change.ADDED, Change.CHANGED) for r in ctx.registrations())
+
+
+def _emptied_suites(ctx: Context, base_ctx: Context, changed: dict) -> dict[str, set[str]]:
+    """Suites (with the backends) that the base versions of the changed files register and their
+    head versions no longer do: the diff may have left them empty (REG015 decides, once every
+    file is read). A suite still named by another file is not empty, and REG015 sees that."""
+    before: dict[str, set[str]] = {}
+    for scan in base_ctx.scans.values():
+        for reg in scan.registrations:
+            if reg.suite and not reg.implicit:
+                before.setdefault(reg.suite, set()).add(reg.backend.value)
+    for path, scan in ctx.scans.items():
+        if path not in changed:
+            continue
+        for reg in scan.registrations:
+            if reg.suite:
+                before.get(reg.suite, set()).discard(reg.backend.value)
+    return {suite: backends for suite, backends in before.items() if backends}
 
 
 def _same(a: Registration, b: Registration) -> bool:

@@ -203,11 +203,14 @@ def _stale_consumers(ctx, hardware: HardwareIndex | None = None) -> list[Finding
 def _consumers_without_registrations(ctx) -> list[Finding]:
     """REG015: a consumer runs an inventory suite that no registration names (for its --hw). Only
     when every discovered file was read: a file not read (a diff check, a syntax error, a cap) may
-    hold the registration. A diff check reports consumers in the workflows it changed only (a
-    removed last registration is REG050's notice already)."""
+    hold the registration. A diff check reports what the diff brings: consumers in the workflows
+    it changed, and consumers of a suite whose last registrations for the consumer's --hw the
+    diff removed or moved elsewhere (the workflow is untouched, the PR empties its suite), or that
+    the diff added to the inventory; every consumer when the diff changes how registrations read."""
     if not getattr(ctx, "registrations_complete", False):
         return []
     changed = getattr(ctx, "changed_paths", None)
+    emptied = getattr(ctx, "emptied_suites", None) or {}
     contract = ctx.contract
     known = set().union(*(set(s) for s in contract.suites.values())) if contract.inventory_known and contract.suites else None
     registered: dict[str, set[str]] = defaultdict(set)
@@ -225,7 +228,7 @@ def _consumers_without_registrations(ctx) -> list[Finding]:
         backends = registered.get(use.suite, set())
         if (backends if use.hw is None else use.hw in backends) or (use.consumer, use.suite, use.hw) in reported:
             continue
-        if changed is not None and use.file not in changed:
+        if changed is not None and use.file not in changed and not _emptied_for(emptied.get(use.suite), use.hw):
             continue
         if (use.hw is None and unread) or use.hw in unread:
             continue  # a registration whose suite could not be read may name it
@@ -249,6 +252,12 @@ def _consumers_without_registrations(ctx) -> list[Finding]:
             )
         )
     return out
+
+
+def _emptied_for(backends: set[str] | None, hw: str | None) -> bool:
+    """The diff took this suite's registrations out for the backends a consumer with `hw` selects
+    (or added the suite to the inventory: "*", every backend)."""
+    return bool(backends) and (hw is None or hw in backends or "*" in backends)
 
 
 def shard_totals(est_times: list[tuple[str, float]], shards: int) -> list[float]:

@@ -75,7 +75,10 @@ def _scan_cache_dir(tmp_path_factory):
 # (`-m serial`); mark a new one with @pytest.mark.serial or list its file or node id here.
 SERIAL = (
     "tests/test_adversarial.py",
-    "tests/test_limits.py",
+    # test_limits bounds CPU (its in-process checks) except where a child process's wall-clock
+    # limit is the subject:
+    "tests/test_limits.py::test_bounded_run_stops_at_its_time_limit",
+    "tests/test_limits.py::test_bounded_run_stops_at_its_memory_limit",
     "tests/test_service_intake_limits.py",
     "tests/test_service_kill.py",
     "tests/test_failure_modes.py::test_an_outage_on_check_run_updates_longer_than_the_old_budget_still_completes_the_run",

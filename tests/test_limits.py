@@ -22,7 +22,7 @@ from checks.tree import GitRevisionTree, MemoryTree
 from tests.fixtures import attacks
 from tests.fixtures.miles import RUN_SUITE, miles_tree, test_file
 
-BOUND_S = 5.0  # generous for a loaded 2-core machine: each input below takes well under a second
+BOUND_S = 5.0  # CPU seconds (wall for the child-process limits below): each input takes well under a second
 P = "tests/e2e/test_new.py"
 
 
@@ -35,10 +35,13 @@ def limit_findings(report, limit: str):
 
 
 def timed(fn):
-    start = time.perf_counter()
+    """Run `fn` in this process and bound the CPU it spends (not wall time: other processes on a
+    loaded machine stretch the wall clock, while an unbounded input shows as CPU, which is what
+    these tests are about)."""
+    start = time.process_time()
     result = fn()
-    elapsed = time.perf_counter() - start
-    assert elapsed < BOUND_S, f"took {elapsed:.1f} s"
+    spent = time.process_time() - start
+    assert spent < BOUND_S, f"spent {spent:.1f} s of CPU"
     return result
 
 

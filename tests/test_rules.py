@@ -132,6 +132,46 @@ def test_reg001_whole_tree_file_without_any_registration(path):
     assert "REG004" not in rules_of(found)
 
 
+# A file that names no register function is only syntax-checked (registrations.parses): by the
+# symbol-table builder first, by ast.parse when it refuses. The verdict is ast.parse's, the runner's.
+ONLY_THE_SYMBOL_TABLE_REFUSES = {
+    "nonlocal at module level": "nonlocal x\n",
+    "duplicate argument": "def f(a, a):\n    pass\n",
+    "global after use": "def f():\n    x = 1\n    global x\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(ONLY_THE_SYMBOL_TABLE_REFUSES))
+def test_reg001_not_for_what_only_the_symbol_table_refuses(case):
+    """ast.parse (the runner's parse) accepts these: not REG001, in a file with or without a registration."""
+    import ast
+
+    import symtable
+
+    source = ONLY_THE_SYMBOL_TABLE_REFUSES[case]
+    ast.parse(source)
+    with pytest.raises(SyntaxError):
+        symtable.symtable(source, "t.py", "exec")
+    assert "REG001" not in rules_of(at("tests/fast/test_plain.py", source))
+    assert "REG001" not in rules_of(at(P, test_file(GOOD_ROCM) + source))
+
+
+@pytest.mark.parametrize("source, line", [
+    ("x = (\n", 1), ("def broken(:\n    pass\n", 1), ("x = 1\n\x00\n", 2), ("x = " + "-" * 5000 + "1\n", 1),
+    ("if True:\n  x = 1\n    y = 2\n", 3),
+])
+def test_reg001_file_without_registration_fails_as_ast_parse_does(source, line):
+    import ast
+
+    from checks.registrations import parses
+
+    with pytest.raises((SyntaxError, ValueError, RecursionError, MemoryError)):
+        ast.parse(source)
+    assert parses(source, "t.py") is False
+    f = only(at("tests/fast/test_plain.py", source), "REG001")
+    assert f.span.line == line
+
+
 def test_reg001_negative_valid_file():
     assert "REG001" not in rules_of(regs(GOOD_ROCM))
 

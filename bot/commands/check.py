@@ -96,7 +96,7 @@ def _named_paths(root: Path, paths: tuple[str, ...]) -> list[str]:
 @click.option("--head", "head", default=None, help="Head git revision (with --base; default HEAD).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]), default="text", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write the report to this file instead of stdout (e.g. a SARIF file to upload).")
-@click.option("--new-only", is_flag=True, help="With --base: report only findings on registrations the diff added or changed (and files it added, and removals); the exit status follows what is reported.")
+@click.option("--new-only", is_flag=True, help="With --base: report only what the diff brings: findings on registrations it added or changed, in files it added, removals, and every other finding the base revision did not have; the exit status follows what is reported.")
 @click.option("--fix", "apply_fixes", is_flag=True, help="Apply the fixes to the files in the working tree, then report what is left.")
 @click.option("--diff", "show_diff", is_flag=True, help="Print the fixes as a unified diff on stdout and change no file; exit 1 when there is something to fix.")
 @click.option("--fail-on", type=click.Choice(sorted(FAIL_ON)), default="failure", show_default=True, help="Exit 1 when a reported finding is at least this severe.")
@@ -117,10 +117,11 @@ def _named_paths(root: Path, paths: tuple[str, ...]) -> list[str]:
 @click.option("--list-rules", is_flag=True, help="Print the rule registry and exit (see also `ci-registrar rule`).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Keep each file's parsed facts here, by content hash (default: one directory per checkout under $CI_REGISTRAR_CACHE_DIR, else $XDG_CACHE_HOME/ci-registrar, else ~/.cache/ci-registrar).")
 @click.option("--no-cache", is_flag=True, help="Parse every file again; read and write no scan cache.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Processes that parse files (default: one per idle core this process may use).")
 def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str | None, fmt: str, output: str | None, new_only: bool, apply_fixes: bool,
           show_diff: bool, fail_on: str, from_store: bool, durations_file: str | None, repository: str | None,
           consumers_from: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...],
-          extend_ignore: tuple[str, ...], list_rules: bool, cache_dir: str | None, no_cache: bool) -> None:
+          extend_ignore: tuple[str, ...], list_rules: bool, cache_dir: str | None, no_cache: bool, jobs: int | None) -> None:
     """Check the CI registrations of a checkout; with PATHs, report only the findings in those files
     and directories (the whole checkout is still read: suites and consumers live elsewhere).
     Exit 0: no failure; 1: failures; 2: usage or environment error."""
@@ -131,6 +132,7 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
             click.echo(f"{r.code}  {r.severity.value:<7}  {r.name}: {r.summary}")
         return
     from checks.engine import check_tree
+    from checks.parallel import available_workers
     from checks.tree import DirectoryTree, GitError, GitRevisionTree, changed_paths
 
     if repo is None:
@@ -177,7 +179,9 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
         except OSError as exc:
             _fail(f"cannot read --consumers-from {path}: {exc.strerror or exc}")
 
+    workers = jobs or available_workers()  # the first check of a checkout parses every file: on every idle core
     added: set[str] = set()
+    diff: dict = {}  # the base tree and the changed paths of a diff check (--new-only compares with the base)
     # Fixes are formatted with libcst (a third of a small run's time): only for outputs that show them.
     fixes = fmt in ("text", "sarif") or apply_fixes or show_diff
 
@@ -203,12 +207,13 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
             if not _is_target(head_tree):
                 _not_target()
             added.update(p for p, b in changed.items() if b is None)
+            diff.update(base=base_tree, changed=changed)
             return head_tree, check_tree(head_tree, base=base_tree, changed=changed, durations=durations, fixes=fixes,
-                                         scan_cache=scan_cache, consumers_from=external)
+                                         scan_cache=scan_cache, consumers_from=external, workers=workers)
         tree = DirectoryTree(root)
         if not _is_target(tree):
             _not_target()
-        return tree, check_tree(tree, durations=durations, fixes=fixes, scan_cache=scan_cache, consumers_from=external)
+        return tree, check_tree(tree, durations=durations, fixes=fixes, scan_cache=scan_cache, consumers_from=external, workers=workers)
 
     def _not_target():
         from checks.config import Config
@@ -216,12 +221,26 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
         _fail(f"{repo} is not a target repository: it has neither .github/ci-registrar.yml nor "
               f"{Config().paths.register_module} (set paths.register_module in .github/ci-registrar.yml)")
 
+    def base_report():
+        """The base checked whole, with its own configuration: what was there before the diff."""
+        from checks.model import Report
+
+        try:
+            if not _is_target(diff["base"]):
+                return Report()
+            return check_tree(diff["base"], durations=durations, fixes=False, scan_cache=scan_cache, consumers_from=external, workers=workers)
+        except GitError as exc:
+            _fail(git_failure(root, str(exc)))
+
+    def keep_new(report):
+        from bot.commands.fixing import new_findings
+
+        return new_findings(report, added, base_report, diff["changed"])
+
     try:
         tree, report = run()
         if new_only:
-            from bot.commands.fixing import new_findings
-
-            report.findings = new_findings(report, added)
+            report.findings = keep_new(report)
         if show_diff:
             from bot.commands.fixing import plan
 
@@ -231,7 +250,7 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
             click.echo(edits.diff(), nl=False)
             sys.exit(1 if edits else 0)
         if apply_fixes:
-            report = _fix(root, tree, report, run, rerun=base is None, new_only=new_only, added=added)
+            report = _fix(root, tree, report, run, rerun=base is None, keep_new=keep_new if new_only else None)
     except PermissionError as exc:
         _fail(f"cannot read {exc.filename}: permission denied")
 
@@ -268,13 +287,13 @@ def _rule_filter(select: tuple[str, ...], ignore: tuple[str, ...]):
     return lambda code: code in UNSELECTABLE or (code in selected and code not in ignored)
 
 
-def _fix(root: Path, tree, report, run, *, rerun: bool, new_only: bool, added: set[str]):
+def _fix(root: Path, tree, report, run, *, rerun: bool, keep_new=None):
     """Apply fixes in rounds (two fixes of one statement overlap); the report of what is left.
 
     Whole-tree mode checks the working tree again after each round. Diff mode checks a commit,
     which the fixes do not change: there the fixed findings are taken out of the report.
     """
-    from bot.commands.fixing import apply, new_findings, plan
+    from bot.commands.fixing import apply, plan
 
     fixed_total, written_all = 0, set()
     for _round in range(5):
@@ -290,8 +309,8 @@ def _fix(root: Path, tree, report, run, *, rerun: bool, new_only: bool, added: s
                 report.findings = [f for f in report.findings if id(f) not in fixed]
             break
         tree, report = run()
-        if new_only:
-            report.findings = new_findings(report, added)
+        if keep_new is not None:
+            report.findings = keep_new(report)
     if fixed_total:
         click.echo(f"ci-registrar check: fixed {fixed_total} finding(s) in {len(written_all)} file(s): "
                    + ", ".join(sorted(written_all)), err=True)

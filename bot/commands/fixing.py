@@ -102,16 +102,25 @@ def apply(root: Path, edits: Edits) -> list[str]:
     return written
 
 
-def new_findings(report: Report, added_files: set[str]) -> list[Finding]:
-    """Findings on registrations the diff added or changed, in files it added, or about the diff."""
+def new_findings(report: Report, added_files: set[str], base_report=None, changed: dict | None = None) -> list[Finding]:
+    """Findings on registrations the diff added or changed, in files it added, or about the diff;
+    and, with `base_report` (a callable: the base revision checked whole, run only when some
+    finding is left to decide), every other finding the base did not have (checks/introduced.py):
+    what the diff broke elsewhere, in files and registrations it never touched."""
     spans: dict[str, list[tuple[int, int]]] = {}
     for reg in report.registrations:
         if reg.change in (Change.ADDED, Change.CHANGED):
             spans.setdefault(reg.file, []).append(reg.statement_lines)
-    out = []
+    kept, undecided = set(), []
     for f in report.findings:
         if f.rule in _ABOUT_THE_DIFF or f.file in added_files:
-            out.append(f)
+            kept.add(id(f))
         elif any(first <= f.span.line <= last for first, last in spans.get(f.file, ())):
-            out.append(f)
-    return out
+            kept.add(id(f))
+        else:
+            undecided.append(f)
+    if undecided and base_report is not None:
+        from checks.introduced import introduced
+
+        kept.update(id(f) for f in introduced(report, base_report(), changed or {}, undecided))
+    return [f for f in report.findings if id(f) in kept]

@@ -3,8 +3,12 @@
 ## Why
 A job that runs a suite nobody registers a test in spends a runner (often a GPU runner) to select
 nothing; usually the registrations moved to another suite and the workflow was not updated.
-It is reported only when every discovered file was read (a partial read cannot prove absence),
-and in a diff only for the workflows the diff changed.
+It is reported only when every discovered file was read (a partial read cannot prove absence).
+In a diff it is reported for what the diff brings: a workflow the diff changed, or a suite whose
+last registrations (for the job's `--hw`) the diff removed or moved to another suite while an
+untouched workflow still runs it, or a suite the diff added to the inventory; a diff that changes
+how registrations read (the register module's signatures, a suite template) can empty any suite,
+so then every consumer is checked.
 
 ## Example
 ```yaml
