@@ -488,8 +488,9 @@ def test_run_check_completes_neutral_on_a_limit(monkeypatch):
         tree=lambda repo, sha: {"tree": []},
     )
     ctx = SimpleNamespace(client=client, settings=SimpleNamespace(app_id=None), delivery_id="d1", report_on_failure=lambda *a, **k: None,
-                          log=SimpleNamespace(info=lambda *a, **k: None), store_url=None)
+                          log=SimpleNamespace(info=lambda *a, **k: None, warning=lambda *a, **k: None), store_url=None)
     recorded = {}
+    monkeypatch.setattr(pull_requests, "stored_durations", lambda *a: None)  # no store in this test
     monkeypatch.setattr(pull_requests, "run_check_bounded", lambda *a, **k: LimitExceeded("timeout_s", 60, "it ran longer than 60 s", P))
     monkeypatch.setattr(pull_requests.store, "record_check_run", lambda url, **kw: recorded.update(kw))
     monkeypatch.setattr(pull_requests.store, "has_check_run", lambda *a: False)
