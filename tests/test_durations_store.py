@@ -438,3 +438,13 @@ def test_calibration_reads_merged_code_its_floor_and_its_timeouts(store, repo):
     assert extra == {"slowest": 2600, "timeouts": 1, "timed_out_at": 2500}
     exported = {r["run_id"]: r["event"] for r in svc.export_records(store, repository=repo)}
     assert exported[10] == "pull_request" and exported[1] is None
+
+
+def test_a_workflow_run_source_of_the_longest_repository_name_is_stored(store):
+    """The App stores a workflow run's durations with source `workflow_run:<owner>/<name>`; GitHub
+    allows owners of 39 characters and names of 100, so the column holds 153 (PostgreSQL enforces it)."""
+    repo = "o" * 39 + "/" + "n" * 90 + uuid.uuid4().hex[:10]
+    log = make_log([("tests/e2e/test_a.py", "PASS", 10)])
+    result = svc.ingest_job_log(store, log, repository=repo, run_id=5, job_id=6, source=f"workflow_run:{repo}")
+    assert (result.inserted, result.error) == (1, None)
+    assert [m.source for m in rows(store, repo)] == [f"workflow_run:{repo}"]

@@ -75,7 +75,7 @@ class Measurement(Base):
     workflow: Mapped[str | None] = mapped_column(sa.String(300), nullable=True)
     runner_labels: Mapped[str | None] = mapped_column(sa.String(500), nullable=True)  # comma-separated
     measured_at: Mapped[datetime] = mapped_column(UTCDateTime())
-    source: Mapped[str] = mapped_column(sa.String(32))  # job-log | json | csv | workflow_run
+    source: Mapped[str] = mapped_column(sa.String(255))  # job-log | json | csv | workflow_run:<owner>/<name> (migration 0010)
     # the workflow run's GitHub event (pull_request, push, schedule, ...): a PR head's run is not merged code
     event: Mapped[str | None] = mapped_column(sa.String(32), nullable=True)
     ingested_at: Mapped[datetime] = mapped_column(UTCDateTime(), server_default=sa.func.now())
