@@ -74,7 +74,7 @@ def _fmt(v) -> str:
     return f"{v:g}" if float(v).is_integer() else f"{v:.0f}"
 
 
-def render_body(plan: "Plan", windows, uses, registrations, print_: str, params) -> str:
+def render_body(plan: "Plan", windows, uses, registrations, changes_print: str, params) -> str:
     """The table per suite (file, old, new, n, p90, max, why) and each suite's totals before and
     after, against its consumers' timeouts and shard counts, the view REG030 takes."""
     from checks.shards import Item, heaviest, partition
@@ -112,7 +112,7 @@ def render_body(plan: "Plan", windows, uses, registrations, print_: str, params)
                          f"{old_worst / 60:.0f} min -> {new_worst / 60:.0f} min"
                          + (" (over the timeout)" if new_worst > timeout else ""))
         lines.append("")
-    lines.append(f"<!-- ci-registrar calibration: {print_} -->")
+    lines.append(f"<!-- ci-registrar calibration: {changes_print} -->")
     return "\n".join(lines)
 
 
@@ -145,7 +145,7 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
     report = check_tree(tree, config_text=tree.read(CONFIG_PATH), durations=stats_rows(windows, params.hardware), fixes=False)
     ctx, _paths, _findings = build_context(tree, config)
     plan = Plan(decide_all(report.registrations, windows, params, Bounds.of(ctx.contract)))
-    print_ = fingerprint(plan.changes)
+    changes_print = fingerprint(plan.changes)
 
     pulls = client.pulls_from(repo, f"{owner}:{BRANCH}")
     latest = pulls[0] if pulls else None
@@ -158,9 +158,9 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
         client.update_pull(repo, open_pr["number"], {"state": "closed", "body": (open_pr.get("body") or "").split("<!-- ci-registrar")[0]
                                                      + "<!-- ci-registrar calibration: none -->"})
         return outcome("closed", open_pr["number"])
-    if open_pr is not None and _marker(open_pr.get("body")) == print_:
+    if open_pr is not None and _marker(open_pr.get("body")) == changes_print:
         return outcome("unchanged", open_pr["number"], len(plan.changes))
-    if open_pr is None and latest is not None and not latest.get("merged_at") and _marker(latest.get("body")) == print_:
+    if open_pr is None and latest is not None and not latest.get("merged_at") and _marker(latest.get("body")) == changes_print:
         return outcome("kept-closed", latest["number"], len(plan.changes))  # a maintainer closed it: not again
 
     edits = plan_edits(plan.changes, lambda path: tree.read(path).decode("utf-8"))
@@ -178,7 +178,7 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
         f"{d.registration.file}:{d.registration.anchor('est_time').line}: {_fmt(d.old)} -> {_fmt(d.new)} ({d.reason})"
         for d in plan.changes)
     commit = client.create_commit(repo, message, new_tree, [head])
-    body = render_body(plan, windows, ctx.uses, report.registrations, print_, params)
+    body = render_body(plan, windows, ctx.uses, report.registrations, changes_print, params)
     if open_pr is not None:
         client.update_ref(repo, BRANCH, commit, force=True)
         client.update_pull(repo, open_pr["number"], {"title": TITLE, "body": body})
