@@ -4,13 +4,16 @@ github.com, the App installed, a pull request opened: its check run arrives thro
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+from dataclasses import dataclass
 from html import unescape
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import requests
@@ -21,8 +24,27 @@ from tests.test_service_support import ROOT, free_port, wait_for
 from tests.test_webhook_proxy import Channel
 
 
-def test_make_run_then_one_click_gives_a_working_app(github_sim, tmp_path):
-    sim = github_sim
+@dataclass
+class Serving:
+    """A `ci-registrar serve` as a new user starts it: its port, the setup link it printed, its log."""
+    port: int
+    link: str
+    log_path: Path
+    channel: Channel
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+
+@contextlib.contextmanager
+def serving(sim, tmp_path):
+    """`ci-registrar serve` (gunicorn and a worker, as `make run`) on a fresh data directory, against
+    the simulator, with a webhook proxy channel as on a laptop; stopped (process group) on the way out.
+    Shared with tests/test_first_run_browser.py, which walks the same first run in Chromium."""
     channel = Channel()
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI_REGISTRAR_", "REDIS_", "DATABASE_"))}
@@ -35,8 +57,24 @@ def test_make_run_then_one_click_gives_a_working_app(github_sim, tmp_path):
     try:
         link = wait_for(lambda: re.search(r"http://127\.0\.0\.1:\d+/\?token=\S+", log_path.read_text()), timeout=60)
         assert link, log_path.read_text()
+        yield Serving(port, link.group(0), log_path, channel)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+        channel.close()
+
+
+def test_make_run_then_one_click_gives_a_working_app(github_sim, tmp_path):
+    sim = github_sim
+    with serving(sim, tmp_path) as served:
+        port, channel, log_path = served.port, served.channel, served.log_path
         browser = requests.Session()
-        assert browser.get(link.group(0), timeout=10).status_code == 200  # the token becomes a cookie
+        assert browser.get(served.link, timeout=10).status_code == 200  # the token becomes a cookie
         page = browser.get(f"http://127.0.0.1:{port}/", timeout=10).text
         csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
         public_url = re.search(r'name="public_url" value="([^"]*)"', page).group(1)
@@ -68,7 +106,7 @@ def test_make_run_then_one_click_gives_a_working_app(github_sim, tmp_path):
         channel.publish(d2.headers, d2.body, raw=True)
         assert wait_for(lambda: log_path.read_text().count('"webhook forwarded"') == 2, timeout=30), \
             log_path.read_text()[-3000:]
-        secrets = {"the setup token": link.group(0).split("token=")[1],
+        secrets = {"the setup token": served.link.split("token=")[1],
                    "the setup cookie": browser.cookies.get("cireg_setup"),
                    "the manifest code": parse_qs(callback.query)["code"][0],
                    "the onboarding state": parse_qs(callback.query)["state"][0],
@@ -76,15 +114,6 @@ def test_make_run_then_one_click_gives_a_working_app(github_sim, tmp_path):
                    "the private key": app.private_key_pem.splitlines()[1]}
         secrets.update({f"installation token {i}": t["token"] for i, t in enumerate(sim.tokens_issued)})
         assert all(secrets.values()) and sim.tokens_issued
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
-        channel.close()
     _logs_hold_no_secret(log_path.read_text(), secrets)
 
 
