@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test install bench docs
+.PHONY: run test install bench docs screenshots
 
 $(BIN)/ci-registrar: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,3 +41,8 @@ docs: install
 	$(BIN)/ci-registrar rule --markdown > docs/rules.md
 	$(BIN)/ci-registrar config reference > docs/configuration.md
 	$(BIN)/ci-registrar config schema > docs/ci-registrar.schema.json
+
+# README.md's first-run screenshots (docs/images/first-run-*.png), taken again in headless Chromium by
+# tests/test_first_run_browser.py; every other run of that test only checks README.md against the pages.
+screenshots: install
+	CI_REGISTRAR_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/test_first_run_browser.py
