@@ -23,14 +23,12 @@ run: install
 # ports and tmp directories (tests/conftest.py). PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) * 2 )))
 
-# Two runs, every test in one of them: the parallel one, then the tests that assert on wall time
-# (marked `serial`, tests/conftest.py) alone; the exit status is the worse of the two.
+# Every test, in two runs side by side (tests/run.sh): the parallel one at low CPU priority, and
+# beside it, at normal priority, the tests that assert on wall time (marked `serial`,
+# tests/conftest.py), one at a time; the exit status is the worse of the two.
 test: install
 	bash tests/services.sh
-	status=0; \
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -m "not serial" $(PYTEST_ARGS) || status=$$?; \
-	$(BIN)/python -m pytest -m serial $(PYTEST_ARGS) || { s=$$?; [ $$s -eq 5 ] || status=$$s; }; \
-	exit $$status
+	bash tests/run.sh $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 bench: install
 	$(BIN)/python bench/scan.py

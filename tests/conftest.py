@@ -71,10 +71,17 @@ def _scan_cache_dir(tmp_path_factory):
 
 
 # Tests that assert on wall time (a deadline the service promises). Under pytest-xdist they would
-# share the cores with the other workers' tests, so `make test` runs them afterwards, alone
-# (`-m serial`); mark a new one with @pytest.mark.serial or list its file or node id here.
+# share the cores with the other workers' tests, so `make test` runs them one at a time at normal
+# CPU priority, beside the others at low priority (tests/run.sh); mark a new one with
+# @pytest.mark.serial or list its file or node id here.
 SERIAL = (
-    "tests/test_adversarial.py",
+    # test_adversarial: an ordinary check's deadline under attack, and /readyz telling the truth
+    # through outages (its other tests assert on what happens, not when):
+    "tests/test_adversarial.py::test_an_attack_does_not_stop_an_ordinary_check",
+    "tests/test_adversarial.py::test_an_ondemand_attack_from_another_installation",
+    "tests/test_adversarial.py::test_serve_outlives_a_redis_outage_and_readyz_tells_the_truth",
+    "tests/test_adversarial.py::test_serve_outlives_a_postgresql_outage_and_readyz_tells_the_truth",
+    "tests/test_adversarial.py::test_a_worker_process_outlives_a_redis_outage",
     # test_limits bounds CPU (its in-process checks) except where a child process's wall-clock
     # limit is the subject:
     "tests/test_limits.py::test_bounded_run_stops_at_its_time_limit",

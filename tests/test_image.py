@@ -74,7 +74,10 @@ def test_the_images_command_runs_from_the_wheel_in_a_clean_virtualenv(tmp_path):
     [wheel] = wheels.glob("ci_registrar-*.whl")
 
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    # The image's build sets no PYTHON* variable: none of the test run's (PYTHONPYCACHEPREFIX would
+    # send the compiled bytecode out of the wheel's directories) reaches these steps.
+    bare = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120, env=bare)
     python = venv / "bin" / "python"
     purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                   capture_output=True, text=True, check=True).stdout.strip())
@@ -82,7 +85,7 @@ def test_the_images_command_runs_from_the_wheel_in_a_clean_virtualenv(tmp_path):
     # own .pth files (the checkout's editable install among them) are not processed.
     (purelib / "zz-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     install = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--compile", "--quiet",
-                              str(wheel)], capture_output=True, text=True, timeout=300)
+                              str(wheel)], capture_output=True, text=True, timeout=300, env=bare)
     assert install.returncode == 0, install.stdout + install.stderr
 
     # What the wheel holds: the package and its data; no top-level `app` module; bytecode compiled.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import threading
 import time
 from dataclasses import dataclass
@@ -23,6 +24,15 @@ class InstallationToken:
 
     def fresh(self, now: float) -> bool:
         return now < self.expires_at - REFRESH_MARGIN_S
+
+
+@functools.lru_cache(maxsize=8)
+def _signing_key(pem: str):
+    """The App's private key, parsed once per process. PyJWT given the PEM text parses it again at
+    every signature, and OpenSSL's RSA key check makes that about 60 ms of CPU each time."""
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    return load_pem_private_key(pem.encode() if isinstance(pem, str) else pem, password=None)
 
 
 def parse_expiry(value: str) -> float:
@@ -53,7 +63,8 @@ class AppAuth:
         now = self._clock()
         with self._lock:
             if force or self._jwt is None or now >= self._jwt[1] - 60:
-                self._jwt = (get_jwt(app_id=str(self.app_id), private_key=self._key, expiration=JWT_LIFETIME_S),
+                self._jwt = (get_jwt(app_id=str(self.app_id), private_key=_signing_key(self._key),
+                                     expiration=JWT_LIFETIME_S),
                              now + JWT_LIFETIME_S)
             return self._jwt[0]
 

@@ -28,6 +28,23 @@ from .server import LoopbackServer, Request, Response
 from .views import JsonViews
 
 
+
+# An RSA key costs ~50 ms of CPU to make, and the suite starts a few hundred simulators. Apps of
+# one simulator get distinct keys (a JWT signed with one App's key is refused for another), but
+# the n-th App of every simulator in a process gets the same one: simulators share nothing else.
+_APP_KEYS: list[tuple[object, str]] = []
+_APP_KEYS_LOCK = threading.Lock()
+
+
+def _app_key(ordinal: int):
+    with _APP_KEYS_LOCK:
+        while len(_APP_KEYS) <= ordinal:
+            key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            _APP_KEYS.append((key, key.private_bytes(serialization.Encoding.PEM,
+                                                     serialization.PrivateFormat.TraditionalOpenSSL,
+                                                     serialization.NoEncryption()).decode()))
+        return _APP_KEYS[ordinal]
+
 class GitHubSimulator(JsonViews, RestOperations, GitWriteOperations):
     """A stateful GitHub on loopback. See tests/simulator/README.md for the API."""
 
@@ -115,11 +132,8 @@ class GitHubSimulator(JsonViews, RestOperations, GitWriteOperations):
     def create_app(self, name: str = "CI Registrar", owner: str = "radixark",
                    slug: str | None = None, permissions: dict | None = None,
                    events: list | None = None) -> App:
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        pem = key.private_bytes(serialization.Encoding.PEM,
-                                serialization.PrivateFormat.TraditionalOpenSSL,
-                                serialization.NoEncryption()).decode()
         with self.lock:
+            key, pem = _app_key(len(self.apps))
             app_id = self._next_id()
             app = App(
                 id=app_id, slug=slug or re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"),
