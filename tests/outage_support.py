@@ -7,9 +7,9 @@ Used by tests/test_adversarial.py (short outages, in CI) and bench/adversarial.p
 
 from __future__ import annotations
 
-import json
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -18,7 +18,7 @@ import requests
 
 from tests.adversarial_support import Arena
 from tests.tcp_proxy import TcpProxy
-from tests.test_service_support import wait_for
+from tests.test_service_support import processed_in_log, wait_for
 
 
 @dataclass
@@ -157,12 +157,4 @@ class RedisOutage:
             client.close()
 
     def _processed(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for line in self.service.log_path.read_text(errors="replace").splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if record.get("event") == "delivery processed":
-                counts[record.get("delivery_id")] = counts.get(record.get("delivery_id"), 0) + 1
-        return counts
+        return dict(Counter(processed_in_log(self.service.log_path)))

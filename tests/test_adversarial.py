@@ -548,8 +548,8 @@ def test_serve_outlives_a_postgresql_outage_and_readyz_tells_the_truth(tmp_path,
     """The store (PostgreSQL) cut away for 8 s under `serve`, through the TCP proxy: deliveries
     keep being accepted (the queue is up), wait for the store, and are each processed exactly once
     after it is back; /readyz answers 503 (store unreachable) while it is cut, 200 after."""
-    import json
     import time
+    from collections import Counter
     from urllib.parse import urlsplit
 
     import requests
@@ -558,7 +558,7 @@ def test_serve_outlives_a_postgresql_outage_and_readyz_tells_the_truth(tmp_path,
     from bot.store.db import upgrade
     from tests.simulator import GitHubSimulator
     from tests.tcp_proxy import TcpProxy
-    from tests.test_service_support import wait_for
+    from tests.test_service_support import processed_in_log, wait_for
 
     upgrade(pg_url)
     target = urlsplit(pg_url.replace("postgresql+psycopg", "postgresql"))
@@ -595,14 +595,7 @@ def test_serve_outlives_a_postgresql_outage_and_readyz_tells_the_truth(tmp_path,
         deliver()
         assert wait_for(lambda: all(states().get(i) == "done" for i in heads), timeout=90), states()
         time.sleep(1)
-        processed: dict = {}
-        for line in arena.service.log_path.read_text(errors="replace").splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if record.get("event") == "delivery processed":
-                processed[record["delivery_id"]] = processed.get(record["delivery_id"], 0) + 1
+        processed = Counter(processed_in_log(arena.service.log_path))
         assert codes == [503] * len(codes), codes
         assert {i: processed.get(i) for i in heads} == {i: 1 for i in heads}, processed
         assert all(len(sim.check_runs(arena.miles, sha=sha)) == 1 for sha in heads.values())
@@ -666,18 +659,13 @@ def test_a_worker_process_outlives_a_redis_outage(github_sim, tmp_path, redis_pr
         proxy.close()
 
 
-def test_a_workflow_run_that_is_gone_ends_done_not_failed(fuzz_intake):
-    """Found by the fuzz above: a completed workflow_run whose run no longer exists (GitHub answers
-    404 for its jobs) has no durations to read; the job ends done, not as an internal error."""
+def _delivered(world, event: str, payload: dict) -> str:
+    """`payload` signed and posted to the App's /webhook as GitHub sends it, then processed; its delivery id."""
     import json
     import uuid
 
     from tests.simulator import sign
 
-    world, shapes = fuzz_intake
-    event, payload = shapes["workflow_run.completed"]
-    payload = json.loads(json.dumps(payload))
-    payload["workflow_run"]["id"] = 987654321
     body = json.dumps(payload).encode()
     delivery = str(uuid.uuid4())
     resp = world.client.post("/webhook", data=body, headers={
@@ -685,6 +673,19 @@ def test_a_workflow_run_that_is_gone_ends_done_not_failed(fuzz_intake):
         "X-Hub-Signature-256": sign(body, world.app.webhook_secret)})
     assert resp.status_code == 202
     world.drain()
+    return delivery
+
+
+def test_a_workflow_run_that_is_gone_ends_done_not_failed(fuzz_intake):
+    """Found by the fuzz above: a completed workflow_run whose run no longer exists (GitHub answers
+    404 for its jobs) has no durations to read; the job ends done, not as an internal error."""
+    import copy
+
+    world, shapes = fuzz_intake
+    event, payload = shapes["workflow_run.completed"]
+    payload = copy.deepcopy(payload)
+    payload["workflow_run"]["id"] = 987654321
+    delivery = _delivered(world, event, payload)
     assert _states(world)[delivery] == "done", _outcome(world, delivery)
 
 
@@ -692,22 +693,13 @@ def test_a_pull_request_whose_head_github_does_not_have_ends_done_not_failed(fuz
     """Found by the fuzz above: a pull_request delivery whose head SHA is no commit GitHub has (a
     head force-pushed away and collected) cannot get a check run (422 "No commit found"): the job
     ends done with nothing to check, not as an internal error."""
-    import json
-    import uuid
-
-    from tests.simulator import sign
+    import copy
 
     world, shapes = fuzz_intake
     event, payload = shapes["pull_request.synchronize"]
-    payload = json.loads(json.dumps(payload))
+    payload = copy.deepcopy(payload)
     payload["pull_request"]["head"]["sha"] = "c" * 40
-    body = json.dumps(payload).encode()
-    delivery = str(uuid.uuid4())
-    resp = world.client.post("/webhook", data=body, headers={
-        "X-GitHub-Event": event, "X-GitHub-Delivery": delivery, "Content-Type": "application/json",
-        "X-Hub-Signature-256": sign(body, world.app.webhook_secret)})
-    assert resp.status_code == 202
-    world.drain()
+    delivery = _delivered(world, event, payload)
     assert _states(world)[delivery] == "done", _outcome(world, delivery)
     assert world.sim.check_runs(world.repo, sha="c" * 40) == []
 
@@ -715,21 +707,12 @@ def test_a_pull_request_whose_head_github_does_not_have_ends_done_not_failed(fuz
 def test_a_delivery_for_an_installation_that_is_gone_ends_done_not_failed(fuzz_intake):
     """Found by the fuzz above: a delivery naming an installation GitHub no longer has (uninstalled
     since it was sent: 404 on its access token) ends done, logged, not as an internal error."""
-    import json
-    import uuid
-
-    from tests.simulator import sign
+    import copy
 
     world, shapes = fuzz_intake
     event, payload = shapes["check_run.rerequested"]
-    payload = json.loads(json.dumps(payload))
+    payload = copy.deepcopy(payload)
     payload["installation"]["id"] = 987654321
-    body = json.dumps(payload).encode()
-    delivery = str(uuid.uuid4())
-    resp = world.client.post("/webhook", data=body, headers={
-        "X-GitHub-Event": event, "X-GitHub-Delivery": delivery, "Content-Type": "application/json",
-        "X-Hub-Signature-256": sign(body, world.app.webhook_secret)})
-    assert resp.status_code == 202
-    world.drain()
+    delivery = _delivered(world, event, payload)
     assert _states(world)[delivery] == "done", _outcome(world, delivery)
     assert _outcome(world, delivery).startswith("installation gone")
