@@ -28,6 +28,7 @@ SUBCOMMANDS = {
     "db": "bot.commands.db:db",
     "durations": "bot.commands.durations:durations",
     "audit": "bot.commands.audit:audit",
+    "run-plan": "bot.commands.run_plan:run_plan",
 }
 
 # Top-level modules of the `app` extra (pyproject.toml) -> the distribution to name in the error.

@@ -24,7 +24,10 @@ CONFIG_PATH = ".github/ci-registrar.yml"
 
 SeverityName = Literal["failure", "warning", "notice", "off"]
 InputSource = Literal["suite", "head_sha", "pull_number", "files", "repository", "runs_on", "shards", "image",
-                      "runner_flags"]
+                      "runner_flags", "plan"]
+CacheMode = Literal["read-only", "scratch", "shared"]
+# A `dispatch:` entry under this key applies to every suite without an entry of its own.
+ANY_SUITE = "*"
 
 
 class _Struct(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -107,21 +110,33 @@ class DurationSource(_Struct):
 
 
 class Dispatch(_Struct):
-    """Where and how one suite runs on demand (checks/dispatch_plan.py turns it into a run plan)."""
+    """Where and how one suite runs on demand. Every None is read from the job of the target's own
+    CI that runs the suite, on the default branch (checks/ci_jobs.py, checks/dispatch_plan.py)."""
 
     workflow: str
     repository: str | None = None
     ref: str = "main"
+    # Which of the jobs that run the suite to copy: `<workflow file>` or `<workflow file>#<job id>`;
+    # None: the nightly job for a nightly suite, the PR job otherwise.
+    source: str | None = None
     # The GPUs one runner of the run occupies; None: read from its labels (`4gpu`, `...-gpu-8`),
     # else the GPU count in the suite name (stage-c-4-gpu-... -> 4), else 1.
     gpus: int | None = None
-    runs_on: list[str] | None = None  # None: the real runner shape for the suite's GPU count
-    shards: int = 1  # parallel jobs, each running the runner's --auto-partition-id/--auto-partition-size
-    image: str | None = None  # a tag of the workflow's image repository, or image@sha256:...; None: its default
-    runner_flags: list[str] | None = None  # None: read from the runner's options (checks/runner.py)
+    runs_on: list[str] | None = None  # None: the pool of the job that runs it, or a runner of the fleet that fits
+    larger_runner: bool = False  # a runner of the fleet with more GPUs than the suite needs may run it
+    shards: int | None = None  # parallel jobs (--auto-partition-size); None: the job's own partitions
+    image: str | None = None  # an image (tag, repository:tag, @sha256:...); None: the job's, resolved as it does
+    runner_flags: list[str] | None = None  # None: the job's own flags, each one the runner accepts
+    timeout_per_file_s: int | None = None  # None: the job's --timeout-per-file, else the runner's default
+    job_timeout_min: int | None = None  # None: the job's step (else job) timeout-minutes, else 360
+    install: list[str] | None = None  # None: the job's own install steps
+    # The GPU job's caches: `read-only` (the host's cache mounted read-only), `scratch` (none: each
+    # run starts empty) or `shared` (the host's cache writable, as the target's own CI mounts it:
+    # pull request code could then poison what later trusted jobs read; docs/on-demand-workflow.md).
+    cache: CacheMode = "read-only"
     inputs: dict[str, InputSource] = msgspec.field(
         default_factory=lambda: {"suite": "suite", "head_sha": "head_sha", "pull_number": "pull_number", "test_files": "files",
-                                 "runs_on": "runs_on", "shards": "shards", "image": "image", "runner_flags": "runner_flags"}
+                                 "plan": "plan"}
     )
 
 
@@ -161,6 +176,10 @@ class Config(_Struct):
     def severity_override(self, code: str) -> str | None:
         return self.rules.get(code)
 
+    def dispatch_for(self, suite: str) -> Dispatch | None:
+        """The suite's own `dispatch:` entry, else the `"*"` entry for every suite, else None."""
+        return self.dispatch.get(suite) or self.dispatch.get(ANY_SUITE)
+
 
 _WORKFLOW_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}\.ya?ml|\d{1,20}")
 _REPOSITORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}")
@@ -171,6 +190,12 @@ RUNNER_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 IMAGE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|[a-z0-9][a-z0-9._/-]{0,199}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})")
 RUNNER_FLAG = re.compile(r"--?[A-Za-z0-9][A-Za-z0-9-]{0,63}|[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_SHARDS = 8
+MAX_JOB_MINUTES = 360  # a GitHub-hosted or self-hosted job's limit on GitHub.com (timeout-minutes)
+_SOURCE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}\.ya?ml(#[A-Za-z_][A-Za-z0-9_-]{0,99})?")
+# An install command the shipped workflow can run as words (no shell features): what the targets'
+# own jobs run (`bash scripts/ci/amd/amd_ci_install_dependency.sh --skip-test-time-deps`,
+# `pip install -e . --no-deps --break-system-packages`).
+INSTALL_COMMAND = re.compile(r"[A-Za-z0-9_./=<>\[\],:+-]+(?: [A-Za-z0-9_./=<>\[\],:+-]+){0,30}")
 _PATH_PART = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
 
 
@@ -272,8 +297,20 @@ def _semantic_errors(config: Config) -> list[tuple[str, str]]:
                                            "(a trusted ref, never a commit SHA or a pull request ref)"))
         if d.gpus is not None and d.gpus < 1:
             errors.append((f"{where}.gpus", f"dispatch.{suite}.gpus must be at least 1"))
-        if not 1 <= d.shards <= MAX_SHARDS:
+        if d.shards is not None and not 1 <= d.shards <= MAX_SHARDS:
             errors.append((f"{where}.shards", f"dispatch.{suite}.shards must be from 1 to {MAX_SHARDS}"))
+        if d.timeout_per_file_s is not None and not 60 <= d.timeout_per_file_s <= MAX_JOB_MINUTES * 60:
+            errors.append((f"{where}.timeout_per_file_s", f"dispatch.{suite}.timeout_per_file_s must be from 60 to "
+                                                          f"{MAX_JOB_MINUTES * 60} seconds"))
+        if d.job_timeout_min is not None and not 1 <= d.job_timeout_min <= MAX_JOB_MINUTES:
+            errors.append((f"{where}.job_timeout_min", f"dispatch.{suite}.job_timeout_min must be from 1 to "
+                                                       f"{MAX_JOB_MINUTES} (GitHub's limit for a job)"))
+        if d.source is not None and not _SOURCE.fullmatch(d.source):
+            errors.append((f"{where}.source", f"dispatch.{suite}.source must be a workflow file name, optionally "
+                                              "with `#<job id>` (`nightly-test-amd.yml#nightly-test-1-gpu-mi35x`)"))
+        if d.install is not None and (len(d.install) > 10 or not all(INSTALL_COMMAND.fullmatch(x) for x in d.install)):
+            errors.append((f"{where}.install", f"dispatch.{suite}.install: at most 10 commands of plain words "
+                                               "(no `$`, backquotes, `;`, `|`, `&` or redirections)"))
         if d.runs_on is not None and (not 1 <= len(d.runs_on) <= 10 or not all(RUNNER_LABEL.fullmatch(x) for x in d.runs_on)):
             errors.append((f"{where}.runs_on", f"dispatch.{suite}.runs_on must be 1 to 10 runner labels of letters, "
                                                "digits, `.`, `_` and `-`"))

@@ -163,6 +163,7 @@ class RunnerOption:
     flag: str
     takes_value: bool  # False for store_true/store_false/store_const/count
     choices: tuple[str, ...] | None = None  # None: any value (or choices the engine cannot read)
+    default: int | str | None = None  # a literal `default=` (the runner's --timeout-per-file when none is passed)
 
 
 def _glob_regex(pattern: str) -> str:
@@ -780,8 +781,11 @@ def read_options(facts: RunnerFacts, runner: _Module) -> None:
         action = keywords.get("action")
         takes_value = not (isinstance(action, ast.Constant) and action.value in _FLAG_ACTIONS)
         choices = _literal_strings(keywords.get("choices"), runner.bindings)
+        default = keywords.get("default")
+        default = default.value if isinstance(default, ast.Constant) and isinstance(default.value, (int, str)) \
+            and not isinstance(default.value, bool) else None
         for flag in flags:
-            options[flag] = RunnerOption(flag, takes_value, choices)
+            options[flag] = RunnerOption(flag, takes_value, choices, default)
     facts.options = options or None
 
 

@@ -500,6 +500,11 @@ class InstallationClient:
                 out[expression] = (oid, data_bytes)
         return out
 
+    def branch_head(self, repo: str, branch: str) -> str:
+        """The commit a branch points to now (GET git/ref/heads/{branch})."""
+        data = self.get_json(f"/repos/{repo}/git/ref/heads/{quote(branch)}", "/repos/{owner}/{repo}/git/ref/{ref}")
+        return data["object"]["sha"]
+
     def file_at(self, repo: str, path: str, ref: str | None) -> bytes | None:
         """A file's bytes at a ref (a branch: so asked with If-None-Match, a 304 costs nothing); None if absent.
 

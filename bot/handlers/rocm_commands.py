@@ -175,7 +175,8 @@ def resume(pull: Pull, request, comment: dict, note: str | None = None) -> None:
         flow.open_request_check(pull, request, comment.get("html_url"))
         reply(pull, f"comment:{pull.repo}:{comment['id']}",
               texts.waiting(request.requester, request.suite, request.head_sha, flow.selected_rows(request),
-                            request.cost_gpu_hours, request.details.get("gpus", 1), note, flow.cost_notes(request)))
+                            request.cost_gpu_hours, request.details.get("gpus", 1), note, flow.cost_notes(request),
+                            request.details.get("run_plan")))
 
 
 # -- /approve-rocm, /deny-rocm, /rocm-status ------------------------------------------------------

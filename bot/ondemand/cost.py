@@ -148,5 +148,6 @@ def cost_selection(selection, contract, config, store_url: str, repository: str)
         rows = [r for r in rows if r.n >= calibration.min_samples and r.p90 is not None]
         return max((float(r.p90) for r in rows), default=None)
 
+    # the per-file timeout the dispatched job enforces (the run plan's, from the job that runs the suite)
     return cost_files(per_file, selection.gpus, est_time_positive=bool(getattr(contract, "est_time_positive", False)),
-                      timeout_per_file_s=calibration.timeout_per_file_s, p90_of=p90_of, shards=selection.plan.shards)
+                      timeout_per_file_s=selection.plan.timeout_per_file_s, p90_of=p90_of, shards=selection.plan.shards)

@@ -15,6 +15,7 @@ SHA is the one GitHub reports for the PR now.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 
 from bot.durations import ingest_job_log
@@ -26,6 +27,7 @@ from bot.ondemand.selection import Outcome, Selection, analyse_bounded
 from bot.sources import GitHubTree
 from bot.store import ondemand as store
 from checks.config import CONFIG_PATH, Config, load_config
+from checks.dispatch_plan import partition
 from checks.durations import parse_job_log, runner_timeout
 
 BUDGET_WINDOW = dt.timedelta(hours=24)
@@ -50,6 +52,7 @@ class Pull:
     config: Config
     _analysis: Outcome | None = field(default=None, repr=False)
     _tree: object = field(default=None, repr=False)
+    _default_tree: object = field(default=None, repr=False)
 
     @property
     def client(self):
@@ -73,12 +76,26 @@ class Pull:
             self._tree = GitHubTree(self.client, self.repo, self.head_sha)
         return self._tree
 
+    @property
+    def default_branch(self) -> str:
+        return ((self.data.get("base") or {}).get("repo") or {}).get("default_branch") or "main"
+
+    @property
+    def default_tree(self):
+        """The default branch now, at one commit: the CI an on-demand run copies (never the PR's)."""
+        if self._default_tree is None:
+            self._default_tree = GitHubTree(self.client, self.repo, self.client.branch_head(self.repo, self.default_branch))
+        return self._default_tree
+
     def analyse(self, suite: str | None = None, files=()) -> Outcome:
-        """The head's runnable suites (and `suite`'s selection), read in the bounded analysis child."""
+        """The head's runnable suites (and `suite`'s selection and plan), read in the bounded
+        analysis child, with the default branch's CI and the external consumers' workflows."""
+        from bot.sources import external_consumers
         from bot.store.index import RegistrationIndex
 
         self._analysis = analyse_bounded(self.tree, self.config, suite=suite, files=files, head_sha=self.head_sha,
-                                         scan_cache=RegistrationIndex(self.store_url, self.repo), log=self.job.log)
+                                         scan_cache=RegistrationIndex(self.store_url, self.repo), log=self.job.log,
+                                         base=self.default_tree, consumers_from=external_consumers(self.client, self.config))
         return self._analysis
 
     def runnable_suites(self) -> list[str] | None:
@@ -116,10 +133,13 @@ def requested_files(request) -> list[str]:
 def details(requested: list[str], selection: Selection, costing: Costing, hardware: str) -> dict:
     """What a request keeps: the files asked for, each selected file with its est_time as
     registered, how the budget costed each (bot/ondemand/cost.py) and the reply's notes on that,
-    and where and how it runs (checks/dispatch_plan.py: the dispatch's inputs)."""
+    and where and how it runs (checks/dispatch_plan.py): the dispatch's inputs (`plan`) and the
+    plan as `run-plan --format json` shows it (`run_plan`), which the replies and the completed
+    check run read (its per-file timeout judges each file)."""
     return {"requested": list(requested), "selected": [[f.file, f.est_time] for f in costing.files],
-            "costed": costing.as_details(), "cost_notes": costing.notes(hardware), "gpus": selection.gpus,
-            "plan": selection.plan.inputs()}
+            "costed": costing.as_details(), "cost_notes": costing.notes(hardware) + list(selection.notes),
+            "gpus": selection.gpus, "plan": selection.plan.inputs(),
+            "run_plan": selection.plan.as_json(costing.gpu_hours)}
 
 
 def cost_notes(request) -> list[str]:
@@ -422,7 +442,8 @@ def follow_through(pull: Pull, request, *, approved_by: str | None) -> None:
     reply(pull, key, texts.dispatched(request.suite, request.head_sha, pull.number, request.run_url, rows,
                                       request.cost_gpu_hours, request.details.get("gpus", 1),
                                       used, float(pull.config.budgets.daily_gpu_hours), approved_by,
-                                      cost_notes(request), int(request.details.get("plan", {}).get("shards", 1))),
+                                      cost_notes(request), int(request.details.get("plan", {}).get("shards", 1)),
+                                      request.details.get("run_plan")),
           step="dispatched")
 
 
@@ -564,24 +585,69 @@ def verdict(status: str, elapsed: float, est: float | None, timeout_per_file_s: 
     return "over the runner's timeout"
 
 
+def _read_logs(run_client, run_repo: str, jobs: list[dict]) -> tuple[dict, list[tuple[dict, str, bool]]]:
+    """Every completed job's log: ({job id: text}, [(job, why it was not read, worth trying again)])."""
+    from bot.github.retry import RateLimited
+
+    logs: dict = {}
+    unread: list[tuple[dict, str, bool]] = []
+    for ran in jobs:
+        try:
+            logs[ran["id"]] = run_client.job_log(run_repo, ran["id"])
+        except RateLimited:
+            raise  # the job comes back after the wait GitHub asked for, its attempt not spent on the log
+        except TransientError as exc:
+            unread.append((ran, f"GitHub did not serve its log ({str(exc)[:120]})", True))
+        except GitHubError as exc:
+            if exc.status in GONE:
+                unread.append((ran, f"GitHub answers {exc.status} for its log (expired or deleted)", False))
+            elif exc.status >= 500 or exc.status == 0:
+                unread.append((ran, f"GitHub answered {exc.status} for its log", True))
+            else:
+                raise
+    return logs, unread
+
+
+def _last_attempt(job) -> bool:
+    from bot.github.retry import RetryPolicy
+
+    return int(getattr(job, "attempt", 1) or 1) >= RetryPolicy.from_env().job_attempts
+
+
+def _shard_of(name: str) -> int | None:
+    m = re.search(r"shard (\d+)", name or "")
+    return int(m.group(1)) if m else None
+
+
 def finish(job, request, run: dict, run_client) -> None:
     """A dispatched run completed: per-file results onto "MI350 · <suite>", durations into the store.
 
     Durations belong to the PR's repository and head SHA: the run executes on the trusted branch
     of the workflow's repository, so its own head_sha says nothing about the code that was tested.
     `run_client`: a client for the repository the run lives in.
+
+    Every shard's log is read. A log GitHub fails to serve (5xx, no answer) is asked for again
+    with the job's own retries (bot/tasks.py: backoff, a bounded number of attempts); on the last
+    attempt, or for a log that is gone (404/410), the check run completes `neutral` and names the
+    shard whose log could not be read: a run is never `success` with results missing, and never
+    left in progress because a log would not download.
     """
     run_repo = request.dispatch_repository
     pr_client = client_for(job, request.repository, (run_repo, run_client))
     config, _problems = trusted_config(pr_client, request.repository, None)  # None: its default branch
-    timeout_per_file = config.calibration.timeout_per_file_s if config else 1800
+    view = request.details.get("run_plan") or {}
+    # the per-file timeout the dispatched job enforced (the run plan's), else the configured one
+    timeout_per_file = int(view.get("timeout_per_file_s") or (config.calibration.timeout_per_file_s if config else 1800))
     est_of = dict(selected_rows(request))
+    ran_jobs = [ran for ran in tolerate_gone(lambda: run_client.run_jobs(run_repo, int(run["id"]))) or []
+                if ran.get("status") == "completed" and ran.get("conclusion") != "skipped"]
+    logs, unread = _read_logs(run_client, run_repo, ran_jobs)
+    if any(retry for _ran, _why, retry in unread) and not _last_attempt(job):
+        raise TransientError(f"{sum(1 for u in unread if u[2])} shard log(s) of run {run['id']} not served yet")
     latest: dict[str, dict] = {}
-    for ran in tolerate_gone(lambda: run_client.run_jobs(run_repo, int(run["id"]))) or []:
-        if ran.get("status") != "completed" or ran.get("conclusion") == "skipped":
-            continue
-        text = tolerate_gone(lambda: run_client.job_log(run_repo, ran["id"]))  # noqa: B023 - called at once
-        if text is None:  # the log is gone (expired or deleted): the other jobs still count
+    for ran in ran_jobs:
+        text = logs.get(ran["id"])
+        if text is None:
             continue
         for record in parse_job_log(text).records:
             est = est_of.get(record.file, record.est_time)
@@ -592,20 +658,33 @@ def finish(job, request, run: dict, run_client) -> None:
                        runner_labels=ran.get("labels") or (), head_sha=request.head_sha, workflow=run.get("path"),
                        source=f"on-demand:{request.id}", backend="rocm", suite=request.suite,
                        hardware_mapping=config.hardware if config else None)
-    conclusion = run.get("conclusion") if run.get("conclusion") in CONCLUSIONS else "neutral"
-    # A selected file no job reported (a shard that died, a file the runner left out) is shown too.
+    # Which shard a missing file was in: the runner's own split of the selected files.
+    shards = int(view.get("shards") or request.details.get("plan", {}).get("shards") or 1)
+    split = partition({f: float(e or 0) for f, e in est_of.items()}, shards) if shards > 1 else [list(est_of)]
+    shard_of_file = {f: i for i, files in enumerate(split) for f in files}
+    unread_shards = {_shard_of(ran.get("name", "")): (ran, why) for ran, why, _retry in unread}
+    # A selected file no job reported (a shard that died, a log not read, a file the runner left out) is shown too.
     for missing in set(est_of) - set(latest):
+        lost = unread_shards.get(shard_of_file.get(missing)) or (unread_shards.get(None) if len(unread_shards) == 1 else None)
+        why = f"its shard's log could not be read ({lost[0].get('name') or lost[0]['id']})" if lost else "not in any job's log"
         latest[missing] = {"file": missing, "status": "NO RESULT", "elapsed": None, "est_time": est_of[missing],
-                           "verdict": "not in any job's log"}
+                           "verdict": why}
     rows = [latest[f] for f in sorted(latest)]
+    conclusion = run.get("conclusion") if run.get("conclusion") in CONCLUSIONS else "neutral"
+    missing_results = bool(unread) or any(r["status"] == "NO RESULT" for r in rows)
+    if missing_results and conclusion in ("success", "skipped"):
+        conclusion = "neutral"  # never success while a result is missing
+    not_read = [f"{ran.get('name') or 'job'} (job {ran['id']}): {why}" for ran, why, _retry in unread]
     if request.run_check_run_id is not None:
         tolerate_gone(lambda: pr_client.update_check_run(request.repository, request.run_check_run_id, {
             "status": "completed", "conclusion": conclusion, "completed_at": _iso_now(),
             "output": texts.run_finished_output(request.suite, conclusion, request.run_url or run.get("html_url"),
-                                                rows)}))
+                                                rows, not_read)}))
     if store.transition(job.store_url, request.id, [store.DISPATCHED], store.COMPLETED, completed_at=store.now()):
+        detail = f"{conclusion}: {sum(1 for r in rows if r['status'] == 'PASS')} of {len(rows)} passed"
+        if not_read:
+            detail += f"; {len(not_read)} shard log(s) not read"
         store.audit(job.store_url, repository=request.repository, action="completion", pull_number=request.pull_number,
                     head_sha=request.head_sha, suite=request.suite, files=requested_files(request),
                     cost_gpu_hours=request.cost_gpu_hours, run_id=int(run["id"]), request_id=request.id,
-                    detail=f"{conclusion}: {sum(1 for r in rows if r['status'] == 'PASS')} of {len(rows)} passed",
-                    delivery_id=job.delivery_id)
+                    detail=detail, delivery_id=job.delivery_id)

@@ -1,9 +1,14 @@
-"""What a /run-rocm command selects at the PR's head SHA: the suite's ROCm registrations, and their cost.
+"""What a /run-rocm command selects at the PR's head SHA, and the plan it is dispatched with.
 
-The suite must be in the head SHA's inventory as a ROCm suite (the PR's own code says what it
-registers) AND in the dispatch table of the configuration from the default branch (only the
-trusted branch says what may be dispatched, and to which workflow). Read statically through
-checks/, like the PR check: the repository's code is never executed here.
+The suite must be a ROCm suite (of the head's inventory, or of the default branch's: its
+inventory or a job of its CI that runs it with a ROCm backend) AND have a dispatch entry in the
+configuration from the default branch (its own, or the `"*"` entry): only the trusted branch says
+what may be dispatched, and to which workflow. Where and how it runs is the plan
+(checks/dispatch_plan.py), made from the default branch's CI (checks/target_ci.py): nothing of it
+comes from the pull request, whose head gives only the test files. The files are the ones the
+runner itself selects for the plan's flags (its cadence, its label policy), so what is listed and
+charged is what runs. Read statically through checks/, like the PR check: the repository's code
+is never executed here. `ci-registrar run-plan` calls the same `select`.
 
 Reading the PR's files is analysis of PR content, so it runs where the PR check runs: in the
 bounded analysis child (bot/analysis.py), under the same time and memory limits and the same
@@ -22,6 +27,7 @@ from checks.dispatch_plan import NoRunner, RunPlan, plan
 from checks.engine import Context, _scan, discover
 from checks.limits import Budget, Limits
 from checks.model import Backend, Registration
+from checks.target_ci import TargetCI, read_target_ci
 
 ENGINE = "bot.ondemand.selection:analyse"
 
@@ -32,6 +38,7 @@ class Selection:
     dispatch: Dispatch
     registrations: list[Registration]
     plan: RunPlan
+    notes: list[str] = field(default_factory=list)  # what the listing could not tell (the reply says it)
 
     @property
     def gpus(self) -> int:
@@ -50,40 +57,73 @@ class NotSelectable(Exception):
     """The command names something this PR cannot run; the message is shown to the user."""
 
 
-def rocm_suites(contract: Contract) -> set[str]:
+def rocm_suites(contract: Contract, target: TargetCI | None = None) -> set[str]:
     # ROCm and AMD (sglang's name for the same GPUs) are one hardware family
-    return contract.suite_names(Backend.ROCM) | contract.suite_names(Backend.AMD)
+    names = contract.suite_names(Backend.ROCM) | contract.suite_names(Backend.AMD)
+    return names | target.rocm_suites() if target is not None else names
 
 
-def runnable_suites(contract: Contract, config: Config) -> list[str]:
-    """ROCm suites of the head SHA that the trusted dispatch table maps to a workflow."""
-    return sorted(rocm_suites(contract) & set(config.dispatch))
+def runnable_suites(contract: Contract, config: Config, target: TargetCI | None = None) -> list[str]:
+    """ROCm suites that the trusted dispatch table maps to a workflow (their own entry, or `"*"`)."""
+    return sorted(s for s in rocm_suites(contract, target) if config.dispatch_for(s) is not None)
 
 
-def check_suite(suite: str, contract: Contract, config: Config, head_sha: str) -> Dispatch:
+def check_suite(suite: str, contract: Contract, config: Config, head_sha: str, target: TargetCI | None = None) -> Dispatch:
     short = head_sha[:7]
     inventory = config.paths.suites_module
-    if suite not in rocm_suites(contract):
+    if suite not in rocm_suites(contract, target):
         owners = [b.value for b in contract.owners(suite)]
         if owners:
             raise NotSelectable(f"`{suite}` is a {' and '.join(owners)} suite, not a ROCm one: "
                                 f"`/run-rocm` runs ROCm suites only")
-        raise NotSelectable(f"`{suite}` is not a ROCm suite in {inventory} at {short}")
-    dispatch = config.dispatch.get(suite)
+        raise NotSelectable(f"`{suite}` is not a ROCm suite in {inventory} at {short}, nor one the default "
+                            f"branch's workflows run")
+    dispatch = config.dispatch_for(suite)
     if dispatch is None:
         raise NotSelectable(f"`{suite}` is a ROCm suite, but the configuration on the default branch maps no "
                             f"workflow to it (`dispatch:` in .github/ci-registrar.yml), so it cannot run on demand")
     return dispatch
 
 
+def runner_selects(run: RunPlan, target: TargetCI, notes: list[str]):
+    """Which registrations the runner runs for the plan's flags: its label policy for the plan's
+    cadence (miles: the nightly cadence leaves out `long` tests), else only the cadence (sglang:
+    `nightly=True` registrations need `--nightly`)."""
+    policy = target.label_policy
+    if policy is not None:
+        chosen = policy.selection(run.cadence or "regular", run.match_all_labels)
+        if chosen is not None:
+            return lambda r: chosen.selects(r.labels, r.nightly)
+        notes.append(f"the runner's label policy ({policy.where}) could not be read for this cadence: every enabled "
+                     f"registration is listed and charged; the runner may run fewer")
+    elif target.contract.labels is not None and target.options and "--match-all-labels" in target.options \
+            and not run.match_all_labels:
+        notes.append("the runner selects by labels, and its policy could not be read: every enabled registration is "
+                     "listed and charged; the runner may run fewer")
+    return lambda r: run.admit_nightly or not r.nightly
+
+
 def select(tree, config: Config, contract: Contract, suite: str, files: list[str], head_sha: str,
-           budget: Budget | None = None, scan_cache=None) -> Selection:
-    """The enabled ROCm registrations of `suite` at the head (of `files` only, when given).
+           budget: Budget | None = None, scan_cache=None, *, target: TargetCI | None = None) -> Selection:
+    """The ROCm registrations of `suite` at the head that its run plan runs (of `files` only, when
+    given), and that plan. `target`: the default branch's CI (checks/target_ci.py); None reads it
+    from `tree` itself (a local checkout, where the two are one).
 
     Files are scanned as the PR check scans them (checks.engine._scan: the caps of `budget`, the
     scan cache), so a file the check could not read cannot be costed either: it is refused.
     """
-    dispatch = check_suite(suite, contract, config, head_sha)
+    budget = budget or Budget()
+    if target is None:
+        target = read_target_ci(tree, config, budget)
+    dispatch = check_suite(suite, contract, config, head_sha, target)
+    try:
+        run = plan(suite, dispatch, target.options, list(files), jobs=target.jobs, fleet=target.fleet,
+                   suites_module=config.paths.suites_module,
+                   default_timeout_per_file_s=config.calibration.timeout_per_file_s)
+    except NoRunner as exc:
+        raise NotSelectable(str(exc)) from None
+    notes: list[str] = []
+    runs = runner_selects(run, target, notes) if not files else (lambda r: True)
     short = head_sha[:7]
     if files:
         candidates = list(files)
@@ -93,7 +133,6 @@ def select(tree, config: Config, contract: Contract, suite: str, files: list[str
             raise NotSelectable(f"`{missing[0]}` does not exist at {short}")
     else:
         candidates = discover(tree.paths(), config, contract)
-    budget = budget or Budget()
     ctx = Context(config, contract, [], budget=budget, scan_cache=scan_cache)
     _scan(ctx, tree, candidates)
     chosen: list[Registration] = []
@@ -112,14 +151,13 @@ def select(tree, config: Config, contract: Contract, suite: str, files: list[str
                 raise NotSelectable(f"`{path}` has no ROCm registration in `{suite}` at {short}")
             if all(r.disabled for r in mine):
                 raise NotSelectable(f"`{path}`'s registration in `{suite}` is disabled at {short}")
-        chosen.extend(r for r in mine if not r.disabled)
+        chosen.extend(r for r in mine if not r.disabled and runs(r))
     if not chosen:
-        raise NotSelectable(f"no enabled test file is registered in `{suite}` at {short}: nothing to run")
-    try:
-        run = plan(suite, dispatch, contract.facts.options, list(files))
-    except NoRunner as exc:
-        raise NotSelectable(str(exc)) from None
-    return Selection(suite, dispatch, chosen, run)
+        what = "" if files else " that its run selects (" + (f"cadence {run.cadence}" if run.cadence else "the runner's default cadence") + ")"
+        raise NotSelectable(f"no enabled test file is registered in `{suite}` at {short}{what}: nothing to run")
+    selection = Selection(suite, dispatch, chosen, run, notes)
+    selection.plan = run.with_files(selection.files)
+    return selection
 
 
 # -- in the analysis child ------------------------------------------------------------------------
@@ -134,32 +172,41 @@ class Outcome:
 
 
 def analyse(head, base=None, changed=None, *, config_text=None, limits: Limits | None = None, scan_cache=None,
-            config: Config, suite: str | None = None, files: tuple[str, ...] = (), head_sha: str = "") -> Outcome:
-    """The child's job (bot.analysis runs it as its engine): read the head's contract, then select.
+            config: Config, suite: str | None = None, files: tuple[str, ...] = (), head_sha: str = "",
+            consumers_from: dict | None = None) -> Outcome:
+    """The child's job (bot.analysis runs it as its engine): read the head's contract and the
+    default branch's CI (`base`: the default branch, never the PR), then select.
 
     `config` is the trusted configuration (the default branch's, read by the worker); the PR's
-    copy is never read. `config_text` and `base` are the engine interface's and unused.
+    copy is never read. `config_text` is the engine interface's and unused. Without `base` (an
+    older caller) the plan has no target CI to copy and refuses what it cannot plan.
     """
     budget = Budget(limits)
     contract = read_contract(head, config, budget)
-    outcome = Outcome(runnable_suites(contract, config), est_time_positive=contract.est_time_positive)
+    target = read_target_ci(base, config, budget, consumers_from) if base is not None else TargetCI(Contract())
+    # whether the runner rejects est_time <= 0 is the trusted runner's rule, like the rest of the plan
+    positive = (target.contract if base is not None else contract).est_time_positive
+    outcome = Outcome(runnable_suites(contract, config, target), est_time_positive=positive)
     if suite is not None:
         try:
-            outcome.selection = select(head, config, contract, suite, list(files), head_sha, budget, scan_cache)
+            outcome.selection = select(head, config, contract, suite, list(files), head_sha, budget, scan_cache,
+                                       target=target)
         except NotSelectable as exc:
             outcome.refusal = str(exc)
     return outcome
 
 
 def analyse_bounded(tree, config: Config, *, suite: str | None = None, files=(), head_sha: str = "",
-                    scan_cache=None, log=None) -> Outcome:
+                    scan_cache=None, log=None, base=None, consumers_from: dict | None = None) -> Outcome:
     """`analyse` in the bounded analysis child. A limit reached is a refusal that names it.
+    `base`: the default branch's tree (bot.sources.GitHubTree), whose CI the plan copies.
 
     Raises bot.analysis.AnalysisError when the child raised (a bug: the job's failure handling applies).
     """
     from bot.analysis import LimitExceeded, run_check_bounded
 
-    result = run_check_bounded(tree, None, None, config_text=None, engine=ENGINE, scan_cache=scan_cache, log=log,
+    result = run_check_bounded(tree, base, None, config_text=None, engine=ENGINE, scan_cache=scan_cache, log=log,
+                               consumers_from=consumers_from,
                                arguments={"config": config, "suite": suite, "files": tuple(files), "head_sha": head_sha})
     if isinstance(result, LimitExceeded):
         where = f" while reading `{result.file}`" if result.file else ""

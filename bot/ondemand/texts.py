@@ -14,6 +14,7 @@ import json
 import re
 
 from bot.ondemand.grammar import GRAMMAR
+from checks.dispatch_plan import plan_lines
 
 REQUEST_CHECK = "MI350 run request · {suite}"
 RUN_CHECK = "MI350 · {suite}"
@@ -64,14 +65,22 @@ def _selected_table(files_with_est: list[tuple[str, float | None]]) -> str:
     return "| test file | est_time |\n| --- | --- |\n" + rows
 
 
+def plan_block(view: dict | None) -> str:
+    """The run plan (checks/dispatch_plan.py, as `ci-registrar run-plan` prints it), or nothing
+    for a request stored before plans were kept."""
+    if not view:
+        return ""
+    return "\n\nRun plan:\n" + "\n".join(f"- {line}" for line in plan_lines(view))
+
+
 def waiting(user: str, suite: str, head_sha: str, files_with_est, cost: float, gpus: int, note: str | None,
-            costed: list[str] | None = None) -> str:
+            costed: list[str] | None = None, plan: dict | None = None) -> str:
     text = (f"@{user} your request to run `{suite}` on {head_sha[:7]} is waiting for a maintainer "
             f"({len(files_with_est)} test file(s), about {hours(cost)} GPU-hours on {gpus} GPU(s)).\n\n"
             f"A maintainer approves it with `/approve-rocm` or the **Approve run** button of the "
             f"\u201c{REQUEST_CHECK.format(suite=suite)}\u201d check, or refuses it with `/deny-rocm [reason]`. "
             f"An approval holds for this commit only: a new push makes the request stale.\n\n"
-            + _selected_table(files_with_est) + cost_notes(costed or []))
+            + _selected_table(files_with_est) + cost_notes(costed or []) + plan_block(plan))
     if note:
         text += f"\n\nNote: {note}."
     return text
@@ -79,14 +88,14 @@ def waiting(user: str, suite: str, head_sha: str, files_with_est, cost: float, g
 
 def dispatched(suite: str, head_sha: str, number: int, run_url: str | None, files_with_est, cost: float, gpus: int,
                used: float, limit: float, approved_by: str | None, costed: list[str] | None = None,
-               shards: int = 1) -> str:
+               shards: int = 1, plan: dict | None = None) -> str:
     link = f"[the workflow run]({run_url})" if run_url else "the workflow run (its link follows on the check run)"
     who = f" (approved by @{approved_by})" if approved_by else ""
     return (f"Dispatched `{suite}` on {head_sha} for #{number}{who}: {link}.\n\n"
             + _selected_table(files_with_est)
             + f"\n\nEstimated cost: {hours(cost)} GPU-hours ({_cost_basis(gpus, shards)}). "
               f"Used in the last 24 hours, this one included: {hours(used)} of {hours(limit)} GPU-hours."
-            + cost_notes(costed or []))
+            + cost_notes(costed or []) + plan_block(plan))
 
 
 def _cost_basis(gpus: int, shards: int) -> str:
@@ -225,9 +234,11 @@ def run_superseded_output(suite: str, new_head: str, run_url: str | None) -> dic
                        "an older head of the pull request."}
 
 
-def run_finished_output(suite: str, conclusion: str, run_url: str | None, rows: list[dict]) -> dict:
+def run_finished_output(suite: str, conclusion: str, run_url: str | None, rows: list[dict],
+                        not_read: list[str] | None = None) -> dict:
     """rows: {file, status, elapsed, est_time, verdict} per file the run reported, over all its jobs;
-    a selected file no job reported has status `NO RESULT` and elapsed None."""
+    a selected file no job reported has status `NO RESULT` and elapsed None. not_read: each shard
+    whose log could not be read, with why (the check then concludes neutral)."""
     link = f"[workflow run]({run_url})" if run_url else "the workflow run"
     if any(r["elapsed"] is not None for r in rows):
         body = "| test file | status | elapsed | est_time | verdict |\n| --- | --- | --- | --- | --- |\n" + "\n".join(
@@ -236,5 +247,11 @@ def run_finished_output(suite: str, conclusion: str, run_url: str | None, rows: 
     else:
         body = "The run's logs held no per-file result lines."
     passed = sum(1 for r in rows if r["status"] == "PASS")
-    return {"title": f"{conclusion}: {passed} of {len(rows)} test file(s) passed",
-            "summary": f"`{suite}`: {link} finished with `{conclusion}`.\n\n{body}"}
+    unread = ""
+    if not_read:
+        unread = ("\n\nNot every shard's log could be read, so this run is not counted as a pass:\n"
+                  + "\n".join(f"- {code(line)}" for line in not_read))
+    title = f"{conclusion}: {passed} of {len(rows)} test file(s) passed"
+    if not_read:
+        title += f"; {len(not_read)} shard log(s) not read"
+    return {"title": title, "summary": f"`{suite}`: {link} finished with `{conclusion}`.{unread}\n\n{body}"}
