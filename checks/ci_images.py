@@ -28,6 +28,7 @@ DATE, VERSION = "{date}", "{version}"
 # NAME= at the start of a command: a line's start, after `;`, `&&`, `||`, `then`, `else`, `do`,
 # `export`/`local`/`readonly`, or a `case` pattern's `)`; the value is one shell word (read_word).
 _ASSIGN = re.compile(r"(?:^|[;&|]\s*|\b(?:then|else|do|export|local|readonly)\s+|^\s*[^)#\s(]+\)\s*)\s*([A-Za-z_]\w*)=")
+_EMPTY_TEST = re.compile(r"-z\s+\"?\$\{?([A-Za-z_]\w*)\}?\"?")
 _POSITIONAL = re.compile(r"\$\{?[0-9@*#]")
 _REF = re.compile(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
 _DATE_SUB = re.compile(r"\$\(date\b[^)]*\+%Y%m%d\)")
@@ -69,12 +70,24 @@ class Shell:
         self.text = text
         self.scope = scope or Scope()
         self.values: dict[str, list[str]] = {}
+        self.defaults: dict[str, list[str]] = {}  # set only when the variable is empty (`[ -z "$X" ] && X=...`)
         lines = text.replace("\\\n", " ").split("\n")
+        guards: list[str | None] = []  # per open `if`: the variable it tests for emptiness
         for line in lines:
-            if line.lstrip().startswith("#"):
+            stripped = line.strip()
+            if stripped.startswith("#"):
                 continue
+            empty_test = _EMPTY_TEST.search(line)
+            if re.match(r"(?:el)?if\b", stripped) and not re.search(r"\bfi\s*;?\s*$", stripped):
+                if stripped.startswith("elif") and guards:
+                    guards.pop()
+                guards.append(empty_test.group(1) if empty_test else None)
             for m in _ASSIGN.finditer(line):
-                self.values.setdefault(m.group(1), []).append(_unquote(read_word(line, m.end())))
+                name = m.group(1)
+                default = name in guards or (empty_test is not None and empty_test.group(1) == name)
+                (self.defaults if default else self.values).setdefault(name, []).append(_unquote(read_word(line, m.end())))
+            if re.match(r"fi\b", stripped) and guards:
+                guards.pop()
         self.preset = dict(preset or {})
         m = _DAYS.search(text)
         self.days = int(m.group(1) or m.group(2)) + 1 if m else 0
@@ -106,8 +119,13 @@ class Shell:
     def variable(self, name: str, prefer: str = "", depth: int = 0) -> str | None:
         if name in self.preset:
             return self.preset[name]
+        got = self._candidates(self.values.get(name, []), name, prefer, depth)
+        # an empty-guarded default applies only when nothing else gives the variable a value
+        return got if got is not None else self._candidates(self.defaults.get(name, []), name, prefer, depth)
+
+    def _candidates(self, values: list[str], name: str, prefer: str, depth: int) -> str | None:
         candidates = []
-        for raw in self.values.get(name, []):
+        for raw in values:
             if _POSITIONAL.search(raw):
                 continue  # an argument (`"$2"`): what the job passes is preset through option_variables
             if _DATE_SUB.fullmatch(raw.strip()):

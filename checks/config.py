@@ -187,7 +187,8 @@ _BRANCH = re.compile(r"(?!.*\.\.)(?!/)[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
 _INPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,99}")
 # The shapes the shipped workflow accepts (deploy/workflows/rocm-on-demand.yml re-checks them).
 RUNNER_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-IMAGE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|[a-z0-9][a-z0-9._/-]{0,199}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})")
+# a tag may hold {date} (the newest YYYYMMDD with an image) and {version}, as the targets resolve theirs
+IMAGE = re.compile(r"[A-Za-z0-9_{][A-Za-z0-9_.{}-]{0,127}|[a-z0-9][a-z0-9._/-]{0,199}(:[A-Za-z0-9_{][A-Za-z0-9_.{}-]{0,127}|@sha256:[0-9a-f]{64})")
 RUNNER_FLAG = re.compile(r"--?[A-Za-z0-9][A-Za-z0-9-]{0,63}|[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_SHARDS = 8
 MAX_JOB_MINUTES = 360  # a GitHub-hosted or self-hosted job's limit on GitHub.com (timeout-minutes)

@@ -1,5 +1,6 @@
-"""checks/dispatch_plan.py and the `dispatch:` keys behind it: where an on-demand run runs (runner
-shape, shards, image), with which of the runner's options (read from its code), and its cost."""
+"""checks/dispatch_plan.py and the `dispatch:` keys behind it: where an on-demand run runs (the pool
+of the job that runs it, else the fleet's runner that fits), with which of the runner's options
+(read from its code), and its cost. tests/test_fleet_plans.py has the plans of both real targets."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from checks.config import Dispatch, load_config
-from checks.dispatch_plan import (
-    NoRunner, RUNNER_SHAPES, default_runner_flags, gpus_of_labels, partition, plan, runs_on_for,
-)
+from checks.ci_jobs import read_suite_jobs
+from checks.dispatch_plan import NoRunner, gpus_of_labels, partition, plan
 from checks.runner import RunnerOption, read_runner
 
 TARGETS = Path(__file__).resolve().parent / "fixtures" / "targets"
 MILES_RUNNER = TARGETS / "miles" / "ci-runner-778227d" / "run_suite.py"
 D = Dispatch(workflow="rocm-on-demand.yml")
+EIGHT = Dispatch(workflow="rocm-on-demand.yml", runs_on=["linux-mi35x-gpu-8"])
 
 
 def _options(source: str):
@@ -52,6 +53,7 @@ def test_miles_runner_options_are_read():
     assert options["--cadence"].takes_value and not options["--nightly"].takes_value
     assert options["--cadence"].choices is None  # sorted(CI_CADENCES) is imported: not read, not guessed
     assert not options["--match-all-labels"].takes_value and options["--labels"].takes_value
+    assert options["--timeout-per-file"].default == 1800  # what a file gets when the job passes none
 
 
 def test_literal_choices_are_read_and_respected():
@@ -66,41 +68,73 @@ def main():
 '''
     options = _options(runner)
     assert options["--cadence"].choices == ("regular", "weekly") and options["--hw"].choices == ("rocm", "cuda")
-    # this runner's --cadence has no nightly: its --nightly flag says it instead
-    assert default_runner_flags("nightly-x-8-gpu-mi350", options) == ("--nightly",)
-    assert default_runner_flags("stage-c-4-gpu-mi350", options) == ()
+    # a value outside the runner's choices is never passed
+    run = plan("nightly-x-8-gpu-mi350", Dispatch(workflow="x.yml", runs_on=["box"], runner_flags=["--cadence", "nightly"]),
+               options, [])
+    assert run.runner_flags == () and any("--cadence nightly" in n for n in run.notes)
     assert _options("x = 1\n") is None
 
 
-def test_sglang_runner_gets_nightly_not_cadence():
+def test_sglang_runner_has_no_list_only_and_gets_its_jobs_flags():
     options = _options(SGLANG_RUNNER)
-    assert "--cadence" not in options and "--nightly" in options
-    assert default_runner_flags("nightly-amd-8-gpu-mi35x", options) == (
-        "--nightly", "--continue-on-error", "--enable-retry", "--max-attempts", "2")
+    assert "--cadence" not in options and "--nightly" in options and "--list-only" not in options
+    jobs = read_suite_jobs({".github/workflows/n.yml": NIGHTLY}, runner="run_suite", options=options)
+    run = plan("nightly-amd-8-gpu-mi35x", D, options, [], jobs=jobs, fleet=[("linux-mi35x-gpu-8",)],
+               suites_module="test/run_suite.py")
+    assert run.runner_flags == ("--nightly", "--continue-on-error")
+    assert run.command() == ("python3 run_suite.py --hw amd --suite nightly-amd-8-gpu-mi35x --nightly --continue-on-error "
+                             "--timeout-per-file 7200")
 
 
 def test_no_options_read_means_no_flags_and_one_shard():
-    run = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", shards=4), None, [])
+    run = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", shards=4, runs_on=["box"]), None, [])
     assert run.runner_flags == () and run.shards == 1
 
 
 # -- where it runs ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("suite", "labels"), [
-    ("stage-c-4-gpu-mi350", ["self-hosted", "amd", "mi350", "4gpu"]),
-    ("nightly-stage-c-4-gpu-mi350", ["self-hosted", "amd", "mi350", "4gpu"]),
-    ("nightly-stage-c-2-gpu-mi350", ["linux-mi35x-gpu-2"]),
-    ("nightly-stage-c-8-gpu-mi350", ["linux-mi35x-gpu-8"]),
-    ("nightly-stage-c-3-gpu-mi350", ["self-hosted", "amd", "mi350", "4gpu"]),  # the smallest shape that fits
-    ("some-rocm-suite", ["linux-mi35x-gpu-1"]),
+NIGHTLY = '''\
+name: nightly
+on:
+  schedule: [{cron: "0 1 * * *"}]
+  workflow_dispatch:
+jobs:
+  n8:
+    runs-on: linux-mi35x-gpu-8
+    steps:
+      - name: Run
+        timeout-minutes: 120
+        run: bash exec.sh -w /x/test python3 run_suite.py --hw amd --suite nightly-amd-8-gpu-mi35x --nightly --timeout-per-file 7200 ${{ (github.event_name == 'schedule' || inputs.x) && '--continue-on-error' || '' }}
+'''
+FLEET = [("linux-mi35x-gpu-8",), ("self-hosted", "amd", "mi350", "4gpu"), ("linux-mi35x-gpu-2",)]
+
+
+@pytest.mark.parametrize(("suite", "needed", "larger", "labels"), [
+    ("nightly-stage-c-4-gpu-mi350", 4, False, ("self-hosted", "amd", "mi350", "4gpu")),
+    ("nightly-stage-c-2-gpu-mi350", 2, False, ("linux-mi35x-gpu-2",)),
+    ("nightly-stage-c-3-gpu-mi350", 3, True, ("self-hosted", "amd", "mi350", "4gpu")),  # the smallest that fits
 ])
-def test_runner_shape_from_the_gpu_count_in_the_suite_name(suite, labels):
-    assert list(runs_on_for(suite, D)) == labels
+def test_a_job_off_the_fleet_takes_the_fleets_runner_with_the_gpus_it_needs(suite, needed, larger, labels):
+    consumer = f"""\
+on: {{schedule: [{{cron: "0 1 * * *"}}]}}
+jobs:
+  j:
+    runs-on: elsewhere-gpu-{needed}
+    steps:
+      - run: python3 tests/ci/run_suite.py --hw rocm --suite {suite} --cadence nightly
+"""
+    jobs = read_suite_jobs({}, {"o/r:.github/workflows/c.yml": consumer}, runner="run_suite")
+    run = plan(suite, Dispatch(workflow="x.yml", larger_runner=larger), None, [], jobs=jobs, fleet=FLEET)
+    assert run.runs_on == labels
 
 
-def test_a_suite_no_shape_fits_is_refused_and_runs_on_overrides():
-    with pytest.raises(NoRunner, match="no MI350 runner shape has 16 GPUs"):
-        runs_on_for("nightly-stage-c-16-gpu-mi350", D)
-    assert runs_on_for("nightly-stage-c-16-gpu-mi350", Dispatch(workflow="x.yml", runs_on=["big-box"])) == ("big-box",)
+def test_a_suite_no_runner_fits_is_refused_naming_the_largest_and_runs_on_overrides():
+    jobs = read_suite_jobs({}, {"o/r:w.yml": "on: {schedule: [{cron: '1 1 * * *'}]}\njobs:\n  j:\n    runs-on: big-gpu-16\n"
+                                               "    steps:\n      - run: python3 run_suite.py --hw rocm --suite nightly-s-16-gpu-mi350\n"},
+                           runner="run_suite")
+    with pytest.raises(NoRunner, match=r"largest runner the fleet has is \[linux-mi35x-gpu-8\] \(8 GPUs\)"):
+        plan("nightly-s-16-gpu-mi350", D, None, [], jobs=jobs, fleet=FLEET)
+    run = plan("nightly-s-16-gpu-mi350", Dispatch(workflow="x.yml", runs_on=["big-box"]), None, [], jobs=jobs, fleet=FLEET)
+    assert run.runs_on == ("big-box",)
 
 
 @pytest.mark.parametrize(("labels", "gpus"), [
@@ -121,7 +155,7 @@ def test_the_sglang_pool_for_a_4_gpu_suite_costs_the_whole_8_gpu_runner():
 
 def test_listed_files_without_the_runners_own_selection_are_one_job():
     options = _options(MILES_RUNNER.read_text())
-    d = Dispatch(workflow="x.yml", shards=3)
+    d = Dispatch(workflow="x.yml", shards=3, runs_on=["linux-mi35x-gpu-8"])
     assert plan("nightly-stage-c-8-gpu-mi350", d, options, []).shards == 3
     assert plan("nightly-stage-c-8-gpu-mi350", d, options, ["tests/e2e/test_a.py", "tests/e2e/test_b.py"]).shards == 1
     with_files = {**options, "--files": RunnerOption("--files", True)}
@@ -148,11 +182,11 @@ def test_cost_is_runner_gpus_times_shards_times_the_longest_shard():
     # bot/ondemand/cost.py prices the run; the plan says how many runners of how many GPUs it holds
     regs = {"tests/e2e/a.py": 1800, "tests/e2e/b.py": 1800, "tests/e2e/c.py": 3600}
     options = _options(MILES_RUNNER.read_text())
-    one = plan("nightly-stage-c-8-gpu-mi350", D, options, [])
-    two = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", shards=2), options, [])
+    one = plan("nightly-stage-c-8-gpu-mi350", EIGHT, options, [])
+    two = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", shards=2, runs_on=["linux-mi35x-gpu-8"]), options, [])
     assert _cost(regs, one) == 16.0  # 8 GPUs x 7200 s
     assert _cost(regs, two) == 16.0  # 8 GPUs x 2 shards x 3600 s: balanced, the same GPU time
-    three = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", shards=3), options, [])
+    three = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", shards=3, runs_on=["linux-mi35x-gpu-8"]), options, [])
     assert _cost(regs, three) == 24.0  # a third runner held for the longest shard's hour
     assert _cost({"tests/e2e/a.py": 1}, one) == 0.01  # rounded up, never down
 
@@ -162,6 +196,9 @@ def test_cost_is_runner_gpus_times_shards_times_the_longest_shard():
     "shards: 2", "shards: 8", "runs_on: [linux-mi35x-gpu-8]", "runs_on: [self-hosted, amd, mi350, 4gpu]",
     "image: miles-rocm720-mi35x-20260811", "image: rocm/sgl-dev:miles-rocm720-mi35x",
     "image: rocm/sgl-dev@sha256:" + "a" * 64, "runner_flags: [--cadence, nightly]", "runner_flags: []",
+    "image: rocm/sgl-dev:miles-rocm720-mi35x-{date}", "source: nightly-test-amd.yml#nightly-test-1-gpu-mi35x",
+    "larger_runner: true", "timeout_per_file_s: 900", "job_timeout_min: 60", "cache: scratch", "cache: shared",
+    "install: [pip install -e . --no-deps]",
 ])
 def test_dispatch_keys_accepted(entry):
     config, findings = load_config(f"dispatch:\n  s:\n    workflow: rocm-on-demand.yml\n    {entry}\n")
@@ -178,6 +215,12 @@ def test_dispatch_keys_accepted(entry):
     ("image: 'Rocm/X:tag'", "image must be an image tag"),
     ("runner_flags: ['--labels run-ci-all']", "runner_flags: at most 20 plain words"),
     ("runner_flags: ['$(id)']", "runner_flags: at most 20 plain words"),
+    ("timeout_per_file_s: 10", "timeout_per_file_s must be from 60"),
+    ("job_timeout_min: 361", "job_timeout_min must be from 1 to 360"),
+    ("source: 'x.yml#a b'", "source must be a workflow file name"),
+    ("install: ['pip install x; id']", "install: at most 10 commands of plain words"),
+    ("install: ['pip install $(id)']", "install: at most 10 commands of plain words"),
+    ("cache: rw", "cache"),
 ])
 def test_dispatch_keys_rejected_at_their_line(entry, message):
     config, findings = load_config(f"dispatch:\n  s:\n    workflow: rocm-on-demand.yml\n    {entry}\n")
@@ -185,6 +228,8 @@ def test_dispatch_keys_rejected_at_their_line(entry, message):
     assert findings[0].span.line == 4
 
 
-def test_the_default_shapes_are_the_real_ones():
-    assert RUNNER_SHAPES == {1: ("linux-mi35x-gpu-1",), 2: ("linux-mi35x-gpu-2",),
-                             4: ("self-hosted", "amd", "mi350", "4gpu"), 8: ("linux-mi35x-gpu-8",)}
+def test_a_star_entry_dispatches_every_suite_and_a_suites_own_entry_wins():
+    config, findings = load_config('dispatch:\n  "*":\n    workflow: a.yml\n  s:\n    workflow: b.yml\n')
+    assert not findings
+    assert config.dispatch_for("s").workflow == "b.yml" and config.dispatch_for("other").workflow == "a.yml"
+    assert load_config(None)[0].dispatch_for("s") is None
