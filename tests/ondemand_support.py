@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.fixtures.miles import miles_tree, test_file
+from tests.fixtures.miles import RUN_SUITE, SGLANG_NIGHTLY, SGLANG_NIGHTLY_PATH, miles_tree, test_file
 from tests.test_service_support import World, env_for
 
 SUITE = "nightly-stage-c-4-gpu-mi350"
@@ -27,10 +27,54 @@ budgets:
 EXTRA_TEST = "tests/e2e/sglang/test_qwen3_4B_offload_disk.py"
 # The shipped workflow: the simulator checks every dispatch against the inputs it declares.
 SHIPPED_WORKFLOW = Path(__file__).resolve().parents[1] / "deploy" / "workflows" / "rocm-on-demand.yml"
+# The runner's command line, as miles' tests/ci/run_suite.py (2026-08) declares it: the plan passes
+# only options the default branch's runner has.
+RUNNER_MAIN = '''
+
+def main():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hw", type=str, required=True)
+    parser.add_argument("--suite", type=str, required=True)
+    cadence = parser.add_mutually_exclusive_group()
+    cadence.add_argument("--cadence", default="regular")
+    cadence.add_argument("--nightly", dest="cadence", action="store_const", const="nightly")
+    parser.add_argument("--timeout-per-file", type=int, default=1800)
+    parser.add_argument("--continue-on-error", action="store_true", default=False)
+    parser.add_argument("--auto-partition-id", type=int)
+    parser.add_argument("--auto-partition-size", type=int)
+    parser.add_argument("--enable-retry", action="store_true", default=False)
+    parser.add_argument("--max-attempts", type=int, default=2)
+    parser.add_argument("--list-only", action="store_true", default=False)
+    parser.add_argument("--labels", nargs="*", default=[])
+    parser.add_argument("--match-all-labels", action="store_true", default=False)
+'''
+# A miles deployment with 8-GPU MI35x runners of its own: its nightly runs the 8-GPU suite there,
+# in two partitions, so that suite has a pool and a job to copy (miles itself has only 4-GPU runners).
+NIGHTLY_8_GPU = '''\
+name: Nightly (ROCm, 8 GPUs)
+on:
+  schedule:
+    - cron: "0 3 * * *"
+  workflow_dispatch:
+jobs:
+  nightly-8-gpu:
+    runs-on: linux-mi35x-gpu-8
+    timeout-minutes: 240
+    strategy:
+      matrix:
+        part: [0, 1]
+    steps:
+      - uses: actions/checkout@v4
+      - run: python3 tests/ci/run_suite.py --hw rocm --suite nightly-stage-c-8-gpu-mi350 --cadence nightly --auto-partition-id ${{ matrix.part }} --auto-partition-size 2
+'''
 
 
 def ondemand_files(config: str = CONFIG, extra: dict[str, str] | None = None) -> dict[str, str]:
-    return miles_tree(**(extra or {}), **{
+    files = miles_tree(**{
+        "tests/ci/run_suite.py": RUN_SUITE + RUNNER_MAIN,
+        ".github/workflows/nightly-rocm.yml": NIGHTLY_8_GPU,
         ".github/ci-registrar.yml": config,
         EXTRA_TEST: test_file(
             'register_cuda_ci(est_time=250, suite="stage-c-4-gpu-h200", labels=["sglang"])',
@@ -38,6 +82,14 @@ def ondemand_files(config: str = CONFIG, extra: dict[str, str] | None = None) ->
         "tests/e2e/fsdp/test_disabled_rocm.py": test_file(
             f'register_rocm_ci(est_time=100, suite="{SUITE}", labels=["fsdp"], disabled="flaky on MI350")'),
     })
+    files.update(extra or {})
+    return files
+
+
+# Every enabled file of SUITE at the PR's head passes: the log a whole-suite run prints.
+ALL_PASS_LOG = ("2026-12-01T04:05:06.1234567Z [1/3] tests/e2e/test_new.py  PASS  elapsed=80s\n"
+                f"2026-12-01T04:25:06.1234567Z [2/3] {EXTRA_TEST}  PASS  elapsed=280s\n"
+                "2026-12-01T05:05:06.1234567Z [3/3] tests/e2e/fsdp/test_qwen3_0.6B_fsdp_distributed.py  PASS  elapsed=2300s\n")
 
 
 def next_second() -> None:
@@ -135,7 +187,10 @@ def build_ondemand(sim, tmp_path, *, config: str = CONFIG, app_permissions: dict
     repo = sim.create_repo("radixark/miles", default_branch="main")
     repo.commit(ondemand_files(config, extra), branch="main")
     repo.add_workflow_file("rocm-on-demand.yml", SHIPPED_WORKFLOW.read_text())
-    inst = sim.install(gh_app, "radixark/miles")
+    # the external consumer of miles' nightly suites, read by the App at sglang's default branch
+    sglang = sim.create_repo("sgl-project/sglang", default_branch="main")
+    sglang.commit({SGLANG_NIGHTLY_PATH: SGLANG_NIGHTLY, "README.md": "sglang\n"}, branch="main")
+    inst = sim.install(gh_app, "radixark/miles", "sgl-project/sglang")
     repo.commit({"tests/e2e/test_new.py": test_file(
         'register_cuda_ci(est_time=60, suite="stage-c-4-gpu-h200", labels=["short"])',
         f'register_rocm_ci(est_time=90, suite="{SUITE}", labels=["short"])')}, branch="feature")

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bot.store import ondemand as store
 from pathlib import Path
 
 from tests.fixtures.miles import test_file
-from tests.ondemand_support import EXTRA_TEST, SUITE, build_ondemand
+from tests.ondemand_support import ALL_PASS_LOG, EXTRA_TEST, SUITE, build_ondemand
 from tests.simulator.fixtures import github_sim  # noqa: F401
 
 
@@ -23,17 +25,25 @@ def test_a_maintainers_command_dispatches_the_exact_head_at_once(od):
     c, _ = od.comment(f"/run-rocm {SUITE}", author="maint")
     [d] = od.dispatches()
     assert d["workflow"] == "rocm-on-demand.yml" and d["ref"] == "main"
-    # where it runs: the 4-GPU suite on miles' 4-GPU runners, one job (the stand-in runner of this
-    # tree has no command-line options to partition or select with)
-    assert d["inputs"] == {"suite": SUITE, "head_sha": od.pr.head_sha, "pull_number": str(od.pr.number),
-                           "test_files": "", "runs_on": '["self-hosted", "amd", "mi350", "4gpu"]', "shards": "1",
-                           "image": "", "runner_flags": ""}
+    # where and how it runs: the job that runs it, sglang's nightly for miles (read at sglang's default
+    # branch), on that job's pool, which this deployment's own workflows also use (nightly-rocm.yml)
+    assert set(d["inputs"]) == {"suite", "head_sha", "pull_number", "test_files", "plan"}
+    assert (d["inputs"]["suite"], d["inputs"]["head_sha"], d["inputs"]["pull_number"], d["inputs"]["test_files"]) == (
+        SUITE, od.pr.head_sha, str(od.pr.number), "")
+    assert json.loads(d["inputs"]["plan"]) == {
+        "runs_on": ["linux-mi35x-gpu-8"], "shards": 1, "image": "rocm/sgl-dev:miles-rocm720-mi35x-{date}", "image_days": 7,
+        "timeout_per_file_s": 1800, "job_timeout_min": 180, "runner_flags": ["--cadence", "nightly", "--continue-on-error"],
+        "install": [], "env": [], "cache": "read-only"}
     assert od.sim.reactions(od.repo, c["id"]) == ["eyes", "rocket"]
     [reply] = od.replies()
     assert "Dispatched" in reply and od.pr.head_sha in reply and "/actions/runs/" in reply
-    # three enabled registrations of the suite at the head: 90 + 2400 + 300 s on 4 GPUs
+    # three enabled registrations of the suite at the head: 90 + 2400 + 300 s on the 8-GPU runner
     assert "tests/e2e/test_new.py" in reply and EXTRA_TEST in reply and "test_disabled_rocm" not in reply
-    assert "3.10 GPU-hours" in reply
+    assert "6.20 GPU-hours" in reply
+    # the reply shows the plan, as `ci-registrar run-plan` prints it
+    assert "Run plan:" in reply and "copied from `sgl-project/sglang:.github/workflows/nightly-test-amd-miles-rocm720.yml:34`" in reply
+    assert "`python3 tests/ci/run_suite.py --hw rocm --suite nightly-stage-c-4-gpu-mi350 --cadence nightly " \
+           "--continue-on-error --timeout-per-file 1800`" in reply
     [run] = od.check_runs("MI350 · ")
     assert run["name"] == f"MI350 · {SUITE}" and run["status"] == "in_progress" and run["head_sha"] == od.pr.head_sha
     actions = [e.action for e in store.audit_entries(od.world.settings.database_url)]
@@ -45,7 +55,7 @@ def test_listed_files_are_passed_and_costed(od):
     [d] = od.dispatches()
     assert d["inputs"]["test_files"] == "tests/e2e/test_new.py"
     [reply] = od.replies()
-    assert "0.10 GPU-hours" in reply and EXTRA_TEST not in reply
+    assert "0.20 GPU-hours" in reply and EXTRA_TEST not in reply
 
 
 def test_completion_lands_on_the_pr_and_in_the_store(od):
@@ -157,7 +167,7 @@ def test_the_audit_log_is_printed_and_shown_on_the_status_page(od):
     assert [e["action"] for e in entries][::-1] == ["command", "request", "command", "approval", "dispatch"]
     dispatch = entries[0]
     assert dispatch["actor"] == "maint" and dispatch["suite"] == SUITE and dispatch["head_sha"] == od.pr.head_sha
-    assert dispatch["run_id"] == od.dispatches()[0]["run_id"] and dispatch["cost_gpu_hours"] == 3.1
+    assert dispatch["run_id"] == od.dispatches()[0]["run_id"] and dispatch["cost_gpu_hours"] == 6.2
     text = subprocess.run([CLI, "audit"], env=env, capture_output=True, text=True, check=True).stdout
     assert "approval  @maint" in text
     from tests.signin_support import sign_in
@@ -204,16 +214,18 @@ def test_requests_on_postgresql_keep_one_run_in_flight(pg_url):
     assert store.claim_step(pg_url, "k", "reply") and not store.claim_step(pg_url, "k", "reply")
 
 
-def test_a_warm_maintainer_command_costs_eight_github_calls(od):
+def test_a_warm_maintainer_command_costs_ten_github_calls(od):
     """Pinned: the PR's check has read the head; the command then needs its head, the trusted
-    configuration, the permission, the dispatch, and the four writes the PR sees."""
+    configuration, the default branch's commit and tree (whose CI the run plan copies: its files
+    are the blobs the check read already, and the external consumer is cached), the permission,
+    the dispatch, and the four writes the PR sees."""
     od.world.deliver(od.sim.webhook("pull_request", "opened", app=od.world.app, repo=od.repo, pull=od.pr, sender="bob"))
     od.world.drain()
     before = len(od.sim.requests_log)
     od.comment(f"/run-rocm {SUITE}", author="maint")
     calls = [r["operation"] for r in od.sim.requests_log[before:]]
-    assert calls == ["pulls/get", "reactions/create-for-issue-comment", "repos/get-content",
-                     "repos/get-collaborator-permission-level", "actions/create-workflow-dispatch", "checks/create",
+    assert calls == ["pulls/get", "reactions/create-for-issue-comment", "repos/get-content", "git/get-ref",
+                     "git/get-tree", "repos/get-collaborator-permission-level", "actions/create-workflow-dispatch", "checks/create",
                      "reactions/create-for-issue-comment", "issues/create-comment"]
 
 
@@ -237,8 +249,7 @@ def test_without_run_details_the_run_is_found_by_its_name(github_sim, tmp_path, 
     [request] = store.requests_for_pull(od.world.settings.database_url, "radixark/miles", od.pr.number)
     assert request.workflow_run_id == d["run_id"] != other["id"]
     assert f"/actions/runs/{d['run_id']}" in od.replies()[-1]
-    od.sim.complete_run(d["run_id"], conclusion="success", jobs=[{"name": "mi350", "labels": ["mi350"], "log":
-                        "2026-12-01T04:05:06.1234567Z [1/1] tests/e2e/test_new.py  PASS  elapsed=80s\n"}])
+    od.sim.complete_run(d["run_id"], conclusion="success", jobs=[{"name": "mi350", "labels": ["mi350"], "log": ALL_PASS_LOG}])
     od.world.deliver(od.sim.webhook("workflow_run", "completed", app=od.world.app, repo=od.repo, run=d["run_id"]))
     od.world.drain()
     [run] = od.check_runs("MI350 · ")
@@ -248,8 +259,7 @@ def test_without_run_details_the_run_is_found_by_its_name(github_sim, tmp_path, 
 def test_a_run_whose_completion_never_arrived_is_settled_by_the_next_command(od):
     od.comment(f"/run-rocm {SUITE}", author="maint")
     [first] = od.dispatches()
-    od.sim.complete_run(first["run_id"], conclusion="success", jobs=[{"name": "mi350", "labels": ["mi350"], "log":
-                        "2026-12-01T04:05:06.1234567Z [1/1] tests/e2e/test_new.py  PASS  elapsed=80s\n"}])
+    od.sim.complete_run(first["run_id"], conclusion="success", jobs=[{"name": "mi350", "labels": ["mi350"], "log": ALL_PASS_LOG}])
     # no workflow_run webhook: it was lost
     od.comment(f"/run-rocm {SUITE}", author="maint")
     assert len(od.dispatches()) == 2
@@ -306,6 +316,7 @@ dispatch:
     shards: 2
 """
 BIG_TEST = "tests/e2e/megatron/test_qwen3_30B_a3b_8gpu.py"
+PPO_TEST = "tests/e2e/megatron/test_qwen3_4B_ppo.py"
 
 
 @pytest.fixture()
@@ -329,10 +340,10 @@ def test_an_8_gpu_suite_in_two_shards_dispatches_once_and_both_shards_land_in_on
     od = sharded
     od.comment(f"/run-rocm {EIGHT}", author="maint")
     [d] = od.dispatches()  # once, for both shards
-    assert d["inputs"] == {
-        "suite": EIGHT, "head_sha": od.pr.head_sha, "pull_number": str(od.pr.number), "test_files": "",
-        "runs_on": '["linux-mi35x-gpu-8"]', "shards": "2", "image": "",
-        "runner_flags": "--cadence nightly --match-all-labels --continue-on-error --enable-retry --max-attempts 2"}
+    # the job that runs it (this deployment's nightly-rocm.yml): its pool, its two partitions, its flags
+    plan = json.loads(d["inputs"]["plan"])
+    assert (plan["runs_on"], plan["shards"], plan["runner_flags"], plan["job_timeout_min"]) == (
+        ["linux-mi35x-gpu-8"], 2, ["--cadence", "nightly", "--continue-on-error"], 240)
     files = _eight_gpu_files(od)
     assert len(files) == 2 and files[BIG_TEST] == 1200
     [other] = [f for f in files if f != BIG_TEST]
@@ -387,15 +398,84 @@ def test_a_shard_that_reported_nothing_leaves_its_files_visible(sharded):
     assert [r["file"] for r in export_records(od.world.settings.database_url, repository="radixark/miles")] == [BIG_TEST]
 
 
-def test_a_request_stored_before_plans_were_recorded_dispatches_with_the_workflows_defaults(od):
+def test_a_shard_whose_log_answers_404_never_yields_a_successful_check(sharded):
+    """The issue's case: one shard's log is gone (404). The run itself succeeded, but its results
+    are missing: the check concludes neutral and names the shard, never "success"."""
+    od = sharded
+    od.comment(f"/run-rocm {EIGHT}", author="maint")
+    [d] = od.dispatches()
+    inputs = d["inputs"]
+    jobs = [{"name": "Validate the request", "labels": ["ubuntu-latest"], "conclusion": "success", "log": "ok\n"},
+            {"name": "MI350 shard 0 / run", "labels": ["linux-mi35x-gpu-8"], "conclusion": "success",
+             "log": f"[1/1] {BIG_TEST}  PASS  elapsed=1100s\n"},
+            {"name": "MI350 shard 1 / run", "labels": ["linux-mi35x-gpu-8"], "conclusion": "success", "log": None}]
+    assert inputs["suite"] == EIGHT
+    od.sim.complete_run(d["run_id"], conclusion="success", jobs=jobs)
+    od.world.deliver(od.sim.webhook("workflow_run", "completed", app=od.world.app, repo=od.repo, run=d["run_id"]))
+    od.world.drain()
+    [run] = od.check_runs("MI350 · ")
+    assert run["status"] == "completed" and run["conclusion"] == "neutral"
+    assert run["output"]["title"] == "neutral: 1 of 2 test file(s) passed; 1 shard log(s) not read"
+    summary = run["output"]["summary"]
+    assert "MI350 shard 1 / run" in summary and "404" in summary
+    assert f"| `{PPO_TEST}` | NO RESULT |  | 800 s | its shard's log could not be read (MI350 shard 1 / run) |" in summary
+    [entry] = [e for e in store.audit_entries(od.world.settings.database_url) if e.action == "completion"]
+    assert entry.detail.startswith("neutral: 1 of 2 passed; 1 shard log(s) not read")
+
+
+def test_a_log_that_keeps_answering_500_ends_neutral_after_bounded_retries(sharded):
+    """GitHub keeps failing one shard's log download: the job retries (bounded: its attempts,
+    with backoff), then the check ends neutral with the reason, never left in progress."""
+    od = sharded
+    od.comment(f"/run-rocm {EIGHT}", author="maint")
+    [d] = od.dispatches()
+    od.finish_run(d, [f"[1/1] {BIG_TEST}  PASS  elapsed=1100s\n", f"[1/1] {PPO_TEST}  PASS  elapsed=700s\n"],
+                  deliver=False)
+    jobs = od.sim.workflow_runs(od.repo)[-1]["jobs"]
+    shard1 = next(j for j in jobs if j["name"] == "MI350 shard 1 / run")
+    fault = od.sim.inject_fault("GET", rf"/actions/jobs/{shard1['id']}/logs", "500", times=None)
+    od.world.deliver(od.sim.webhook("workflow_run", "completed", app=od.world.app, repo=od.repo, run=d["run_id"]))
+    od.world.drain()
+    [run] = od.check_runs("MI350 · ")
+    assert run["status"] == "completed" and run["conclusion"] == "neutral"
+    assert "MI350 shard 1 / run" in run["output"]["summary"] and "500" in run["output"]["summary"]
+    assert 5 <= fault.hits <= 5 * 3  # every attempt of the job (5) asked, each with its few HTTP retries
+    # what was read is kept: shard 0's duration is stored
+    from bot.durations import export_records
+
+    assert [r["file"] for r in export_records(od.world.settings.database_url, repository="radixark/miles")] == [BIG_TEST]
+
+
+def test_the_plan_is_the_default_branchs_whatever_the_pr_head_changes(github_sim, tmp_path, monkeypatch):
+    """A PR that rewrites the runner (new flags, no partition options) and the workflows changes
+    neither the flags nor the shards nor the pool: they are read on the default branch."""
+    monkeypatch.setenv("CI_REGISTRAR_HTTP_BACKOFF_S", "0.01")
+    od = build_ondemand(github_sim, tmp_path, config=SHARDED, extra={
+        "tests/ci/run_suite.py": MILES_RUNNER,
+        BIG_TEST: test_file(f'register_rocm_ci(est_time=1200, suite="{EIGHT}", labels=["megatron"])')})
+    od.push({"tests/ci/run_suite.py": MILES_RUNNER.replace('"--auto-partition-size"', '"--auto-partition-count"')
+             .replace('"--enable-retry"', '"--yolo"'),
+             ".github/workflows/nightly-rocm.yml": "on: [pull_request]\njobs:\n  x:\n    runs-on: linux-mi35x-gpu-1\n"
+                                                   "    steps:\n      - run: python3 tests/ci/run_suite.py --hw rocm "
+                                                   f"--suite {EIGHT} --yolo --auto-partition-size 8\n"})
+    od.comment(f"/run-rocm {EIGHT}", author="maint")
+    [d] = od.dispatches()
+    plan = json.loads(d["inputs"]["plan"])
+    assert (plan["runs_on"], plan["shards"], plan["runner_flags"]) == (
+        ["linux-mi35x-gpu-8"], 2, ["--cadence", "nightly", "--continue-on-error"])
+
+
+def test_a_request_stored_before_plans_were_kept_is_not_dispatched_unplanned(od):
+    """A request made by an older App has no run plan: it is not dispatched with guesses (its
+    runner, timeouts and cost were never read from the target's CI); the requester is told to ask again."""
     url = od.world.settings.database_url
     store.create_request(url, repository="radixark/miles", pull_number=od.pr.number, head_sha=od.pr.head_sha,
                          suite=SUITE, details={"requested": [], "selected": [["tests/e2e/test_new.py", 90.0]], "gpus": 4},
                          requester="bob", comment_id=None, status="pending", cost_gpu_hours=0.1,
                          dispatch_repository="radixark/miles", workflow="rocm-on-demand.yml")
     od.comment("/approve-rocm", author="maint")
-    [d] = od.dispatches()  # the simulator refuses undeclared inputs and missing required ones: this one is whole
-    assert d["inputs"] == {"suite": SUITE, "head_sha": od.pr.head_sha, "pull_number": str(od.pr.number), "test_files": ""}
+    assert od.dispatches() == []
+    assert "made before run plans were kept" in od.replies()[-1] and "`/run-rocm` again" in od.replies()[-1]
 
 
 # -- PR content is analysed in the bounded child only ------------------------------------------------
@@ -420,7 +500,7 @@ def no_parsing_here(monkeypatch):
 def test_command_selection_parses_nothing_in_the_worker(od, no_parsing_here):
     od.comment(f"/run-rocm {SUITE}", author="maint")
     [d] = od.dispatches()
-    assert d["inputs"]["suite"] == SUITE and "3.10 GPU-hours" in od.replies()[-1]
+    assert d["inputs"]["suite"] == SUITE and "6.20 GPU-hours" in od.replies()[-1]
     od.comment(f"/run-rocm {SUITE} tests/e2e/megatron/test_qwen3_4B_ppo.py", author="maint")
     assert "has no ROCm registration in" in od.replies()[-1]
     assert "ROCm suites this PR can run on demand: `nightly-stage-c-4-gpu-mi350`" in od.replies()[-1]

@@ -331,6 +331,14 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
         reply(pull, key, texts.not_selectable(request.requester, f"`{request.suite}` is no longer in the dispatch table",
                                               pull.runnable_suites()), step="refused")
         return "failed"
+    if "plan" in dispatch_cfg.inputs.values() and "plan" not in request.details.get("plan", {}):
+        # made before run plans were kept: where and how it would run was never planned (nor costed)
+        reason = "this request was made before run plans were kept: write `/run-rocm` again to plan and cost it"
+        if store.transition(pull.store_url, request.id, RETRYABLE, "failed", reason=reason[:500]):
+            pull.audit("refusal", actor=actor, suite=request.suite, request_id=request.id, head_sha=request.head_sha,
+                       detail="no run plan")
+        reply(pull, key, texts.not_selectable(request.requester, reason, None), step="refused")
+        return "failed"
     if request.head_sha != pull.head_sha:  # never a head other than the one the request was made and approved on
         if store.transition(pull.store_url, request.id, RETRYABLE, store.STALE,
                             reason=f"the PR's head moved to {pull.head_sha}"):

@@ -305,8 +305,8 @@ class GitHubSimulator(JsonViews, RestOperations, GitWriteOperations):
                 self.add_job(run["id"], **job)
             return self._run_snapshot(run)
 
-    def add_job(self, run_id: int, name: str = "job", labels: list | None = None,
-                conclusion: str | None = "success", log: str = "", status: str | None = None,
+    def add_job(self, run_id: int, name: str = "job", labels: list | None = None,  # log None: no log (404)
+                conclusion: str | None = "success", log: str | None = "", status: str | None = None,
                 runner_name: str = "runner-1") -> dict:
         with self.lock:
             run = self._runs[run_id]

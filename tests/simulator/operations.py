@@ -647,6 +647,8 @@ class RestOperations:
         job = self._jobs.get(int(params["job_id"]))
         if job is None or self._runs[job["run_id"]]["repo"] != repo.full_name:
             raise ApiError(404, "Not Found")
+        if job.get("log") is None:  # its log was deleted, or aged past the retention period
+            raise ApiError(404, "Not Found")
         signature = secrets.token_urlsafe(24)
         expires = time.time() + 60
         self._log_links[signature] = (job["id"], expires)
