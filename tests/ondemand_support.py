@@ -50,8 +50,10 @@ def main():
     parser.add_argument("--labels", nargs="*", default=[])
     parser.add_argument("--match-all-labels", action="store_true", default=False)
 '''
-# A miles deployment with 8-GPU MI35x runners of its own: its nightly runs the 8-GPU suite there,
+# A miles deployment with an 8-GPU MI350 runner of its own: its nightly runs the 8-GPU suite there,
 # in two partitions, so that suite has a pool and a job to copy (miles itself has only 4-GPU runners).
+# The 4-GPU nightly suite, whose consumer (sglang's nightly) runs it on sglang's 8-GPU pool, takes
+# this deployment's own 4-GPU runner: the pool of the job is not one of this repository's.
 NIGHTLY_8_GPU = '''\
 name: Nightly (ROCm, 8 GPUs)
 on:
@@ -60,7 +62,7 @@ on:
   workflow_dispatch:
 jobs:
   nightly-8-gpu:
-    runs-on: linux-mi35x-gpu-8
+    runs-on: [self-hosted, amd, mi350, 8gpu]
     timeout-minutes: 240
     strategy:
       matrix:
@@ -153,7 +155,8 @@ class OnDemand:
         validate job, then one job per shard of the matrix calling the reusable job, named
         `<caller job name> / <called job>` and carrying the labels the dispatch asked for."""
         inputs = dispatch["inputs"]
-        labels = json.loads(inputs.get("runs_on") or '["self-hosted", "amd", "mi350", "4gpu"]')
+        plan = json.loads(inputs.get("plan") or "{}")
+        labels = plan.get("runs_on") or json.loads(inputs.get("runs_on") or '["self-hosted", "amd", "mi350", "4gpu"]')
         jobs = [{"name": "Validate the request", "labels": ["ubuntu-latest"], "conclusion": "success",
                  "log": "inputs: ok\nok: the head of the PR\n"}]
         for i, log in enumerate(shard_logs):

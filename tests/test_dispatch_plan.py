@@ -216,7 +216,7 @@ def test_dispatch_keys_accepted(entry):
     ("runner_flags: ['--labels run-ci-all']", "runner_flags: at most 20 plain words"),
     ("runner_flags: ['$(id)']", "runner_flags: at most 20 plain words"),
     ("timeout_per_file_s: 10", "timeout_per_file_s must be from 60"),
-    ("job_timeout_min: 361", "job_timeout_min must be from 1 to 360"),
+    ("job_timeout_min: 721", "job_timeout_min must be from 1 to 720"),
     ("source: 'x.yml#a b'", "source must be a workflow file name"),
     ("install: ['pip install x; id']", "install: at most 10 commands of plain words"),
     ("install: ['pip install $(id)']", "install: at most 10 commands of plain words"),

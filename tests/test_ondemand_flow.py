@@ -26,20 +26,21 @@ def test_a_maintainers_command_dispatches_the_exact_head_at_once(od):
     [d] = od.dispatches()
     assert d["workflow"] == "rocm-on-demand.yml" and d["ref"] == "main"
     # where and how it runs: the job that runs it, sglang's nightly for miles (read at sglang's default
-    # branch), on that job's pool, which this deployment's own workflows also use (nightly-rocm.yml)
+    # branch), on the runner of miles' own fleet with the GPUs it needs (sglang's pool is not miles')
     assert set(d["inputs"]) == {"suite", "head_sha", "pull_number", "test_files", "plan"}
     assert (d["inputs"]["suite"], d["inputs"]["head_sha"], d["inputs"]["pull_number"], d["inputs"]["test_files"]) == (
         SUITE, od.pr.head_sha, str(od.pr.number), "")
     assert json.loads(d["inputs"]["plan"]) == {
-        "runs_on": ["linux-mi35x-gpu-8"], "shards": 1, "image": "rocm/sgl-dev:miles-rocm720-mi35x-{date}", "image_days": 7,
+        "runs_on": ["self-hosted", "amd", "mi350", "4gpu"], "shards": 1, "image": "rocm/sgl-dev:miles-rocm720-mi35x-{date}",
+        "image_days": 7,
         "timeout_per_file_s": 1800, "job_timeout_min": 180, "runner_flags": ["--cadence", "nightly", "--continue-on-error"],
         "install": [], "env": [], "cache": "read-only"}
     assert od.sim.reactions(od.repo, c["id"]) == ["eyes", "rocket"]
     [reply] = od.replies()
     assert "Dispatched" in reply and od.pr.head_sha in reply and "/actions/runs/" in reply
-    # three enabled registrations of the suite at the head: 90 + 2400 + 300 s on the 8-GPU runner
+    # three enabled registrations of the suite at the head: 90 + 2400 + 300 s on 4 GPUs
     assert "tests/e2e/test_new.py" in reply and EXTRA_TEST in reply and "test_disabled_rocm" not in reply
-    assert "6.20 GPU-hours" in reply
+    assert "3.10 GPU-hours" in reply
     # the reply shows the plan, as `ci-registrar run-plan` prints it
     assert "Run plan:" in reply and "copied from `sgl-project/sglang:.github/workflows/nightly-test-amd-miles-rocm720.yml:34`" in reply
     assert "`python3 tests/ci/run_suite.py --hw rocm --suite nightly-stage-c-4-gpu-mi350 --cadence nightly " \
@@ -55,7 +56,7 @@ def test_listed_files_are_passed_and_costed(od):
     [d] = od.dispatches()
     assert d["inputs"]["test_files"] == "tests/e2e/test_new.py"
     [reply] = od.replies()
-    assert "0.20 GPU-hours" in reply and EXTRA_TEST not in reply
+    assert "0.10 GPU-hours" in reply and EXTRA_TEST not in reply
 
 
 def test_completion_lands_on_the_pr_and_in_the_store(od):
@@ -167,7 +168,7 @@ def test_the_audit_log_is_printed_and_shown_on_the_status_page(od):
     assert [e["action"] for e in entries][::-1] == ["command", "request", "command", "approval", "dispatch"]
     dispatch = entries[0]
     assert dispatch["actor"] == "maint" and dispatch["suite"] == SUITE and dispatch["head_sha"] == od.pr.head_sha
-    assert dispatch["run_id"] == od.dispatches()[0]["run_id"] and dispatch["cost_gpu_hours"] == 6.2
+    assert dispatch["run_id"] == od.dispatches()[0]["run_id"] and dispatch["cost_gpu_hours"] == 3.1
     text = subprocess.run([CLI, "audit"], env=env, capture_output=True, text=True, check=True).stdout
     assert "approval  @maint" in text
     from tests.signin_support import sign_in
@@ -343,7 +344,7 @@ def test_an_8_gpu_suite_in_two_shards_dispatches_once_and_both_shards_land_in_on
     # the job that runs it (this deployment's nightly-rocm.yml): its pool, its two partitions, its flags
     plan = json.loads(d["inputs"]["plan"])
     assert (plan["runs_on"], plan["shards"], plan["runner_flags"], plan["job_timeout_min"]) == (
-        ["linux-mi35x-gpu-8"], 2, ["--cadence", "nightly", "--continue-on-error"], 240)
+        ["self-hosted", "amd", "mi350", "8gpu"], 2, ["--cadence", "nightly", "--continue-on-error"], 240)
     files = _eight_gpu_files(od)
     assert len(files) == 2 and files[BIG_TEST] == 1200
     [other] = [f for f in files if f != BIG_TEST]
@@ -351,7 +352,7 @@ def test_an_8_gpu_suite_in_two_shards_dispatches_once_and_both_shards_land_in_on
     [reply] = od.replies()
     assert "5.34 GPU-hours" in reply and "2 shards of 8 GPU(s)" in reply
     [started] = od.check_runs("MI350 · ")
-    assert "Runs on `linux-mi35x-gpu-8` in 2 parallel shards." in started["output"]["summary"]
+    assert "Runs on `self-hosted`, `amd`, `mi350`, `8gpu` in 2 parallel shards." in started["output"]["summary"]
     # each shard's job runs its partition and prints its own [i/n] lines
     od.finish_run(d, [f"2026-12-01T04:25:06.1234567Z [1/1] {BIG_TEST}  PASS  elapsed=1100s\n",
                       f"2026-12-01T04:20:06.1234567Z [1/1] {other}  FAIL  elapsed=760s exit=1\n"],
@@ -406,9 +407,9 @@ def test_a_shard_whose_log_answers_404_never_yields_a_successful_check(sharded):
     [d] = od.dispatches()
     inputs = d["inputs"]
     jobs = [{"name": "Validate the request", "labels": ["ubuntu-latest"], "conclusion": "success", "log": "ok\n"},
-            {"name": "MI350 shard 0 / run", "labels": ["linux-mi35x-gpu-8"], "conclusion": "success",
+            {"name": "MI350 shard 0 / run", "labels": ["self-hosted", "amd", "mi350", "8gpu"], "conclusion": "success",
              "log": f"[1/1] {BIG_TEST}  PASS  elapsed=1100s\n"},
-            {"name": "MI350 shard 1 / run", "labels": ["linux-mi35x-gpu-8"], "conclusion": "success", "log": None}]
+            {"name": "MI350 shard 1 / run", "labels": ["self-hosted", "amd", "mi350", "8gpu"], "conclusion": "success", "log": None}]
     assert inputs["suite"] == EIGHT
     od.sim.complete_run(d["run_id"], conclusion="success", jobs=jobs)
     od.world.deliver(od.sim.webhook("workflow_run", "completed", app=od.world.app, repo=od.repo, run=d["run_id"]))
@@ -462,7 +463,7 @@ def test_the_plan_is_the_default_branchs_whatever_the_pr_head_changes(github_sim
     [d] = od.dispatches()
     plan = json.loads(d["inputs"]["plan"])
     assert (plan["runs_on"], plan["shards"], plan["runner_flags"]) == (
-        ["linux-mi35x-gpu-8"], 2, ["--cadence", "nightly", "--continue-on-error"])
+        ["self-hosted", "amd", "mi350", "8gpu"], 2, ["--cadence", "nightly", "--continue-on-error"])
 
 
 def test_a_request_stored_before_plans_were_kept_is_not_dispatched_unplanned(od):
@@ -500,7 +501,7 @@ def no_parsing_here(monkeypatch):
 def test_command_selection_parses_nothing_in_the_worker(od, no_parsing_here):
     od.comment(f"/run-rocm {SUITE}", author="maint")
     [d] = od.dispatches()
-    assert d["inputs"]["suite"] == SUITE and "6.20 GPU-hours" in od.replies()[-1]
+    assert d["inputs"]["suite"] == SUITE and "3.10 GPU-hours" in od.replies()[-1]
     od.comment(f"/run-rocm {SUITE} tests/e2e/megatron/test_qwen3_4B_ppo.py", author="maint")
     assert "has no ROCm registration in" in od.replies()[-1]
     assert "ROCm suites this PR can run on demand: `nightly-stage-c-4-gpu-mi350`" in od.replies()[-1]

