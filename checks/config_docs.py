@@ -34,8 +34,10 @@ SECTIONS: dict[str, str] = {
     "hardware": "Runner label globs (fnmatch, case-insensitive) -> hardware model, to tell which hardware "
                 "ran a job whose durations are stored. A job whose labels match no model, or several, is `unknown`.",
     "duration_sources": "Workflows whose completed runs the App reads durations from (job logs of the runner).",
-    "dispatch": "Suites that `/run-rocm` may start, keyed by suite name, and how to dispatch each. "
-                "Nothing is dispatchable until a suite is listed here.",
+    "dispatch": "Suites that `/run-rocm` may start, keyed by suite name (`\"*\"`: every ROCm suite without an entry "
+                "of its own), and how to dispatch each. Nothing is dispatchable until a suite (or `\"*\"`) is listed here. "
+                "Where and how it runs is read from the job of the target's own CI that runs it, on the default branch; "
+                "each key below overrides one part of it.",
     "approvers": "Who counts as a maintainer for `/run-rocm`, `/approve-rocm` and `/deny-rocm`.",
     "budgets": "Cost limits of on-demand runs.",
     "validity": "What the target's runner accepts and rejects, where its code does not say it in a form the engine "
@@ -119,25 +121,44 @@ FIELDS: dict[str, str] = {
     "Dispatch.workflow": "Workflow file name (or numeric id) to dispatch, e.g. `rocm-on-demand.yml`. Required.",
     "Dispatch.repository": "`owner/name` that holds the workflow (the App must be installed there); null: this repository.",
     "Dispatch.ref": "Trusted branch the workflow is dispatched on; never a commit SHA or a pull request ref.",
+    "Dispatch.source": "Which job of the target's CI to copy when several run the suite: `<workflow file>` or "
+                       "`<workflow file>#<job id>`; null: the nightly job for a nightly suite, the PR job otherwise "
+                       "(among several, the one with the longest per-file and job timeouts).",
     "Dispatch.gpus": "GPUs one runner of the run occupies, for the cost estimate (GPU-hours = this x `shards` x the "
                      "longest shard's est_time); null: read from the runner labels (`4gpu`, `linux-mi35x-gpu-8`), else "
                      "the count in the suite name (`...-4-gpu-...`), else 1.",
-    "Dispatch.runs_on": "Runner labels of the jobs that run the suite (all required); null: the real MI350/MI35x runner "
-                        "shape for the GPU count in the suite name: 1 `[linux-mi35x-gpu-1]`, 2 `[linux-mi35x-gpu-2]`, "
-                        "4 `[self-hosted, amd, mi350, 4gpu]` (radixark/miles' split MI350 host), 8 `[linux-mi35x-gpu-8]` "
-                        "(sgl-project/sglang's pools). The shipped workflow accepts only the label sets it lists itself.",
+    "Dispatch.runs_on": "Runner labels of the jobs that run the suite (all required); null: the pool of the job that "
+                        "runs it when the repository's own workflows use that pool (its fleet), else the fleet's runner "
+                        "with the GPUs the suite needs (from its name, else its job's pool). The shipped workflow accepts "
+                        "only the label sets it lists itself.",
+    "Dispatch.larger_runner": "true: a suite whose GPU count no runner of the fleet has exactly may run on the smallest "
+                              "larger one (it holds, and is charged for, all of that runner's GPUs); false: it is "
+                              "refused with the reason.",
     "Dispatch.shards": "Jobs run in parallel, each running the runner's own `--auto-partition-id <i> "
-                       "--auto-partition-size <shards>` (1 to 8; one job when the runner has no such options, or for "
-                       "listed files the runner cannot select itself).",
+                       "--auto-partition-size <shards>` (1 to 8); null: the job's own `--auto-partition-size`. One job "
+                       "when the runner has no such options, or for listed files the runner cannot select itself.",
     "Dispatch.image": "Container image the suite runs in: a tag of the workflow's image repository (`rocm/sgl-dev`), "
-                      "`repository:tag` or `repository@sha256:<digest>`; null: the workflow resolves it the way "
-                      "miles' `pr-test-rocm.yml` does (`rocm/sgl-dev:miles-rocm720-mi35x`).",
-    "Dispatch.runner_flags": "Extra options of the runner for this suite; null: read from the runner's own options at "
-                             "the head: `--cadence nightly` (or `--nightly`) for a `nightly-` suite, `--match-all-labels`, "
-                             "`--continue-on-error`, `--enable-retry --max-attempts 2`, each only where the runner has it.",
+                      "`repository:tag` or `repository@sha256:<digest>`; a tag may hold `{date}` (the newest YYYYMMDD "
+                      "with that image in the last 7 days) and `{version}`. null: the job's own image, resolved as it "
+                      "resolves it (sglang's start script, the dated tag of sglang's nightly for miles).",
+    "Dispatch.runner_flags": "The runner's options for this suite; null: the job's own command line, as a manual "
+                             "dispatch of it passes it (flags computed at run time by another job are left out), plus "
+                             "`--continue-on-error`; only options the default branch's runner accepts are ever passed.",
+    "Dispatch.timeout_per_file_s": "What the runner lets one file run (`--timeout-per-file`, 60 s to 12 h); null: the "
+                                   "job's own, else the runner's default (read from its argparse).",
+    "Dispatch.job_timeout_min": "The GPU job's timeout (1 to 720 minutes); null: the job's step (else job) "
+                                "`timeout-minutes`, else GitHub's 360.",
+    "Dispatch.install": "Install commands run before the suite, as words (no shell features); null: the job's own "
+                        "install steps (for another repository's job, the repository's own ROCm job's). The shipped "
+                        "workflow runs only commands it lists.",
+    "Dispatch.cache": "The GPU job's host caches: `read-only` (mounted read-only; what must be written goes to the run's "
+                      "own scratch), `scratch` (none: each run starts empty) or `shared` (writable, as the target's own "
+                      "CI mounts them: pull request code could then poison what later trusted jobs on the machine read; "
+                      "the shipped workflow refuses it unless its CACHE_MODES lists it).",
     "Dispatch.inputs": "Workflow input name -> what to pass: `suite`, `head_sha`, `pull_number`, `files` "
-                       "(space-separated test files), `repository`, `runs_on` (the labels as a JSON list), `shards`, "
-                       "`image` (empty: the workflow's default) or `runner_flags` (space-separated). At most 25 inputs "
+                       "(space-separated test files), `repository`, `plan` (the run plan as JSON: what the shipped "
+                       "workflow takes), or, for an older workflow, `runs_on` (the labels as a JSON list), `shards`, "
+                       "`image` or `runner_flags` (space-separated). At most 25 inputs "
                        "(10 on GitHub Enterprise Server 3.17-3.19); a workflow that lacks an input rejects the dispatch.",
     "Approvers.permissions": "Collaborator roles that count as maintainers.",
     "Approvers.teams": "Teams whose members count as maintainers (`team` or `org/team`; needs `members: read`).",
