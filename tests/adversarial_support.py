@@ -29,7 +29,9 @@ ATTACK_PRS = 3  # pull requests per attack at once: more than one worker thread'
 # The on-demand attack: a dispatch table on the attacker's default branch, a PR of padded test files.
 CONFIG_PATH = ".github/ci-registrar.yml"
 ONDEMAND_SUITE = "nightly-stage-c-4-gpu-mi350"
-ONDEMAND_CONFIG = f"dispatch:\n  {ONDEMAND_SUITE}:\n    workflow: rocm-on-demand.yml\n    ref: main\n"
+# runs_on: the attacker's repository has no workflow that runs the suite (no job to copy)
+ONDEMAND_CONFIG = (f"dispatch:\n  {ONDEMAND_SUITE}:\n    workflow: rocm-on-demand.yml\n    ref: main\n"
+                   "    runs_on: [self-hosted, amd, mi350, 4gpu]\n")
 ONDEMAND_FILES = 20
 ONDEMAND_PAD_BYTES = 256 * 1024  # per file; bench/adversarial.py pads more (--pad-kb)
 

@@ -178,6 +178,14 @@ class OnDemand:
         return [r for r in self.sim.check_runs(self.repo) if r["name"].startswith(prefix)]
 
 
+def consumer_repo(sim):
+    """sgl-project/sglang with its nightly for miles: the external consumer whose job runs miles'
+    nightly suites, read by the App at sglang's default branch (install the App there too)."""
+    sglang = sim.create_repo("sgl-project/sglang", default_branch="main")
+    sglang.commit({SGLANG_NIGHTLY_PATH: SGLANG_NIGHTLY, "README.md": "sglang\n"}, branch="main")
+    return sglang
+
+
 def build_ondemand(sim, tmp_path, *, config: str = CONFIG, app_permissions: dict | None = None,
                    database_url: str | None = None, extra: dict[str, str] | None = None) -> OnDemand:
     """extra: files of the default branch (and so of the PR's head) beyond the miles-shaped tree."""
@@ -190,10 +198,7 @@ def build_ondemand(sim, tmp_path, *, config: str = CONFIG, app_permissions: dict
     repo = sim.create_repo("radixark/miles", default_branch="main")
     repo.commit(ondemand_files(config, extra), branch="main")
     repo.add_workflow_file("rocm-on-demand.yml", SHIPPED_WORKFLOW.read_text())
-    # the external consumer of miles' nightly suites, read by the App at sglang's default branch
-    sglang = sim.create_repo("sgl-project/sglang", default_branch="main")
-    sglang.commit({SGLANG_NIGHTLY_PATH: SGLANG_NIGHTLY, "README.md": "sglang\n"}, branch="main")
-    inst = sim.install(gh_app, "radixark/miles", "sgl-project/sglang")
+    inst = sim.install(gh_app, "radixark/miles", consumer_repo(sim))
     repo.commit({"tests/e2e/test_new.py": test_file(
         'register_cuda_ci(est_time=60, suite="stage-c-4-gpu-h200", labels=["short"])',
         f'register_rocm_ci(est_time=90, suite="{SUITE}", labels=["short"])')}, branch="feature")

@@ -86,7 +86,7 @@ def test_on_demand_commands_at_once_cannot_overspend_or_run_an_unseen_head(githu
 
     from tests.adversarial_support import Service
     from tests.fixtures.miles import test_file
-    from tests.ondemand_support import CONFIG, SUITE, next_second, ondemand_files
+    from tests.ondemand_support import CONFIG, SUITE, consumer_repo, next_second, ondemand_files
     from tests.test_service_support import wait_for
 
     sim = github_sim
@@ -94,7 +94,7 @@ def test_on_demand_commands_at_once_cannot_overspend_or_run_an_unseen_head(githu
     repo = sim.create_repo("radixark/miles")
     repo.commit(ondemand_files(CONFIG.replace("daily_gpu_hours: 64", "daily_gpu_hours: 4")), branch="main")
     repo.add_workflow("rocm-on-demand.yml", name="ROCm on demand", dispatchable=True)
-    sim.install(app, "radixark/miles")
+    sim.install(app, "radixark/miles", consumer_repo(sim))
     prs = []
     for i, est in enumerate(("90", "90", "90", "-100000", "90"), start=1):
         repo.commit({f"tests/e2e/test_pr{i}.py": test_file(f'register_rocm_ci(est_time={est}, suite="{SUITE}", '
