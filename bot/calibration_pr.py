@@ -61,11 +61,12 @@ class Outcome:
     changes: int = 0
     message: str = ""
     every_days: float = 7  # the repository's calibration.pull_request_every_days
+    verdicts: str | None = None  # what this refresh decided per file (verdicts()), None: decided nothing
 
 
-def _outcome_with(every_days: float):
+def _outcome_with(every_days: float, verdicts_json: str | None = None):
     def make(action: str, number: int | None = None, changes: int = 0, message: str = "") -> Outcome:
-        return Outcome(action, number, changes, message, every_days)
+        return Outcome(action, number, changes, message, every_days, verdicts_json)
     return make
 
 
@@ -157,6 +158,7 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
     ctx, _paths, _findings = build_context(tree, config)
     plan = Plan(decide_all(report.registrations, windows, params, Bounds.of(ctx.contract)))
     changes_print = fingerprint(plan.changes)
+    outcome = _outcome_with(params.pull_request_every_days, verdicts(plan, Bounds.of(ctx.contract)))
 
     bot = client.github.bot_login()
     pulls = client.pulls_from(repo, f"{owner}:{BRANCH}")
@@ -312,6 +314,67 @@ def _hold(client, repo: str, pr: dict, plan: "Plan", foreign: list[dict], bot: s
     return outcome("held", pr["number"], len(plan.changes), f"someone else pushed to {BRANCH}: {_who(foreign)}")
 
 
+# -- after an ingest: did a REG020 verdict change? ------------------------------------------------
+@dataclass(frozen=True)
+class _Seen:
+    """A registration as the last refresh saw it on the default branch: what decide() reads."""
+    file: str
+    backend: "object"
+    est_time: float
+    suite: str | None = None
+    disabled: None = None
+    implicit: bool = False
+
+
+def verdicts(plan: "Plan", bounds) -> str:
+    """Each calibrated file's REG020 verdict at this refresh (flagged: calibrate changes it), with
+    what re-deciding it needs that the store does not hold: its est_time, suite and the bound."""
+    seen = [[d.registration.file, d.registration.backend.family.value, d.old, d.registration.suite, d.changed]
+            for d in plan.decisions if d.old is not None and d.registration.disabled is None]
+    return json.dumps({"minimum": bounds.minimum, "files": sorted(seen, key=lambda row: (row[0], row[1]))},
+                      sort_keys=True)
+
+
+def changed_verdicts(verdicts_json: str, records, params, *, now: datetime, repository: str) -> list[str]:
+    """The files whose REG020 verdict the stored durations `records` now give differs from the
+    one of the last refresh (same est_time, same policy: checks.calibration.decide)."""
+    from checks.calibration import Bounds, build_windows, decide
+    from checks.model import Backend
+
+    seen = json.loads(verdicts_json)
+    windows = build_windows(records, params, now=now, repository=repository)
+    bounds = Bounds(seen["minimum"])
+    out = []
+    for file, family, est, suite, flagged in seen["files"]:
+        reg = _Seen(file, Backend(family), est, suite)
+        if decide(reg, windows.get((file, reg.backend)), params, bounds).changed != flagged:
+            out.append(file)
+    return out
+
+
+def after_ingest(store_url: str, repo: str, params, *, now: datetime | None = None) -> list[str]:
+    """Called after durations were stored for `repo` (params: its default branch's `calibration:`).
+    A REG020 verdict changed: the next worker pass refreshes the calibration pull request, at most
+    once per `ingest_refresh_every_hours`. Returns the changed files when it asked, else []."""
+    from datetime import timedelta, timezone
+
+    from bot.durations import export_records
+    from bot.store import calibration as runs
+
+    if not params.pull_requests or params.ingest_refresh_every_hours <= 0:
+        return []
+    now = now or datetime.now(timezone.utc)
+    every = timedelta(hours=params.ingest_refresh_every_hours)
+    seen, asked_at = runs.last_verdicts(store_url, repo)
+    if seen is None or (asked_at is not None and now - asked_at < every):
+        return []  # no refresh yet (the schedule does the first), or asked within the interval
+    changed = changed_verdicts(seen, export_records(store_url, repository=repo), params, now=now, repository=repo)
+    if changed and runs.request(store_url, repo, seen, now, every):
+        log.info("calibration refresh asked by an ingest", repository=repo, files=changed[:5])
+        return changed
+    return []
+
+
 # -- when it runs -----------------------------------------------------------------------------------
 def run(github, store_url: str, installation_id: int, repo: str, *, now: datetime | None = None) -> Outcome:
     """One refresh with the store's durations of `repo`, recorded (the schedule reads the record)."""
@@ -323,7 +386,7 @@ def run(github, store_url: str, installation_id: int, repo: str, *, now: datetim
     now = now or datetime.now(timezone.utc)
     client = github.for_installation(installation_id)
     outcome = refresh(client, repo, lambda: export_records(store_url, repository=repo), now=now)
-    runs.record(store_url, repo, outcome.action, outcome.number, now, outcome.every_days)
+    runs.record(store_url, repo, outcome.action, outcome.number, now, outcome.every_days, outcome.verdicts)
     if outcome.action == "no-permission":
         log.warning("calibration pull request needs contents: write", repository=repo)
     else:
