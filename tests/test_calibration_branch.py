@@ -236,3 +236,70 @@ def test_the_simulator_signs_and_attributes_commits_as_github_does(github_sim, t
     (listed,) = client.compare(REPO, "main", "y")["commits"]
     assert is_app_commit(listed, bot)
     assert client.github.bot_login() == bot
+
+
+def _web_edit(sim, repo, author_login: str, author_email: str) -> str:
+    """A commit made on GitHub's web pages: GitHub signs it, as committer web-flow."""
+    return sim.push(repo, BRANCH, {"notes.md": f"edited by {author_login}\n"}, author=author_login, email=author_email,
+                    committer="GitHub", committer_email="noreply@github.com", signed=True)
+
+
+def test_a_signed_web_edit_is_not_the_apps_whoever_it_names_as_author(github_sim, tmp_path):
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    opened = refresh(client, REPO, records(), now=NOW)
+    bot = _app(sim).bot_login
+    # a maintainer's edit in the browser: verified, but authored by them
+    theirs = _web_edit(sim, repo, "maint", "maint@users.noreply.github.com")
+    listed = client.get_json(f"/repos/{REPO}/commits/{theirs}", "/repos/{owner}/{repo}/commits/{ref}")
+    assert listed["commit"]["verification"]["verified"] is True and listed["committer"]["login"] == "web-flow"
+    assert refresh(client, REPO, records(**{QWEN: 100}), now=NOW).action == "held" and repo.head(BRANCH) == theirs
+    # the App's own authorship kept by a web edit (a revert, "update branch"): committed by web-flow
+    pr = sim.pull(REPO, opened.number)
+    repo.set_branch(BRANCH, pr.base_sha)
+    pr.head_sha = pr.base_sha
+    kept = _web_edit(sim, repo, bot, f"{_app(sim).id}+{bot}@users.noreply.github.com")
+    assert refresh(client, REPO, records(**{QWEN: 100}), now=NOW).action == "held" and repo.head(BRANCH) == kept
+
+
+def test_a_copied_held_marker_in_someone_elses_comment_is_not_the_apps(github_sim, tmp_path):
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    opened = refresh(client, REPO, records(), now=NOW)
+    theirs = sim.push(repo, BRANCH, {"notes.md": "x\n"}, author="maint")
+    fake = f"nothing to see\n<!-- ci-registrar calibration held: {theirs} {'0' * 16} -->"
+    sim.add_comment(repo, opened.number, fake, author="maint")
+    assert refresh(client, REPO, records(), now=NOW).action == "held"
+    mine = [c for c in _held_comments(sim, opened.number) if c["user"]["login"] == _app(sim).bot_login]
+    assert len(mine) == 1 and [c["body"] for c in sim.comments(REPO, opened.number) if c["user"]["login"] == "maint"] == [fake]
+
+
+def test_many_commits_of_others_are_named_five_and_counted(github_sim, tmp_path):
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    opened = refresh(client, REPO, records(), now=NOW)
+    pushed = [sim.push(repo, BRANCH, {f"n{i}.md": "x\n"}, author=f"dev{i}") for i in range(7)]
+    out = refresh(client, REPO, records(), now=NOW)
+    assert out.action == "held"
+    (comment,) = _held_comments(sim, opened.number)
+    assert f"(`{pushed[0][:7]}` by dev0, `{pushed[1][:7]}` by dev1, " in comment["body"]
+    assert f"`{pushed[4][:7]}` by dev4 and 2 more)" in comment["body"] and "dev5" not in comment["body"]
+    assert out.message == f"someone else pushed to {BRANCH}: " + comment["body"].split("(", 1)[1].split(")", 1)[0]
+
+
+def test_a_branch_longer_than_github_lists_is_not_the_apps(github_sim, tmp_path):
+    """GitHub's comparison lists 250 commits: 251 of the App's own are more than it can vouch
+    for, so the branch is left alone (the App never makes more than one)."""
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    opened = refresh(client, REPO, records(), now=NOW)
+    sha = repo.head(BRANCH)
+    tree = repo.store.commits[sha].tree
+    for i in range(250):
+        sha = client.create_commit(REPO, f"app {i}", tree, [sha])
+    client.update_ref(REPO, BRANCH, sha)
+    compared = client.compare(REPO, "main", BRANCH)
+    assert compared["total_commits"] == 251 and len(compared["commits"]) == 250
+    assert all(is_app_commit(c, _app(sim).bot_login) for c in compared["commits"])
+    out = refresh(client, REPO, records(**{QWEN: 100}), now=NOW)
+    assert (out.action, out.number) == ("held", opened.number) and repo.head(BRANCH) == sha

@@ -174,10 +174,11 @@ class Repo:
     def commit(self, files: dict, parent: str | None = None, branch: str | None = None,
                message: str = "commit", author: str = "octocat", replace: bool = False,
                modes: dict[str, str] | None = None, email: str | None = None,
-               committer: str | None = None, committer_email: str | None = None) -> str:
+               committer: str | None = None, committer_email: str | None = None, signed: bool = False) -> str:
         """A push by a person (git's identity is theirs to write: `email` may claim anyone's
         address; such a commit is never signed by GitHub). modes: path -> "100755" for an
-        executable file (kept from the parent unless given)."""
+        executable file (kept from the parent unless given). signed: an edit made on GitHub's web
+        pages, which GitHub signs as its committer `web-flow` (GitHub <noreply@github.com>)."""
         with self.sim.lock:
             branch = branch or self.default_branch
             if parent is None:
@@ -195,7 +196,7 @@ class Repo:
             sha = self.store.put_commit(base, [parent] if parent else [], message, author, email, self.clock,
                                         committer=committer or "",
                                         committer_email=committer_email or (f"{committer}@users.noreply.github.com" if committer else ""),
-                                        modes=kept)
+                                        modes=kept, signed=signed)
             self.branches[branch] = sha
             self.pushed_at = time.time()
             return sha

@@ -163,12 +163,15 @@ class JsonViews:
         """The GitHub account a commit's email names, as GitHub links them: by address only, so
         anyone may write an address that names someone else (`ID+login@users.noreply.github.com`
         or `login@users.noreply.github.com`, the App's bot included). None: no account."""
+        if email == "noreply@github.com":
+            return "web-flow"  # the committer of what people commit on GitHub's web pages
         m = re.fullmatch(r"(?:\d+\+)?([^@\s]+)@users\.noreply\.github\.com", email or "")
         return m.group(1) if m else None
 
     def verification_json(self, c) -> dict:
         """GitHub signs what its API commits for a GitHub App with no custom author, committer or
-        signature ("bot signatures"): verified. A pushed commit here carries no signature."""
+        signature ("bot signatures"), and what people commit on its web pages (committer web-flow):
+        verified. A pushed commit here carries no signature."""
         if c.signed:
             return {"verified": True, "reason": "valid", "signature": "-----BEGIN PGP SIGNATURE-----",
                     "payload": f"tree {c.tree}", "verified_at": iso(c.timestamp)}
