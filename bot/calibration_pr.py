@@ -43,7 +43,7 @@ log = get_logger("ci_registrar.calibration")
 BRANCH = "ci-registrar/calibrate-est-time"
 TITLE = "Calibrate est_time from stored MI355X durations"
 _MARK = re.compile(r"<!-- ci-registrar calibration: ([0-9a-f]{16}|none) -->")
-_HELD = re.compile(r"<!-- ci-registrar calibration held: [0-9a-f]+ [0-9a-f]{16} -->")
+_HELD = re.compile(r"<!-- ci-registrar calibration held: [0-9a-f]{40} [0-9a-f]{16} -->")
 CLOSED_NOTICE = ("Nothing is left to calibrate: every est_time this pull request changed now fits the stored "
                  "durations (or was changed on the default branch). Closing it; a new one opens when values drift.")
 NO_PERMISSION = ("The calibration pull request needs the App's `contents: write` permission (to commit the new "
