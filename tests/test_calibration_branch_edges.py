@@ -12,7 +12,7 @@ from bot.calibration_pr import BRANCH, after_ingest, refresh
 from bot.store import calibration as runs
 from checks.config import load_config
 from tests.simulator.fixtures import github_sim  # noqa: F401
-from tests.test_calibration_pr import CONFIG, KIMI, NOW, QWEN, REPO, _setup, records
+from tests.test_calibration_pr import CONFIG, KIMI, NOW, QWEN, REPO, _calls, _setup, records
 from tests.test_calibration_refresh import BCG, SUITE, _opened, _runs
 
 
@@ -79,3 +79,23 @@ def test_an_ingest_may_ask_again_exactly_one_interval_later(github_sim, tmp_path
     runs.record(url, REPO, "updated", 1, asked, 7, None)  # refreshed, nothing decided: same verdicts
     assert after_ingest(url, REPO, params, now=asked + timedelta(hours=24) - timedelta(seconds=1)) == []
     assert after_ingest(url, REPO, params, now=asked + timedelta(hours=24)) == [BCG]
+
+
+def test_an_invalid_configuration_writes_nothing_and_says_why(github_sim, tmp_path):
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    repo.commit({".github/ci-registrar.yml": CONFIG + "  margin: 0.5\n  window_runs: 0\n"}, branch="main")
+    mark = len(sim.requests_log)
+    out = refresh(client, REPO, records(), now=NOW)
+    assert out.action == "nothing" and out.verdicts is None
+    assert out.message == ".github/ci-registrar.yml is invalid: invalid configuration: calibration.window_runs must be at least 1"
+    assert [c for c in _calls(sim, mark) if not c.startswith("GET ")] == [] and BRANCH not in repo.branches
+
+
+def test_a_commit_linked_to_no_account_is_named_by_its_git_name(github_sim, tmp_path):
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    refresh(client, REPO, records(), now=NOW)
+    theirs = sim.push(repo, BRANCH, {"n.md": "x\n"}, author="Jane Doe", email="jane@example.com")
+    out = refresh(client, REPO, records(), now=NOW)
+    assert out.action == "held" and out.message.endswith(f"`{theirs[:7]}` by Jane Doe")
