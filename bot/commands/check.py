@@ -21,17 +21,26 @@ def _fail(message: str) -> None:
     _fail_command("check", message)
 
 
-def _durations_from_file(path: str) -> list[dict]:
-    import json
+def _durations_from_file(path: str, repository: str | None):
+    """`check_tree`'s durations from a `--durations-file` (checks/durations_file.py reads every shape)."""
+    from checks.durations_file import DurationsFileError, read_durations_file
 
     try:
-        rows = json.loads(Path(path).read_text())
-    except OSError as exc:
-        _fail(f"cannot read {path}: {exc.strerror}")
-    except ValueError as exc:
-        _fail(f"{path} is not JSON: {exc}")
-    if not isinstance(rows, list) or not all(isinstance(r, dict) and "file" in r for r in rows):
-        _fail(f"{path} is not a `durations show --format json` list of {{file, backend, hardware, n, median, p90, max}} objects")
+        found = read_durations_file(path)
+    except DurationsFileError as exc:
+        _fail(str(exc))
+    problem = found.unknown_repository(repository)
+    if problem:
+        _fail(problem)
+
+    def rows(config) -> list[dict]:
+        out = found.check_rows(config.calibration, repository=repository)
+        used = sum(1 for r in out if (r.get("hardware") or None) == config.calibration.hardware)
+        notice = found.nothing_read(used, config.calibration.hardware, repository)
+        if notice:
+            click.echo(f"ci-registrar check: {notice}", err=True)
+        return out
+
     return rows
 
 
@@ -45,9 +54,22 @@ def _durations_from_store(repository: str | None):
         if open_for_reading(url) is None:  # reading never creates a store
             click.echo(f"ci-registrar check: {NO_STORE.format(path=sqlite_path(url))}", err=True)
             return []
+        require_stored_repository("check", url, repository)
         return check_rows(url, repository=repository, params=config.calibration)
 
     return rows
+
+
+def require_stored_repository(command: str, url: str, repository: str | None) -> None:
+    """Exit 2 when `--repository` names none of the store's repositories (a typo reads nothing)."""
+    if repository is None:
+        return
+    from bot.store.measurements import repositories
+
+    stored = repositories(url)
+    if repository not in stored:
+        _fail_command(command, f"--repository {repository}: the store holds no durations of it; it holds: "
+                               + (", ".join(stored) if stored else "none yet (`ci-registrar durations import`)"))
 
 
 def _is_target(tree) -> bool:
@@ -101,8 +123,8 @@ def _named_paths(root: Path, paths: tuple[str, ...]) -> list[str]:
 @click.option("--diff", "show_diff", is_flag=True, help="Print the fixes as a unified diff on stdout and change no file; exit 1 when there is something to fix.")
 @click.option("--fail-on", type=click.Choice(sorted(FAIL_ON)), default="failure", show_default=True, help="Exit 1 when a reported finding is at least this severe.")
 @click.option("--durations", "from_store", is_flag=True, help="Judge est_time (REG020/REG021) against the durations store (DATABASE_URL or the data directory).")
-@click.option("--durations-file", type=click.Path(dir_okay=False), default=None, help="Judge est_time against a `durations show --format json` file.")
-@click.option("--repository", default=None, metavar="OWNER/NAME", help="With --durations: whose stored durations to use (default: every repository in the store).")
+@click.option("--durations-file", type=click.Path(dir_okay=False), default=None, help="Judge est_time against a `durations export` file (JSON or CSV; a `durations show --format json` file works too).")
+@click.option("--repository", default=None, metavar="OWNER/NAME", help="With --durations or --durations-file: whose durations to use (default: every repository in the store or file).")
 @click.option("--consumers-from", "consumers_from", multiple=True, type=click.Path(dir_okay=False), metavar="PATH",
               help="A local copy of a configured external consumer's workflow (matched by file name to `consumers:` in "
                    ".github/ci-registrar.yml; one matching none counts as one more consumer). Repeatable. Without it, "
@@ -156,7 +178,7 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
 
     durations = None
     if durations_file is not None:
-        durations = _durations_from_file(durations_file)
+        durations = _durations_from_file(durations_file, repository)
     elif from_store:
         durations = _durations_from_store(repository)
 
