@@ -80,7 +80,8 @@ def _table(plan, suites: list[str]) -> str:
 
 
 @click.command()
-@click.option("--repo", "repo", default=".", show_default=True, help="Root of the repository checkout.")
+@click.option("--repo", "repo", default=None,
+              help="Root of the repository checkout (default: the one holding the current directory, found as `check` finds it).")
 @click.option("--durations", "from_store", is_flag=True, help="Use the durations store (DATABASE_URL or the data directory).")
 @click.option("--durations-file", type=click.Path(dir_okay=False), default=None, help="Use a `durations export` file (JSON or CSV) instead of the store.")
 @click.option("--repository", default=None, metavar="OWNER/NAME", help="Whose stored durations to use (default: every repository in the store or file).")
@@ -88,7 +89,7 @@ def _table(plan, suites: list[str]) -> str:
 @click.option("--diff", "show_diff", is_flag=True, help="Print the changes as a unified diff and change no file; exit 1 when there is a change.")
 @click.option("--write", "write", is_flag=True, help="Write the new est_time values into the files.")
 @click.option("--as-of", "as_of", default=None, metavar="TIME", help="Judge the window as of this ISO-8601 time (default: now).")
-def calibrate(repo: str, from_store: bool, durations_file: str | None, repository: str | None, fmt: str,
+def calibrate(repo: str | None, from_store: bool, durations_file: str | None, repository: str | None, fmt: str,
               show_diff: bool, write: bool, as_of: str | None) -> None:
     """Propose est_time values from stored durations (docs/calibration.md). Exit 2: usage or environment error."""
     from checks.calibration import Bounds, Plan, build_windows, decide_all, stats_rows
@@ -98,9 +99,9 @@ def calibrate(repo: str, from_store: bool, durations_file: str | None, repositor
     from checks.engine import check_tree
     from checks.tree import DirectoryTree
 
-    root = Path(repo)
-    if not root.is_dir():
-        _fail(f"{repo} is not a readable directory")
+    from bot.commands.root import checkout
+
+    root = checkout("calibrate", repo)
     if show_diff and write:
         _fail("--diff and --write exclude each other (--diff previews what --write writes)")
     if (durations_file is None) == (not from_store):
@@ -115,6 +116,10 @@ def calibrate(repo: str, from_store: bool, durations_file: str | None, repositor
     records = _records_from_file(durations_file, repository) if durations_file else _records_from_store(repository)
 
     tree = DirectoryTree(root)
+    from bot.commands.root import is_target, not_target
+
+    if not is_target(tree):
+        _fail(not_target(root))
     config, config_findings = load_config(tree.read(CONFIG_PATH))
     if config_findings:
         _fail(f"{CONFIG_PATH}: {config_findings[0].message}")

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from bot.commands.errors import fail as _fail_command, git_failure
+from bot.commands.root import is_target
 
 FAIL_ON = {"failure": ("failure",), "warning": ("failure", "warning")}
 
@@ -72,28 +73,6 @@ def require_stored_repository(command: str, url: str, repository: str | None) ->
                                + (", ".join(stored) if stored else "none yet (`ci-registrar durations import`)"))
 
 
-def _is_target(tree) -> bool:
-    """A repository the check applies to: it has the configuration or the register module."""
-    from checks.config import CONFIG_PATH, load_config
-
-    text = tree.read(CONFIG_PATH)
-    if text is not None:
-        return True
-    config, _ = load_config(None)
-    return tree.read(config.paths.register_module) is not None
-
-
-def repository_root(start: Path) -> Path:
-    """The checkout holding `start`: the nearest directory upwards with a `.git`, as git finds it
-    (`start` itself when there is none)."""
-    start = start.resolve()
-    here = start if start.is_dir() else start.parent
-    for candidate in (here, *here.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return here
-
-
 def _named_paths(root: Path, paths: tuple[str, ...]) -> list[str]:
     """PATH arguments as paths relative to the checkout's root ('' for the root itself)."""
     out = []
@@ -113,7 +92,8 @@ def _named_paths(root: Path, paths: tuple[str, ...]) -> list[str]:
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--repo", "repo", default=None,
               help="Root of the repository checkout (default: found from PATH, else from the current directory, "
-                   "walking up to the directory with `.git` as git does).")
+                   "walking up to the directory with `.git`, or without one the directory with "
+                   ".github/ci-registrar.yml).")
 @click.option("--base", "base", default=None, help="Base git revision: check the diff base..head.")
 @click.option("--head", "head", default=None, help="Head git revision (with --base; default HEAD).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]), default="text", show_default=True)
@@ -157,11 +137,10 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
     from checks.parallel import available_workers
     from checks.tree import DirectoryTree, GitError, GitRevisionTree, changed_paths
 
-    if repo is None:
-        repo = str(repository_root(Path(paths[0]) if paths else Path.cwd()))
-    root = Path(repo)
-    if not root.is_dir():
-        _fail(f"{repo} is not a readable directory")
+    from bot.commands.root import checkout
+
+    root = checkout("check", repo, Path(paths[0]) if paths else None)
+    repo = str(root)
     named = _named_paths(root, paths) if paths else None
     if named is not None and "" in named:
         named = None  # the root itself: everything
@@ -226,29 +205,28 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
                 changed = changed_paths(root, base_tree.commit, head_tree.commit)
             except GitError as exc:
                 _fail(git_failure(root, str(exc)))
-            if not _is_target(head_tree):
+            if not is_target(head_tree):
                 _not_target()
             added.update(p for p, b in changed.items() if b is None)
             diff.update(base=base_tree, changed=changed)
             return head_tree, check_tree(head_tree, base=base_tree, changed=changed, durations=durations, fixes=fixes,
                                          scan_cache=scan_cache, consumers_from=external, workers=workers)
         tree = DirectoryTree(root)
-        if not _is_target(tree):
+        if not is_target(tree):
             _not_target()
         return tree, check_tree(tree, durations=durations, fixes=fixes, scan_cache=scan_cache, consumers_from=external, workers=workers)
 
     def _not_target():
-        from checks.config import Config
+        from bot.commands.root import not_target
 
-        _fail(f"{repo} is not a target repository: it has neither .github/ci-registrar.yml nor "
-              f"{Config().paths.register_module} (set paths.register_module in .github/ci-registrar.yml)")
+        _fail(not_target(repo))
 
     def base_report():
         """The base checked whole, with its own configuration: what was there before the diff."""
         from checks.model import Report
 
         try:
-            if not _is_target(diff["base"]):
+            if not is_target(diff["base"]):
                 return Report()
             return check_tree(diff["base"], durations=durations, fixes=False, scan_cache=scan_cache, consumers_from=external, workers=workers)
         except GitError as exc:
