@@ -114,7 +114,7 @@ def _from_csv(path: str, text: str) -> list[dict]:
     if not EXPORT_KEYS <= header:
         missing = ", ".join(sorted(EXPORT_KEYS - header))
         raise DurationsFileError(f"{path} is neither JSON nor a `durations export --format csv` file "
-                                 f"(its first line lacks the column(s) {missing})")
+                                 f"(its first line lacks {'the column' if len(EXPORT_KEYS - header) == 1 else 'the columns'} {missing})")
     rows = []
     for number, raw in enumerate(reader, start=2):
         row: dict[str, Any] = {k: (None if v == "" else v) for k, v in raw.items() if k}

@@ -11,6 +11,7 @@ from itertools import groupby
 
 from checks.model import Finding, Registration, Report, Severity, code
 from checks.rules import RULES
+from checks.wording import plural
 
 _TOOL_URI = "https://github.com/radixark/ci-registrar"
 
@@ -59,7 +60,7 @@ def summary_line(report: Report) -> str:
     regs = sum(1 for r in report.registrations if not r.implicit)
     if report.suppressed:
         counts.append(f"{len(report.suppressed)} suppressed")
-    return f"{report.files_checked} test file(s), {regs} registration(s): " + ", ".join(counts)
+    return f"{plural(report.files_checked, 'test file')}, {plural(regs, 'registration')}: " + ", ".join(counts)
 
 
 def to_text(report: Report) -> str:
@@ -338,11 +339,11 @@ def check_run_conclusion(report: Report) -> str:
 
 def check_run_title(report: Report) -> str:
     skipped = limited_files(report)
-    unread = f"{len(skipped)} file(s) skipped at an analysis limit ({LIMIT_RULE})" if skipped else ""
+    unread = f"{plural(len(skipped), 'file')} skipped at an analysis limit ({LIMIT_RULE})" if skipped else ""
     if report.failed:
-        title = f"{report.count(Severity.FAILURE)} registration problem(s) would stop tests from running"
+        title = f"{plural(report.count(Severity.FAILURE), 'registration problem')} would stop tests from running"
         return f"{title}; {unread}" if unread else title
-    counts = f"{report.count(Severity.WARNING)} warning(s), {report.count(Severity.NOTICE)} notice(s)"
+    counts = f"{plural(report.count(Severity.WARNING), 'warning')}, {plural(report.count(Severity.NOTICE), 'notice')}"
     if unread:
         return f"Not fully checked: {unread}; {counts}"
     if report.findings:

@@ -12,6 +12,7 @@ from checks.registrations import gpu_count_from_name
 from checks.rules import make_finding
 from checks.ruleset import reg030_suite_over_budget
 from checks.suites import HardwareIndex, is_nightly, parse_suite_name
+from checks.wording import article, backend_name, plural
 
 
 def _q(s: str) -> str:
@@ -56,9 +57,9 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
         checked = contract.suite_checked_backends is None or reg.backend in contract.suite_checked_backends
         what = f"suite {code(suite)}" + (" (composed from `stage=` and `runner_config=`)" if composed else "")
         if checked:
-            parts = [f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}), so this registration never runs"]
+            parts = [f"{what} is not {article(backend_name(reg.backend.value) + ' suite')} in the inventory ({ctx.config.paths.suites_module}), so this registration never runs"]
         else:
-            parts = [f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}); the runner does not validate {reg.backend.value} suites against it, so only a job that passes this exact suite name runs the test"]
+            parts = [f"{what} is not {article(backend_name(reg.backend.value) + ' suite')} in the inventory ({ctx.config.paths.suites_module}); the runner does not validate {backend_name(reg.backend.value)} suites against it, so only a job that passes this exact suite name runs the test"]
         if owners:
             parts.append(f"{code(suite)} belongs to {', '.join(b.value for b in owners)}")
         # did-you-mean and fixes keep the GPU count and hardware the name states (b200 never
@@ -86,17 +87,17 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
                 flags = f"--hw {use.hw} " if use.hw else ""
                 flags += f"--suite {suite}" + (" --nightly" if use.nightly else "")
                 where = f"{use.file}:{use.span.line}" if use.file else use.consumer
-                parts[0] = (f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}); "
+                parts[0] = (f"{what} is not {article(backend_name(reg.backend.value) + ' suite')} in the inventory ({ctx.config.paths.suites_module}); "
                             f"the runner ({contract.unknown_suite_warns}) only prints \"Unknown suite\" and runs it anyway, "
                             f"and {where} runs it ({code(flags)}), so the test runs: add the suite to the inventory")
             elif reg.file in getattr(ctx, "direct_runs", {}):
                 severity = Severity.WARNING
-                parts[0] = (f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}) "
+                parts[0] = (f"{what} is not {article(backend_name(reg.backend.value) + ' suite')} in the inventory ({ctx.config.paths.suites_module}) "
                             f"and no job runs it, so the runner never selects this registration; "
                             f"{ctx.direct_runs[reg.file]} runs the file itself, so the test runs: register it in a suite that job runs, or drop the registration")
             else:
                 parts[0] += (f"; the runner ({contract.unknown_suite_warns}) only warns about an unknown suite, "
-                             f"but no workflow runs {code(suite)} for {reg.backend.value}" + (" with `--nightly`" if reg.nightly else " without `--nightly`"))
+                             f"but no workflow runs {code(suite)} for {backend_name(reg.backend.value)}" + (" with `--nightly`" if reg.nightly else " without `--nightly`"))
         out.append(
             make_finding("REG010", reg.file, span, "; ".join(parts), severity=severity, suggestion=_q(fix_to) if fix_to else None)
         )
@@ -148,7 +149,7 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
         if scan is not None and scan.num_gpus_constant is not None:
             own, source = scan.num_gpus_constant[0], "its NUM_GPUS constant"
         if own is not None and own != parsed.gpus:
-            out.append(make_finding("REG040", reg.file, span, f"suite {code(suite)} runs on {parsed.gpus} GPU(s) but the test says it needs {own} ({source})"))
+            out.append(make_finding("REG040", reg.file, span, f"suite {code(suite)} runs on {plural(parsed.gpus, 'GPU')} but the test says it needs {own} ({source})"))
     return out
 
 

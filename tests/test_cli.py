@@ -242,7 +242,7 @@ def test_fix_writes_the_fixes_and_reports_what_is_left(tmp_path):
     })
     done = cli("check", "--repo", str(repo), "--fix")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "fixed 2 finding(s) in 2 file(s)" in done.stderr
+    assert "fixed 2 findings in 2 files" in done.stderr
     assert (repo / PPO).read_text() == test_file(GOOD)
     fixed_other = (repo / other).read_bytes()
     assert b'suite="stage-c-4-gpu-mi350"' in fixed_other and b"\r\n" in fixed_other and b"\n" not in fixed_other.replace(b"\r\n", b"")

@@ -92,7 +92,7 @@ def test_a_file_of_another_shape_is_refused_in_one_line(stored, tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("file,seconds\nx.py,3\n")
     done = run("check", "--repo", str(repo), "--durations-file", str(text))
-    assert done.returncode == 2 and "lacks the column(s) elapsed_s, outcome" in done.stderr
+    assert done.returncode == 2 and "lacks the columns elapsed_s, outcome" in done.stderr
 
 
 def test_a_file_read_for_nothing_says_so(stored, tmp_path):

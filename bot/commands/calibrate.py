@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from bot.commands.errors import fail as _fail_command
+from checks.wording import plural
 
 
 def _fail(message: str) -> None:
@@ -150,7 +151,7 @@ def calibrate(repo: str | None, from_store: bool, durations_file: str | None, re
     if write:
         for e in edits:
             (root / e.path).write_text(e.after, encoding="utf-8")
-        click.echo(f"ci-registrar calibrate: {len(plan.changes)} est_time value(s) changed in {len(edits)} file(s)", err=True)
+        click.echo(f"ci-registrar calibrate: {plural(len(plan.changes), 'est_time value')} changed in {plural(len(edits), 'file')}", err=True)
     if fmt == "json":
         click.echo(json.dumps(plan.as_json(), indent=1))
     else:

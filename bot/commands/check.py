@@ -14,6 +14,7 @@ import click
 
 from bot.commands.errors import fail as _fail_command, git_failure
 from bot.commands.root import is_target
+from checks.wording import plural
 
 FAIL_ON = {"failure": ("failure",), "warning": ("failure", "warning")}
 
@@ -312,7 +313,7 @@ def _fix(root: Path, tree, report, run, *, rerun: bool, keep_new=None):
         if keep_new is not None:
             report.findings = keep_new(report)
     if fixed_total:
-        click.echo(f"ci-registrar check: fixed {fixed_total} finding(s) in {len(written_all)} file(s): "
+        click.echo(f"ci-registrar check: fixed {plural(fixed_total, 'finding')} in {plural(len(written_all), 'file')}: "
                    + ", ".join(sorted(written_all)), err=True)
     return report
 

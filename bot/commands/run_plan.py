@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from bot.commands.errors import fail as _fail_command
+from checks.wording import plural
 
 
 def _fail(message: str) -> None:
@@ -98,6 +99,6 @@ def run_plan(suite: str, more_files: tuple[str, ...], repo: str | None, files: t
     click.echo(f"/run-rocm {suite}" + (" " + " ".join(listed) if listed else "") + ":")
     for line in plan_lines(view):
         click.echo(f"  {line}")
-    click.echo(f"  {len(view['files'])} test file(s):")
+    click.echo(f"  {plural(len(view['files']), 'test file')}:")
     for name in view["files"]:
         click.echo(f"    {name}")

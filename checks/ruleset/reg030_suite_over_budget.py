@@ -109,8 +109,8 @@ def check(ctx, checked: set[str], consumers_of, durations_index=None) -> list:
             message = f"{total}{source}; it overruns the job timeout in {plural(len(over), 'workflow')}: {each}"
         if use.shards > 1:
             others = ", ".join(minutes(s.predicted) for s in shards if s.index != worst.index)
-            message += ((f"; in {use.consumer}" if len(over) > 1 else "")
-                        + f"; the runner's split by est_time puts {', '.join(code(f) for f in worst.files)} in shard "
+            message += ((f"; in {use.consumer}, " if len(over) > 1 else "; ")
+                        + f"the runner's split by est_time puts {', '.join(code(f) for f in worst.files)} in shard "
                         f"{worst.index} (--auto-partition-id {worst.index}, {minutes(worst.predicted)}; "
                         f"{'the other' if len(shards) == 2 else 'the others'}: {others})")
         if proposals:
