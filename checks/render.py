@@ -79,6 +79,38 @@ def to_text(report: Report) -> str:
     return "\n".join(out)
 
 
+def to_brief_text(report: Report, verbose: bool = False) -> str:
+    """What a person reads at a commit (the pre-commit hook): failures first, in full; warnings and
+    notices summarised in one line by rule, or listed after the failures with `verbose`."""
+    failures = [f for f in report.findings if f.severity is Severity.FAILURE]
+    others = [f for f in report.findings if f.severity is not Severity.FAILURE]
+    shown = failures + (sorted(others, key=lambda f: (f.severity is not Severity.WARNING, f.file, f.span.line))
+                        if verbose else [])
+    out = []
+    for file, group in groupby(shown, key=lambda f: (f.severity is Severity.FAILURE, f.file)):
+        out.append(file[1])
+        for f in group:
+            out.append(f"  {f.span.line}:{f.span.column}  {f.severity.value:<7}  {f.rule}  {f.message}")
+            if f.fix is not None:
+                out.append("      fix:")
+                out.extend("        " + line for line in f.fix.text.split("\n"))
+            elif f.suggestion is not None:
+                out.append(f"      suggestion: {f.suggestion}")
+        out.append("")
+    if others and not verbose:
+        by_rule: dict[str, int] = {}
+        for f in others:
+            by_rule[f.rule] = by_rule.get(f.rule, 0) + 1
+        warnings = report.count(Severity.WARNING)
+        notices = report.count(Severity.NOTICE)
+        what = " and ".join(p for p in (plural(warnings, "warning") if warnings else "",
+                                         plural(notices, "notice") if notices else "") if p)
+        out.append(f"{what} not shown ({', '.join(f'{rule} x{n}' for rule, n in sorted(by_rule.items()))}): "
+                   "--verbose lists them")
+    out.append(summary_line(report))
+    return "\n".join(out)
+
+
 def _escape_data(s: str) -> str:
     return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 

@@ -117,6 +117,9 @@ def _named_paths(root: Path, paths: tuple[str, ...]) -> list[str]:
               help="Report none of these rules (codes, prefixes or names), on top of the configuration's `off`.")
 @click.option("--extend-ignore", "extend_ignore", multiple=True, metavar="RULES",
               help="The same as --ignore (ruff's spelling for adding to the ignored rules).")
+@click.option("--brief", is_flag=True,
+              help="Text: failures first and in full, warnings and notices summarised in one line (the pre-commit hook's output).")
+@click.option("-v", "--verbose", is_flag=True, help="With --brief: list the warnings and notices too, after the failures.")
 @click.option("--list-rules", is_flag=True, help="Print the rule registry and exit (see also `ci-registrar rule`).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Keep each file's parsed facts here, by content hash (default: one directory per checkout under $CI_REGISTRAR_CACHE_DIR, else $XDG_CACHE_HOME/ci-registrar, else ~/.cache/ci-registrar).")
 @click.option("--no-cache", is_flag=True, help="Parse every file again; read and write no scan cache.")
@@ -124,7 +127,7 @@ def _named_paths(root: Path, paths: tuple[str, ...]) -> list[str]:
 def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str | None, fmt: str, output: str | None, new_only: bool, apply_fixes: bool,
           show_diff: bool, fail_on: str, from_store: bool, durations_file: str | None, repository: str | None,
           consumers_from: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...],
-          extend_ignore: tuple[str, ...], list_rules: bool, cache_dir: str | None, no_cache: bool, jobs: int | None) -> None:
+          extend_ignore: tuple[str, ...], brief: bool, verbose: bool, list_rules: bool, cache_dir: str | None, no_cache: bool, jobs: int | None) -> None:
     """Check the CI registrations of a checkout; with PATHs, report only the findings in those files
     and directories (the whole checkout is still read: suites and consumers live elsewhere).
     Exit 0: no failure; 1: failures; 2: usage or environment error."""
@@ -255,7 +258,7 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
     except PermissionError as exc:
         _fail(f"cannot read {exc.filename}: permission denied")
 
-    text = _render(report, fmt, root)
+    text = _render(report, fmt, root, brief=brief, verbose=verbose)
     if output:
         try:
             Path(output).write_text(text + "\n", encoding="utf-8")
@@ -318,8 +321,11 @@ def _fix(root: Path, tree, report, run, *, rerun: bool, keep_new=None):
     return report
 
 
-def _render(report, fmt: str, root: Path) -> str:
-    from checks.render import RENDERERS, to_sarif
+def _render(report, fmt: str, root: Path, *, brief: bool = False, verbose: bool = False) -> str:
+    from checks.render import RENDERERS, to_brief_text, to_sarif
+
+    if brief and fmt == "text":
+        return to_brief_text(report, verbose)
 
     if fmt == "sarif":
         return to_sarif(report, srcroot=root.resolve().as_uri() + "/")
