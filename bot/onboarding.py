@@ -203,7 +203,7 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _valid_public_url(url: str) -> str | None:
+def valid_public_url(url: str) -> str | None:
     """Why `url` cannot be the App's public URL, or None."""
     parts = urlsplit(url)
     if parts.scheme not in ("https", "http") or not parts.netloc or any(c.isspace() for c in url):
@@ -269,7 +269,7 @@ def start():
         return render("message.html", status=403, title="Set-up needs the setup token", error=True,
                       message=NEEDS_TOKEN)
     public_url = os.environ.get("CI_REGISTRAR_PUBLIC_URL") or request.form.get("public_url", "").strip()
-    problem = _valid_public_url(public_url)
+    problem = valid_public_url(public_url)
     org = request.form.get("org", "").strip() if request.form.get("owner") == "organization" else ""
     if not problem and request.form.get("owner") == "organization" and not _ORG.fullmatch(org):
         problem = f"`{org[:60]}` is not an organisation login (letters, digits and single hyphens, up to 39)"

@@ -104,9 +104,11 @@ def test_the_install_recipes_ask_for_the_app_extra_where_the_service_runs():
 
     hooks = {h["id"]: h for h in yaml.safe_load(text)}
     assert "rev: v0.2.0" in text
-    assert hooks["ci-registrar"]["entry"] == "ci-registrar check --repo ."
-    assert hooks["ci-registrar-fix"]["entry"] == "ci-registrar check --repo . --fix"
-    assert all(h["language"] == "python" and h["pass_filenames"] is False for h in hooks.values())
+    assert hooks["ci-registrar"]["entry"] == "ci-registrar check --brief"
+    assert hooks["ci-registrar-fix"]["entry"] == "ci-registrar check --brief --fix"
+    # the staged files, in one process (the check reads the whole tree once)
+    assert all(h["language"] == "python" and h["pass_filenames"] is True and h["require_serial"] is True
+               for h in hooks.values())
 
 
 BLOCK_APP = (

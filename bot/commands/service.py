@@ -105,7 +105,13 @@ def _secure_data_dir(settings) -> None:
 @click.command()
 @click.option("--url", "public_url", required=True, help="This service's public base URL (webhooks arrive at URL/webhook).")
 def manifest(public_url):
-    """Print the GitHub App manifest for a deployment at URL (to register the App by hand)."""
-    from bot.onboarding import manifest_for
+    """Print the GitHub App manifest for a deployment at URL (to register the App by hand).
+    Exit 2: URL is not an absolute http(s) URL."""
+    from bot.commands.errors import fail
+    from bot.onboarding import manifest_for, valid_public_url
+
+    problem = valid_public_url(public_url)
+    if problem:
+        fail("manifest", f"--url {public_url[:100]!r}: {problem}")
 
     click.echo(json.dumps(manifest_for(public_url), indent=2))
