@@ -46,5 +46,9 @@ def test_no_message_of_a_whole_sglang_check_says_a_amd_or_file_s(tmp_path):
     assert any("is not an AMD suite" in m for m in messages)  # the REG010 the issue quoted
     bad = [m for m in messages if "(s)" in m or re.search(r"\ba (?:AMD|NPU|XPU|MLX|amd|npu|xpu|mlx|[aeiou]\w*)\b", m)]
     assert bad == []
+    # one REG030 per suite, naming each workflow it overruns (there were 9 for one suite)
+    suites = [re.match(r"suite `([^`]+)`", f.message).group(1) for f in report.findings if f.rule == "REG030"]
+    assert suites and len(suites) == len(set(suites))
+    assert any("overruns the job timeout in 2 workflows" in f.message for f in report.findings if f.rule == "REG030")
     one = [m for m in messages if re.search(r"\b1 (?:files|shards|runs|GPUs|registrations|failures|warnings)\b", m)]
     assert one == []
