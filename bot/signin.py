@@ -161,10 +161,38 @@ def login_callback():
     return redirect(_safe_next(target))
 
 
+CSRF_KEY = "csrf"
+
+
+def csrf_token() -> str:
+    """This browser's token for the pages' forms (sign out): random, kept in the signed session
+    cookie, so another site can neither read it nor make one that matches."""
+    token = session.get(CSRF_KEY)
+    if not token:
+        token = session[CSRF_KEY] = secrets.token_urlsafe(32)
+    return token
+
+
+def csrf_ok(given: str | None) -> bool:
+    expected = session.get(CSRF_KEY)
+    return bool(expected and given) and hmac.compare_digest(given.encode(), expected.encode())
+
+
 @blueprint.get("/logout")
+def logout_page():
+    """A link or another site's page can only show this: signing out takes the form's POST."""
+    return render("logout.html", title="Sign out")
+
+
+@blueprint.post("/logout")
 def logout():
     from bot.store import web_sessions
 
+    if not csrf_ok(request.form.get(CSRF_KEY)):
+        # Another site's form (or a stale page): nothing is changed.
+        return render("message.html", status=403, title="Not signed out", error=True,
+                      message="This sign-out did not come from this site's own form.", link="/logout",
+                      link_text="Sign out")
     web_sessions.delete(get_settings().database_url, session.get("sid"))
     session.clear()
     return redirect("/")
