@@ -89,6 +89,11 @@ class _LeaseMixin:
         """/readyz's question, under the intake's deadline on Redis."""
         raise NotImplementedError
 
+    def shared_client(self):
+        """The Redis client every worker process shares state through (bot/analysis_slots.py); None
+        for the embedded queue, whose processes share the data directory instead."""
+        return None
+
 
 class LeasedSqliteStorage(_LeaseMixin, SqliteStorage):
     """huey's SQLite storage with an in-flight table and a seen-deliveries table."""
@@ -437,6 +442,9 @@ class LeasedRedisStorage(_LeaseMixin, RedisStorage):
 
     def ping(self):
         self.intake_conn.ping()
+
+    def shared_client(self):
+        return self.conn
 
     def flush_queue(self):
         super().flush_queue()

@@ -19,6 +19,7 @@ from urllib.parse import urlencode, urlsplit
 import requests
 from flask import Blueprint, redirect, request, session
 
+from bot.csrf import CSRF_KEY, csrf_ok
 from bot.pages import render
 from bot.settings import github_web_url, write_private
 from bot.web import get_settings
@@ -159,23 +160,6 @@ def login_callback():
     session["sid"] = web_sessions.create(settings.database_url, login_name, installations, repositories)
     session["login"] = login_name
     return redirect(_safe_next(target))
-
-
-CSRF_KEY = "csrf"
-
-
-def csrf_token() -> str:
-    """This browser's token for the pages' forms (sign out): random, kept in the signed session
-    cookie, so another site can neither read it nor make one that matches."""
-    token = session.get(CSRF_KEY)
-    if not token:
-        token = session[CSRF_KEY] = secrets.token_urlsafe(32)
-    return token
-
-
-def csrf_ok(given: str | None) -> bool:
-    expected = session.get(CSRF_KEY)
-    return bool(expected and given) and hmac.compare_digest(given.encode(), expected.encode())
 
 
 @blueprint.get("/logout")

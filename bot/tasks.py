@@ -84,11 +84,8 @@ class Runtime:
         """This process runs jobs: its analyses take their slots from the scheduler every worker
         process shares (bot/analysis_slots.py), in Redis with a Redis queue, else in the data directory."""
         from bot import analysis_slots
-        from bot.queue import LeasedRedisStorage
 
-        storage = self.queue.storage
-        client = storage.conn if isinstance(storage, LeasedRedisStorage) else None
-        analysis_slots.configure(self.settings, client, self.queue.name)
+        analysis_slots.configure(self.settings, self.queue.storage.shared_client(), self.queue.name)
 
     def _reload_credentials(self) -> bool:
         """Onboarding may have written the credentials file since this process started."""
