@@ -123,7 +123,9 @@ def calibrate(repo: str, from_store: bool, durations_file: str | None, repositor
     suites = [f.message for f in report.findings if f.rule == "REG030"]
 
     def read(path: str) -> str:
-        return (root / path).read_text(encoding="utf-8")
+        # newline="": the file's own line ends (CRLF included) reach the edit and come back unchanged
+        with open(root / path, encoding="utf-8", newline="") as fh:
+            return fh.read()
 
     try:
         edits = plan_edits(plan.changes, read) if (show_diff or write) else []
@@ -134,7 +136,8 @@ def calibrate(repo: str, from_store: bool, durations_file: str | None, repositor
         sys.exit(1 if edits else 0)
     if write:
         for e in edits:
-            (root / e.path).write_text(e.after, encoding="utf-8")
+            with open(root / e.path, "w", encoding="utf-8", newline="") as fh:  # every byte but the digits
+                fh.write(e.after)
         click.echo(f"ci-registrar calibrate: {len(plan.changes)} est_time value(s) changed in {len(edits)} file(s)", err=True)
     if fmt == "json":
         click.echo(json.dumps(plan.as_json(), indent=1))
