@@ -141,7 +141,7 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
                                            f"{CONFIG_PATH}: the App opens no calibration pull request")
     if callable(records):
         records = records()
-    windows = build_windows(records, params, now=now, repository=repo)
+    windows = build_windows(records, params, now=now, repository=repo, default_branch=default)
     report = check_tree(tree, config_text=tree.read(CONFIG_PATH), durations=stats_rows(windows, params.hardware), fixes=False)
     ctx, _paths, _findings = build_context(tree, config)
     plan = Plan(decide_all(report.registrations, windows, params, Bounds.of(ctx.contract)))

@@ -23,6 +23,24 @@ from checks.config import Calibration as _ConfigCalibration
 
 OUTCOMES = ("PASS", "FAIL", "TIMEOUT")
 
+# The longest elapsed time a measurement may claim: a week (no runner's job lives that long). A
+# value outside (0, MAX_ELAPSED_S] or not finite is refused where it is read, with its line or item:
+# `elapsed=<301 digits>s` is infinity as a float and would reach the store, a page and a PR.
+MAX_ELAPSED_S = 7 * 24 * 3600
+
+
+def elapsed_problem(value: Any, name: str = "elapsed") -> str | None:
+    """Why `value` is no elapsed time in seconds (None: it is one)."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return f"{name} {value!r} is not a number of seconds"
+    if not math.isfinite(seconds):
+        return f"{name} is not a finite number of seconds"
+    if seconds <= 0 or seconds > MAX_ELAPSED_S:
+        return f"{name}={seconds:g}s is outside (0 s, 7 days]"
+    return None
+
 # ----------------------------------------------------------------------------------------------
 # Parsing
 
@@ -180,6 +198,8 @@ def parse_job_log(text: str) -> ParsedLog:
                 m = _END_DETAIL.search(body)
                 if m is None:
                     malformed.append((number, "End detail line without filename='...', elapsed=N, _estimated_time=E"))
+                elif not float(m.group(3)) <= MAX_ELAPSED_S:  # est_time is stored with the measurements
+                    malformed.append((number, "estimated_time is not a finite number of seconds up to 7 days"))
                 else:
                     idx, tot = (pending_end[1], pending_end[2]) if pending_end else (0, 0)
                     result.ends.append(
@@ -193,6 +213,10 @@ def parse_job_log(text: str) -> ParsedLog:
             if m is None:
                 malformed.append((number, _malformed_reason(body)))
                 continue
+            bad = elapsed_problem(_number(m.group(5)))
+            if bad:
+                malformed.append((number, bad))
+                continue
             record = FileRecord(
                 file=m.group(3),
                 status=m.group(4),
@@ -203,23 +227,23 @@ def parse_job_log(text: str) -> ParsedLog:
                 total=int(m.group(2)),
                 timestamp=_stamp_datetime(stamp),
             )
-            bad = None
             if m.group(6):
                 for key, value in _TRAILING.findall(m.group(6)):
                     if key == "exit":
-                        if not _EXIT.fullmatch(value):
+                        if not _EXIT.fullmatch(value) or len(value) > 11 or abs(int(value)) >= 2**31:
                             bad = f"exit={value!r} is not an integer"
                             break
                         record.exit_code = int(value)
                     elif key == "timeout_after":
                         sm = _SECONDS.fullmatch(value)
-                        if not sm:
-                            bad = f"timeout_after={value!r} is not a number of seconds"
+                        if not sm or elapsed_problem(sm.group(1), "timeout_after"):
+                            bad = (elapsed_problem(sm.group(1), "timeout_after") if sm else None) \
+                                or f"timeout_after={value!r} is not a number of seconds"
                             break
                         record.timeout_after = int(float(sm.group(1)))
                     elif key == "retry_of":
                         rm = _RETRY_OF.fullmatch(value)
-                        if not rm:
+                        if not rm or len(rm.group(1)) > 6:  # the store's integer column
                             bad = f"retry_of={value!r} is not attempt=<k>"
                             break
                         record.retry_of = int(rm.group(1))

@@ -12,6 +12,7 @@ from datetime import date
 from typing import Iterable, Mapping
 
 from checks.durations import DurationStats, _round_up, calibrate, estimate_from_other_backend, runner_timeout, suggest_est_time
+from checks.hardware import same_hardware_key
 from checks.model import Backend, Finding, Registration, Severity
 from checks.rules import make_finding
 
@@ -38,7 +39,7 @@ def durations_index(rows: Iterable[Mapping], hardware: str) -> dict[tuple[str, B
     """Index `durations show --format json` rows for one hardware model by (file, backend)."""
     out: dict[tuple[str, Backend], FileDurations] = {}
     for row in rows:
-        if (row.get("hardware") or None) != hardware:
+        if same_hardware_key(row.get("hardware")) != same_hardware_key(hardware):
             continue
         try:
             backend = Backend(str(row.get("backend", "rocm")).lower())

@@ -61,3 +61,34 @@ def test_a_crlf_file_keeps_crlf_and_only_its_digits_change(checkout):
     after = path.read_bytes()
     assert after.count(b"\r\n") == crlf.count(b"\r\n") and b"\n" not in after.replace(b"\r\n", b"")
     assert after == crlf.replace(b"est_time=1200", b"est_time=600")  # p90 515.5 x 1.15 = 593 -> 600
+
+
+def store_env(tmp_path):
+    import os
+
+    env = {**os.environ, "CI_REGISTRAR_DATA_DIR": str(tmp_path / "data")}
+    env.pop("DATABASE_URL", None)
+    return env
+
+
+def test_runs_of_a_feature_branch_change_nothing(checkout, tmp_path):
+    """Ten 1,500 s pushes on feature/slow-path, imported with their event and head_branch: neither
+    `calibrate` nor REG020 moves LORA (est_time 300, main's nightlies take 240-260 s)."""
+    main = nightly(LORA, [240, 250, 245, 255, 260, 248, 252, 243, 251, 249])
+    feature = [record(LORA, 1500, days_ago=0.5 + i / 24, event="push", branch="feature/slow-path", run_id=5000 + i)
+               for i in range(10)]
+    dispatched = [record(LORA, 1500, days_ago=0.2, event="workflow_dispatch", branch="main", run_id=6000)]
+    forked = [record(LORA, 1500, days_ago=0.3, event="push", branch="main", run_id=6001, head_repository="evil/miles")]
+    assert changes(checkout, main) == {}
+    assert changes(checkout, main + feature + dispatched + forked) == {}
+    # the same runs through the store: `durations import` keeps event and head_branch
+    env = store_env(tmp_path)
+    (tmp_path / "all.json").write_text(json.dumps(main + feature + dispatched + forked))
+    done = subprocess.run([CLI, "durations", "import", str(tmp_path / "all.json")], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([CLI, "calibrate", "--repo", str(checkout), "--durations", "--repository", "radixark/miles",
+                           "--as-of", AS_OF.isoformat(), "--format", "json"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["changes"] == []
+    # counted as merged code, the same feature runs would have raised it: the filter is what holds it
+    assert changes(checkout, main + [{**r, "head_branch": "main"} for r in feature]) == {LORA: (300, 1730)}  # 1500 x 1.15

@@ -84,9 +84,11 @@ def _table(plan, suites: list[str]) -> str:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--diff", "show_diff", is_flag=True, help="Print the changes as a unified diff and change no file; exit 1 when there is a change.")
 @click.option("--write", "write", is_flag=True, help="Write the new est_time values into the files.")
+@click.option("--default-branch", default="main", show_default=True,
+              help="The repository's default branch: only its runs count (calibration.branch, when set, wins).")
 @click.option("--as-of", "as_of", default=None, metavar="TIME", help="Judge the window as of this ISO-8601 time (default: now).")
 def calibrate(repo: str, from_store: bool, durations_file: str | None, repository: str | None, fmt: str,
-              show_diff: bool, write: bool, as_of: str | None) -> None:
+              show_diff: bool, write: bool, default_branch: str, as_of: str | None) -> None:
     """Propose est_time values from stored durations (docs/calibration.md). Exit 2: usage or environment error."""
     from checks.calibration import Bounds, Plan, build_windows, decide_all, stats_rows
     from checks.calibration_edits import EditError, plan_edits
@@ -116,7 +118,7 @@ def calibrate(repo: str, from_store: bool, durations_file: str | None, repositor
     if config_findings:
         _fail(f"{CONFIG_PATH}: {config_findings[0].message}")
     params = config.calibration
-    windows = build_windows(records, params, now=now, repository=repository)
+    windows = build_windows(records, params, now=now, repository=repository, default_branch=default_branch)
     report = check_tree(tree, durations=stats_rows(windows, params.hardware), fixes=False)
     bounds = Bounds.of(read_contract(tree, config))
     plan = Plan(decide_all(report.registrations, windows, params, bounds))

@@ -45,7 +45,7 @@ def _durations_from_store(repository: str | None):
         if open_for_reading(url) is None:  # reading never creates a store
             click.echo(f"ci-registrar check: {NO_STORE.format(path=sqlite_path(url))}", err=True)
             return []
-        return check_rows(url, repository=repository, params=config.calibration)
+        return check_rows(url, repository=repository, params=config.calibration, default_branch="main")
 
     return rows
 
