@@ -443,7 +443,7 @@ def check_rows(target: Session | str, *, repository: str | None, params: Any, de
     read, so a check sees one state of the store. Plain data (JSON-able): the App hands it to the
     analysis child, which never touches the store.
     """
-    from checks.calibration import build_windows, calibration_hardware, stats_rows
+    from checks.calibration import build_suite_windows, stats_rows
 
     now = _utc(now)
     since = now - timedelta(days=float(max(params.floor_days, params.window_days)))
@@ -452,10 +452,8 @@ def check_rows(target: Session | str, *, repository: str | None, params: Any, de
         by_repo.setdefault(m.repository, []).append(_as_record(m))
     out = []
     for repo, records in sorted(by_repo.items()):
-        for model in calibration_hardware(params):
-            windows = build_windows(records, params, now=now, repository=repo, default_branch=default_branch,
-                                    hardware=model)
-            out.extend({**row, "repository": repo} for row in stats_rows(windows, model))
+        windows = build_suite_windows(records, params, now=now, repository=repo, default_branch=default_branch)
+        out.extend({**row, "repository": repo} for row in stats_rows(windows))
     return out
 
 

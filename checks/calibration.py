@@ -25,7 +25,7 @@ from fnmatch import fnmatchcase
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, Iterable, Mapping
 
-from checks.durations import NOT_LOWERED, DurationStats, calibrate, duration_stats, elapsed_problem
+from checks.durations import NOT_LOWERED, DurationStats, _round_up, calibrate, duration_stats, elapsed_problem
 from checks.hardware import same_hardware_key
 from checks.model import Backend, Registration
 
@@ -62,7 +62,9 @@ def origin_of(record: Mapping[str, Any], events: Iterable[str] = DEFAULT_EVENTS,
 
     Only the default branch's runs (`branch`) from `events` are merged code. A record with neither
     `event` nor `head_branch` predates both (an operator's import of an older export): it counts, as
-    it did before the store kept them. `branch` None: any branch (no default branch known).
+    it did before the store kept them; a `schedule` run without its branch ran the default branch
+    (GitHub schedules only there); a `push` without its branch does not count. `branch` None: any
+    branch (no default branch known).
     """
     source = str(record.get("source") or "")
     if source.startswith("on-demand"):
@@ -76,6 +78,8 @@ def origin_of(record: Mapping[str, Any], events: Iterable[str] = DEFAULT_EVENTS,
     head = record.get("head_branch")
     if event is None and head is None:
         return MERGED
+    if head is None and event == "schedule":
+        head = branch  # GitHub runs scheduled workflows on the default branch only (rows stored before 0011)
     if event not in tuple(events):
         return OTHER_EVENT
     if branch is not None and head != branch:
@@ -116,10 +120,11 @@ class Window:
     slowest: float | None = None  # the slowest passing run within floor_days (every one, not only the last N)
     timed_out_at: float | None = None  # the longest TIMEOUT attempt within floor_days
     slowest_run: str | None = None  # the Actions run of `slowest` (a raise it alone drives names it)
+    given: DurationStats | None = None  # statistics of a row without its values (`durations show` JSON)
 
     @property
     def stats(self) -> DurationStats:
-        return duration_stats(self.passing)
+        return self.given if self.given is not None and not self.passing else duration_stats(self.passing)
 
     def cut_by(self, est_time: float) -> int:
         """How many passing runs of the window took longer than est_time."""
@@ -237,12 +242,13 @@ def windows_from_stats(rows: Iterable[Mapping[str, Any]], hardware: str) -> dict
     return out
 
 
-def stats_rows(windows: Mapping[tuple[str, Backend], Window], hardware: str) -> list[dict]:
+def stats_rows(windows: Mapping[tuple, Window], hardware: str | None = None) -> list[dict]:
     """The windows as `durations show --format json` rows (with values and timeouts) for check_tree."""
     rows = []
-    for (file, family), w in sorted(windows.items(), key=lambda kv: (kv[0][0], kv[0][1].value)):
+    for key, w in sorted(windows.items(), key=lambda kv: (kv[0][0], kv[0][1].value, str(kv[0][2:]))):
+        file, family = key[0], key[1]
         st = w.stats
-        rows.append({"file": file, "backend": family.value, "hardware": hardware, "n": st.n, "median": st.median,
+        rows.append({"file": file, "backend": family.value, "hardware": key[2] if len(key) == 3 else hardware, "n": st.n, "median": st.median,
                      "p90": st.p90, "max": st.max, "since": w.since.isoformat() if w.since else None,
                      "values": list(w.passing), "timeouts": w.timeouts, "slowest": w.slowest,
                      "timed_out_at": w.timed_out_at, "slowest_run": w.slowest_run})
@@ -275,6 +281,9 @@ class Decision:
     hardware: str | None = None
     timeouts: int = 0
     excluded: int = 0
+    severity: str | None = None  # REG020's severity for a change: failure when a passing run outlived the runner's limit
+    one_run: bool = False  # a raise driven by a single run (the slowest passing one x max_margin)
+    run: str | None = None  # ... that run's link
 
     @property
     def changed(self) -> bool:
@@ -298,8 +307,8 @@ def _same_type(value: float, like: float | None) -> float:
 
 
 def decide(reg: Registration, window: Window | None, params: Any, bounds: Bounds = Bounds()) -> Decision:
-    """The policy for one registration (the module docstring lists it)."""
-    hardware = params.hardware
+    """The policy for one registration (the module docstring lists it); `window` is on the suite's hardware."""
+    hardware = hardware_for_suite(reg.suite, params)
     old = reg.est_time
 
     def keep(reason: str, detail: str, st: DurationStats | None = None, w: Window | None = None) -> Decision:
@@ -317,7 +326,7 @@ def decide(reg: Registration, window: Window | None, params: Any, bounds: Bounds
     if st.n < int(params.min_samples):
         extra = f"; {window.excluded} run(s) of unmerged code not counted" if window and window.excluded else ""
         return keep(TOO_FEW, f"{st.n} passing run(s) on {hardware} in the window, {params.min_samples} needed{extra}", st, window)
-    verdict = calibrate(old, st, params, hardware=hardware, timeouts=window.timeouts, slowest=window.slowest,
+    verdict = calibrate(old, st, params, hardware=hardware, since=window.since, timeouts=window.timeouts, slowest=window.slowest,
                         timed_out_at=window.timed_out_at)
     if verdict.rule is None or verdict.suggested is None:
         return keep(TIMEOUT_IN_WINDOW if verdict.kind == NOT_LOWERED else FITS, verdict.message, st, window)
@@ -331,15 +340,43 @@ def decide(reg: Registration, window: Window | None, params: Any, bounds: Bounds
                                      "only on a full window", st, window)
     if new == old:
         return keep(FITS, verdict.message, st, window)
+    # One run drives a raise when the slowest pass x max_margin, not the p90 x margin, sets the value.
+    by_p90 = _round_up(st.p90 * float(params.margin), int(params.round_to_s))
+    slowest = max(st.max or 0, window.slowest or 0)
+    one_run = new > old and new > by_p90 and new == _round_up(slowest * float(params.max_margin), int(params.round_to_s))
     return Decision(reg, old, _same_type(new, old), verdict.kind, verdict.message, st.n, st.p90, st.max, hardware,
-                    window.timeouts, window.excluded)
+                    window.timeouts, window.excluded, verdict.severity, one_run, window.slowest_run if one_run else None)
 
 
-def decide_all(registrations: Iterable[Registration], windows: Mapping[tuple[str, Backend], Window], params: Any,
+def window_for(windows: Mapping[tuple, Window], reg: Registration, params: Any) -> Window | None:
+    """The registration's window on its suite's calibration hardware.
+
+    windows: build_suite_windows' (file, family, hardware) keys, or build_windows' (file, family)
+    ones (one hardware: what the caller built them for)."""
+    hardware = same_hardware_key(hardware_for_suite(reg.suite, params))
+    for key, window in windows.items():  # small: one entry per measured file and hardware
+        if len(key) == 3 and key[0] == reg.file and key[1] == reg.backend.family and same_hardware_key(key[2]) == hardware:
+            return window
+    return windows.get((reg.file, reg.backend.family))
+
+
+def build_suite_windows(records: Iterable[Mapping[str, Any]], params: Any, **kwargs) -> dict[tuple[str, Backend, str], Window]:
+    """build_windows on every calibration hardware the configuration names, keyed (file, family, hardware)."""
+    records = list(records)
+    out = {}
+    for model in calibration_hardware(params):
+        for (file, family), window in build_windows(records, params, hardware=model, **kwargs).items():
+            out[(file, family, model)] = window
+    return out
+
+
+def decide_all(registrations: Iterable[Registration], windows: Mapping[tuple, Window], params: Any,
                bounds: Bounds = Bounds()) -> list[Decision]:
     """Decisions for every explicit registration of the calibrated family, in file and line order."""
     regs = [r for r in registrations if not r.implicit and r.backend.family in CALIBRATED_FAMILIES]
     regs.sort(key=lambda r: (r.file, r.span.line, r.span.column))
+    if any(len(k) == 3 for k in windows):
+        return [decide(r, window_for(windows, r, params), params, bounds) for r in regs]
     return [decide(r, windows.get((r.file, r.backend.family)), params, bounds) for r in regs]
 
 

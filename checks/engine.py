@@ -360,7 +360,7 @@ def check_tree(
         from checks import rules_calibration
 
         rows = durations(config) if callable(durations) else durations
-        index = rules_calibration.durations_index(rows, config.calibration.hardware)
+        index = rules_calibration.durations_index(rows, config.calibration)
         if not recheck_all and any(r.backend.is_gpu for r in ctx.registrations()):
             _scan(ctx, head, [p for p in discovered if p not in ctx.scans])  # the CUDA/ROCm ratio needs every file
         findings.extend(rules_calibration.apply(ctx, checked, index))

@@ -92,3 +92,80 @@ def test_runs_of_a_feature_branch_change_nothing(checkout, tmp_path):
     assert json.loads(done.stdout)["changes"] == []
     # counted as merged code, the same feature runs would have raised it: the filter is what holds it
     assert changes(checkout, main + [{**r, "head_branch": "main"} for r in feature]) == {LORA: (300, 1730)}  # 1500 x 1.15
+
+
+def test_a_timeout_40_days_ago_prevents_a_lowering(checkout):
+    """Remembered as long as a pass (floor_days, 90): 10 fast passes would lower CKPT from 1200, a
+    run killed at the limit 40 days ago keeps it."""
+    fast = nightly(CKPT, [500, 510, 505, 520, 515, 498, 502, 511, 507, 509])
+    assert changes(checkout, fast) == {CKPT: (1200, 600)}
+    killed = record(CKPT, 1800, days_ago=40, outcome="TIMEOUT", timeout_after_s=1800, run_id=77)
+    assert changes(checkout, fast + [killed]) == {}
+    done = calibrate(checkout, fast + [killed], "--format", "json")
+    (kept,) = [u for u in json.loads(done.stdout)["unchanged"] if u["file"] == CKPT]
+    assert kept["reason"] == "timeout-in-window"
+
+
+def mixed_history():
+    """Every case the policy separates, on miles' newest tree."""
+    return (
+        nightly(CKPT, [500, 510, 505, 520, 515, 498, 502, 511, 507, 509])  # over: lowered
+        + nightly(LORA, [240, 250, 245, 255, 260, 248, 252, 243, 251, 249])  # fits
+        + [record(LORA, 1500, days_ago=0.5, event="push", branch="feature/slow-path", run_id=5000 + i) for i in range(10)]
+        + nightly("tests/fast-gpu/test_det_process_group.py", [100, 104, 98, 101])  # 40 -> under: raised
+        + nightly("tests/e2e/long/test_qwen2.5_0.5B_gsm8k.py", [3000, 3100, 3050, 2990])  # over, window not full
+        + nightly("tests/e2e/long/test_qwen2.5_0.5B_gsm8k_async.py", [1000, 1010, 990, 1005, 1002, 998, 1001, 1003, 999, 1004])
+        + [record("tests/e2e/long/test_qwen2.5_0.5B_gsm8k_async.py", 6250, days_ago=40, outcome="TIMEOUT",
+                  timeout_after_s=6250, run_id=88)]  # killed 40 days ago at the limit est_time 5000 sets: raised
+        + nightly("tests/e2e/sglang/test_session_server_multi_role/test_qwen3.py",
+                  [180, 200, 220, 190, 210, 205, 195, 215, 5000, 185])  # one 5,000 s pass raises 500
+    )
+
+
+def test_reg020_flags_exactly_the_files_calibrate_changes_with_its_values(checkout, tmp_path):
+    env = store_env(tmp_path)
+    (tmp_path / "all.json").write_text(json.dumps(mixed_history()))
+    done = subprocess.run([CLI, "durations", "import", str(tmp_path / "all.json")], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([CLI, "calibrate", "--repo", str(checkout), "--durations", "--repository", "radixark/miles",
+                           "--as-of", AS_OF.isoformat(), "--format", "json"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    proposed = {(c["file"], c["line"], str(c["new"])) for c in json.loads(done.stdout)["changes"]}
+    assert {f for f, _l, _n in proposed} == {CKPT, "tests/fast-gpu/test_det_process_group.py",
+                                              "tests/e2e/long/test_qwen2.5_0.5B_gsm8k_async.py",
+                                              "tests/e2e/sglang/test_session_server_multi_role/test_qwen3.py"}
+    # `check` reads the store as of now: the history is dated relative to AS_OF, so move it to now
+    shifted = [{**r, "measured_at": (datetime.fromisoformat(r["measured_at"]) + (datetime.now(timezone.utc) - AS_OF)).isoformat()}
+               for r in mixed_history()]
+    env2 = store_env(tmp_path / "now")
+    (tmp_path / "now.json").write_text(json.dumps(shifted))
+    assert subprocess.run([CLI, "durations", "import", str(tmp_path / "now.json")], capture_output=True, text=True,
+                          env=env2).returncode == 0
+    done = subprocess.run([CLI, "check", "--repo", str(checkout), "--durations", "--repository", "radixark/miles",
+                           "--format", "json", "--select", "REG020"], capture_output=True, text=True, env=env2)
+    flagged = {(f["file"], f["span"]["line"] if "span" in f else f["line"], f["suggestion"])
+               for f in json.loads(done.stdout)["findings"] if f["rule"] == "REG020"}
+    assert flagged == proposed
+
+
+def test_a_raise_driven_by_one_run_says_so_with_its_link(checkout):
+    qwen = "tests/e2e/sglang/test_session_server_multi_role/test_qwen3.py"
+    records = nightly(qwen, [180, 200, 220, 190, 210, 205, 195, 215, 5000, 185],
+                      source="workflow_run:radixark/miles")
+    done = calibrate(checkout, records, "--format", "json")
+    (change,) = json.loads(done.stdout)["changes"]
+    assert (change["old"], change["new"]) == (500, 5250)  # 5,000 x 1.05: the p90 alone would say 560
+    from bot.calibration_pr import render_body
+    from checks.calibration import Plan, build_suite_windows, decide_all
+    from checks.config import Calibration
+    from checks.engine import check_tree
+    from checks.tree import DirectoryTree
+
+    params = Calibration()
+    windows = build_suite_windows(records, params, now=AS_OF, default_branch="main")
+    regs = check_tree(DirectoryTree(checkout), fixes=False).registrations
+    plan = Plan(decide_all(regs, windows, params))
+    (d,) = plan.changes
+    assert d.one_run and d.run == "https://github.com/radixark/miles/actions/runs/1008"
+    body = render_body(plan, windows, [], regs, "x", params)
+    assert "(driven by a single run: [1008](https://github.com/radixark/miles/actions/runs/1008))" in body

@@ -90,7 +90,7 @@ def _table(plan, suites: list[str]) -> str:
 def calibrate(repo: str, from_store: bool, durations_file: str | None, repository: str | None, fmt: str,
               show_diff: bool, write: bool, default_branch: str, as_of: str | None) -> None:
     """Propose est_time values from stored durations (docs/calibration.md). Exit 2: usage or environment error."""
-    from checks.calibration import Bounds, Plan, build_windows, decide_all, stats_rows
+    from checks.calibration import Bounds, Plan, build_suite_windows, decide_all, stats_rows
     from checks.calibration_edits import EditError, plan_edits
     from checks.config import CONFIG_PATH, load_config
     from checks.contract import read_contract
@@ -118,8 +118,8 @@ def calibrate(repo: str, from_store: bool, durations_file: str | None, repositor
     if config_findings:
         _fail(f"{CONFIG_PATH}: {config_findings[0].message}")
     params = config.calibration
-    windows = build_windows(records, params, now=now, repository=repository, default_branch=default_branch)
-    report = check_tree(tree, durations=stats_rows(windows, params.hardware), fixes=False)
+    windows = build_suite_windows(records, params, now=now, repository=repository, default_branch=default_branch)
+    report = check_tree(tree, durations=stats_rows(windows), fixes=False)
     bounds = Bounds.of(read_contract(tree, config))
     plan = Plan(decide_all(report.registrations, windows, params, bounds))
     suites = [f.message for f in report.findings if f.rule == "REG030"]
