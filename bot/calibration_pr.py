@@ -145,6 +145,9 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
                                            f"{CONFIG_PATH}: the App opens no calibration pull request")
     if callable(records):
         records = records()
+    from checks.timeout_model import with_runner_timeout
+
+    params = with_runner_timeout(params, tree.read, config.paths.register_module)  # the default branch's runner
     windows = build_suite_windows(records, params, now=now, repository=repo, default_branch=default)
     report = check_tree(tree, config_text=tree.read(CONFIG_PATH), durations=stats_rows(windows), fixes=False)
     ctx, _paths, _findings = build_context(tree, config)

@@ -20,6 +20,7 @@ from datetime import date, datetime, timezone
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from checks.config import Calibration as _ConfigCalibration
+from checks.timeout_model import of_params
 
 OUTCOMES = ("PASS", "FAIL", "TIMEOUT")
 
@@ -331,8 +332,11 @@ def suggest_est_time(p90: float, margin: float = 1.15, round_to_s: int = 10, *, 
     return _round_up(max(p90 * margin, floor), round_to_s)
 
 
-def runner_timeout(est_time: float, timeout_per_file_s: int = 1800) -> int:
-    """The runner's per-file timeout for an est_time: max(per-file default, int(1.25 x est_time))."""
+def runner_timeout(est_time: float, timeout_per_file_s: int = 1800, model=None) -> int:
+    """The runner's per-file timeout for an est_time: miles' max(per-file default, int(1.25 x est_time)),
+    or `model`'s (checks/timeout_model.py: sglang's max(1.5 x est, est + 1800))."""
+    if model is not None:
+        return model.timeout(est_time, timeout_per_file_s)
     return max(int(timeout_per_file_s), int(1.25 * est_time))
 
 
@@ -452,7 +456,8 @@ def calibrate(
     round_to_s = int(_param(params, "round_to_s"))
     over_factor = float(_param(params, "over_factor"))
     over_slack_s = float(_param(params, "over_slack_s"))
-    timeout = runner_timeout(est_time, int(_param(params, "timeout_per_file_s")))
+    model = of_params(params)
+    timeout = runner_timeout(est_time, int(_param(params, "timeout_per_file_s")), model)
     since_d = _since_date(since)
     where = f" on {hardware}" if hardware else ""
     since_txt = f" since {since_d.isoformat()}" if since_d else ""
@@ -492,24 +497,26 @@ def calibrate(
     floor_run = max(st.max or 0, slowest or 0)
     suggested = suggest_est_time(st.p90, margin, round_to_s, slowest=floor_run, max_margin=max_margin)
     per_file = int(_param(params, "timeout_per_file_s"))
-    if timed_out_at is not None and timed_out_at >= timeout and 1.25 * est_time >= per_file:
+    if timed_out_at is not None and timed_out_at >= timeout and model.set_by_est(est_time, per_file):
         # Killed at the limit this est_time sets: that run needed more than timed_out_at seconds.
         suggested = max(suggested, _round_up(timed_out_at * max_margin, round_to_s))
         return verdict(
             EXCEEDS_TIMEOUT, "REG020", "warning", suggested,
             f"{base}; a run timed out after {_s(timed_out_at)} s, the runner's limit for est_time {_s(est_time)} s "
-            f"(1.25 x est_time): it needed more; suggest {suggested}",
+            f"({model.describe()}): it needed more; suggest {suggested}",
         )
     if st.max is not None and st.max > timeout:
         # The runner would kill a run it has already seen pass: est_time must cover the max.
-        needed = _round_up(st.max / 1.25, round_to_s)
-        while int(1.25 * needed) < st.max:
+        needed = _round_up(min(st.max / model.factor, st.max - (model.slack or 0)) if model.slack is not None
+                           else st.max / model.factor, round_to_s)
+        needed = max(needed, round_to_s)
+        while model.timeout(needed, per_file) < st.max:
             needed += max(1, round_to_s)
         suggested = max(suggested, needed)
         return verdict(
             EXCEEDS_TIMEOUT, "REG020", "failure", suggested,
             f"{base}; observed max {_s(st.max)} s exceeds the runner's timeout of {timeout} s for "
-            f"est_time {_s(est_time)} s (max({_param(params, 'timeout_per_file_s')}, 1.25 x est_time)); "
+            f"est_time {_s(est_time)} s ({model.describe().replace('timeout_per_file_s', str(per_file))}); "
             f"suggest {suggested}",
         )
     if est_time < st.p90:

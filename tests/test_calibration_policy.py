@@ -169,3 +169,61 @@ def test_a_raise_driven_by_one_run_says_so_with_its_link(checkout):
     assert d.one_run and d.run == "https://github.com/radixark/miles/actions/runs/1008"
     body = render_body(plan, windows, [], regs, "x", params)
     assert "(driven by a single run: [1008](https://github.com/radixark/miles/actions/runs/1008))" in body
+
+
+# -- item 3: per-suite hardware and the runner's timeout model -------------------------------------
+
+SGLANG_HEAD = Path(__file__).parent / "fixtures" / "targets" / "sglang" / "ci-382343f"
+SGLANG_CONFIG = (Path(__file__).parent.parent / "docs" / "configs" / "sglang.yml").read_text()
+MI300_FILE = "test/registered/amd/test_mi300_only.py"
+KIMI = "test/registered/amd/test_kimi_k25_mxfp4.py"  # est_time 700, stage-c-test-large-8-gpu-amd-mi35x
+
+
+@pytest.fixture
+def sglang(tmp_path):
+    repo = tmp_path / "sglang"
+    shutil.copytree(SGLANG_HEAD, repo)
+    (repo / ".github").mkdir(exist_ok=True)
+    (repo / ".github" / "ci-registrar.yml").write_text(SGLANG_CONFIG)
+    (repo / MI300_FILE).write_text("from sglang.test.ci.ci_register import register_amd_ci\n\n"
+                                   'register_amd_ci(est_time=100, suite="stage-b-test-1-gpu-small-amd")\n')
+    return repo
+
+
+def sg(file, values, hardware, **kw):
+    return [{**r, "repository": "sgl-project/sglang", "hardware": hardware}
+            for r in nightly(file, values, **kw)]
+
+
+def test_each_suite_calibrates_on_its_own_hardware_named_in_any_case(sglang):
+    """An mi30x-pool suite reads MI300X runs (stored as `mi300x`), an mi35x suite MI355X runs."""
+    records = sg(MI300_FILE, [200, 210, 205, 190, 199], "mi300x") + sg(MI300_FILE, [20] * 10, "MI355X", first_run=3000)
+    records += sg(KIMI, [900, 910, 905, 920], "MI355x") + sg(KIMI, [5] * 10, "MI300X", first_run=4000)
+    assert changes(sglang, records) == {MI300_FILE: (100, 240), KIMI: (700, 1060)}  # p90 208 x 1.15 -> 240; 920 x 1.15 -> 1060
+
+
+def test_the_per_file_timeout_model_is_the_runners_own():
+    from checks.timeout_model import MILES, read_timeout_model
+
+    miles = read_timeout_model((MILES_HEAD / "tests/ci/ci_utils.py").read_bytes())
+    sglang = read_timeout_model((SGLANG_HEAD / "python/sglang/test/ci/ci_utils.py").read_bytes())
+    assert (miles.factor, miles.slack, miles.use_floor) == (MILES.factor, None, True)
+    assert (sglang.factor, sglang.slack, sglang.use_floor) == (1.5, 1800.0, False)
+    assert [miles.timeout(e, 1800) for e in (100, 2000)] == [1800, 2500]
+    assert [sglang.timeout(e, 1800) for e in (100, 2000)] == [1900, 3800]
+
+
+def test_a_pass_within_sglangs_timeout_is_no_failure_there(sglang):
+    """4,000 s passes against est_time 3000: over miles' limit (3750 s), within sglang's (4800 s)."""
+    kimi = sg(KIMI, [2900, 2950, 4000, 2980, 2990, 2930, 2940, 2960, 2970, 2910], "MI355X")
+    (repo_file,) = [p for p in sglang.rglob("test_kimi_k25_mxfp4.py")]
+    repo_file.write_text(repo_file.read_text().replace("est_time=700", "est_time=3000"))
+    done = calibrate(sglang, kimi, "--format", "json", "--default-branch", "main")
+    (change,) = json.loads(done.stdout)["changes"]
+    assert change["reason"] == "under-estimated"  # not exceeds-timeout: sglang's limit for 3000 is 4800 s
+    # configured instead: miles' 1.25 x est_time, whose limit (3750 s) that 4,000 s pass outlived
+    config = sglang / ".github" / "ci-registrar.yml"
+    config.write_text(config.read_text().replace("calibration:\n", "calibration:\n  timeout_factor: 1.25\n"))
+    done = calibrate(sglang, kimi, "--format", "json")
+    (change,) = json.loads(done.stdout)["changes"]
+    assert change["reason"] == "exceeds-timeout" and change["new"] * 1.25 >= 4000

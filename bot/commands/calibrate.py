@@ -117,7 +117,9 @@ def calibrate(repo: str, from_store: bool, durations_file: str | None, repositor
     config, config_findings = load_config(tree.read(CONFIG_PATH))
     if config_findings:
         _fail(f"{CONFIG_PATH}: {config_findings[0].message}")
-    params = config.calibration
+    from checks.timeout_model import with_runner_timeout
+
+    params = with_runner_timeout(config.calibration, tree.read, config.paths.register_module)
     windows = build_suite_windows(records, params, now=now, repository=repository, default_branch=default_branch)
     report = check_tree(tree, durations=stats_rows(windows), fixes=False)
     bounds = Bounds.of(read_contract(tree, config))
