@@ -47,6 +47,13 @@ TARGETS = {
                         frozenset({"parse_timestamp", "_to_datetime", "_stamp_datetime", "_strip_prefix", "_TIMESTAMP",
                                    "_ANSI"})),
     "permissions": Target("bot/ondemand/permissions.py", ("tests/test_permissions.py",)),
+    # issue 25: the calibration policy and the verdict maths it rests on (pure, tested in-process)
+    "calibration": Target("checks/calibration.py", ("tests/test_calibration_units.py", "tests/test_calibration.py",
+                                                    "-k", "not cli")),
+    "durations-policy": Target("checks/durations.py", ("tests/test_calibration_units.py",),
+                               frozenset({"MAX_ELAPSED_S", "elapsed_problem", "percentile", "duration_stats", "_round_up",
+                                          "suggest_est_time", "runner_timeout", "calibrate", "estimate_from_other_backend",
+                                          "_param", "_stats_of", "_s", "_since_date"})),
 }
 
 _COMPARE_SWAPS = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,
