@@ -3,6 +3,7 @@ checks/calibration.py and the verdict maths of checks/durations.py."""
 
 from __future__ import annotations
 
+import functools
 import math
 from datetime import date, datetime, timedelta, timezone
 
@@ -21,6 +22,7 @@ NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
 F = "tests/e2e/megatron/test_qwen3_4B_ppo.py"
 
 
+@functools.lru_cache(maxsize=None, typed=True)  # one scan per distinct registration: the mutation bench runs this file often
 def reg(est_time=800, suite="nightly-stage-c-8-gpu-mi350", extra="", backend="rocm") -> Registration:
     from checks.engine import check_tree
 

@@ -3,8 +3,9 @@ outside (0 s, 7 days] or non-finite kept.  (branch i25-data; the coordinator re-
 
 Calibration counts only runs of the default branch from the configured events (docs/calibration.md);
 `event` (0008) alone cannot tell a push to `main` from a push to `feature/x`, nor a fork's run.
-Rows stored before have neither column and are judged as 0008 judged them (no provenance: an
-operator's import of an older export).
+Rows stored before have neither column: a `schedule` run still counts (GitHub schedules on the
+default branch only), a `push` without its branch no longer does, and a row with no event either
+(an operator's import of an older export) counts as before (checks/calibration.origin_of).
 
 An elapsed time that is not a finite number in (0, 604800] seconds is refused at ingest since
 this revision; rows stored before it (a log's `elapsed=<301 digits>s` read as infinity) are
