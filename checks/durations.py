@@ -508,8 +508,7 @@ def calibrate(
     if st.max is not None and st.max > timeout:
         # The runner would kill a run it has already seen pass: est_time must cover the max.
         needed = _round_up(min(st.max / model.factor, st.max - (model.slack or 0)) if model.slack is not None
-                           else st.max / model.factor, round_to_s)
-        needed = max(needed, round_to_s)
+                           else st.max / model.factor, round_to_s)  # > 0: the max outlived a positive limit
         while model.timeout(needed, per_file) < st.max:
             needed += max(1, round_to_s)
         suggested = max(suggested, needed)

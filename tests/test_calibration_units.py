@@ -73,6 +73,7 @@ def test_rounding_up_and_the_suggestion():
     assert dur.suggest_est_time(100, 1.15, 10) == 120  # 115 -> 120
     assert dur.suggest_est_time(100, 1.15, 10, slowest=300, max_margin=1.05) == 320
     assert dur.suggest_est_time(100, 1.15, 10, slowest=50, max_margin=1.05) == 120
+    assert dur.suggest_est_time(100) == 120 and dur.suggest_est_time(100, slowest=200) == 200  # the defaults: 1.15, 10 s, 1.0
 
 
 def test_the_runner_timeout_of_each_model():
@@ -129,6 +130,15 @@ def test_a_pass_past_the_runners_limit_fails_and_a_kill_at_the_limit_raises():
     assert (c.kind, c.severity) == (dur.EXCEEDS_TIMEOUT, "failure") and c.suggested * 1.25 >= 3300
     assert "exceeds the runner's timeout of 3000 s for est_time 2400 s (max(1800, 1.25 x est_time))" in c.message
     assert c.suggested == 3590  # p90 3120 x 1.15 = 3588 -> 3590 (above 3300 x 1.05 and the max / 1.25 bound 2640)
+    assert v(0.1, [0.2, 0.2, 0.2], replace(P, round_to_s=1)).suggested == 1  # no slowest given: the window's max
+    # est_time 1500 (limit 1875 s), a 2001.2 s pass: 1601 gives int(2001.25) = 2001 < 2001.2, so 1602
+    c = v(1500, [100] * 9 + [2001.2], replace(P, margin=1.0, max_margin=0.5, round_to_s=1))
+    assert c.suggested == 1602
+    # sglang's model: est_time 1000 (limit 2800 s), a 6000 s pass needs 4000 (max(6000, 5800)), not 4200
+    c = v(1000, [100] * 9 + [6000], replace(P, margin=1.0, max_margin=0.1, timeout_factor=1.5, timeout_slack_s=1800))
+    assert (c.kind, c.suggested) == (dur.EXCEEDS_TIMEOUT, 4000) and "(max(1.5 x est_time, est_time + 1800 s))" in c.message
+    c = v(1000, [100] * 9 + [3000], replace(P, margin=1.0, max_margin=0.1, timeout_factor=1.5, timeout_slack_s=1800))
+    assert c.suggested == 1200  # 3000 - 1800
     c = v(2000, [2000] * 9 + [3300], replace(P, margin=1.0, max_margin=0.5))
     assert c.suggested == 2640 and int(1.25 * c.suggested) >= 3300  # the max / 1.25 bound alone
     k = v(2000, [1700, 1710, 1720], timed_out_at=2500)
@@ -145,6 +155,7 @@ def test_params_come_from_a_mapping_or_defaults():
     assert dur._param({}, "margin") == 1.15 and dur._param(object(), "margin") == 1.15
     assert dur._stats_of({"n": 3, "median": 1, "p90": 2, "max": 3}) == (3, 1, 2, 3)
     assert dur._stats_of(None) == (0, None, None, None)
+    assert dur._stats_of({"n": 0}).n == 0 and dur._stats_of({}).n == 0
     assert dur._s(None) == "?" and dur._s(12.6) == "13"
     assert dur._since_date("2026-11-02T10:00:00Z") == date(2026, 11, 2) and dur._since_date("") is None
     assert dur._since_date(datetime(2026, 1, 2, 3)) == date(2026, 1, 2)
@@ -155,6 +166,7 @@ def test_the_other_backend_estimate():
     e = dur.estimate_from_other_backend(100, [(50, 100), (60, 100), (80, 100), (0, 100), (10, 0)])
     assert e == (60, 0.6, 3)  # zero durations and zero est_times are not ratios
     assert dur.estimate_from_other_backend(100, [(50, 100), (60, 100)], min_pairs=2).est_time == 60
+    assert dur.estimate_from_other_backend(100, [(50, 0.5), (0.5, 1)], min_pairs=2).pairs == 2  # under 1 s is a ratio
 
 
 # -- checks/calibration.py: whose runs, the window, the decision ---------------------------------
@@ -217,6 +229,9 @@ def test_what_the_window_leaves_out():
     assert win([rec(900, event="push", head_branch="rel")], replace(P, branch="rel"), default_branch="main").passing == (900,)
     assert win([rec(100, measured_at=None)]).passing == (100,)  # undated: now
     assert win([rec(100, measured_at="2026-11-29T00:00:00.1234567Z")]).since == date(2026, 11, 29)
+    # the newest run by the microsecond (Actions' stamps carry 7 digits; the 6th counts)
+    close = [rec(100, measured_at="2026-11-29T00:00:00.0000011Z"), rec(200, measured_at="2026-11-29T00:00:00.0000091Z")]
+    assert win(close, replace(P, window_runs=1)).passing == (200,)
     assert cal.build_windows([rec(7, backend="amd")], P, now=NOW)[(F, Backend.ROCM)].passing == (7,)  # sglang's amd
     assert win([rec(7, backend=None)]).passing == (7,)
 
