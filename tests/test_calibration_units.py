@@ -206,6 +206,8 @@ def test_the_window_is_the_newest_runs_not_the_slowest():
 def test_the_window_bounds_in_days():
     w = win([rec(100, days=29.9), rec(200, days=30.1), rec(300, days=89.9), rec(400, days=90.1), rec(50, days=-1)])
     assert w.passing == (100,) and w.slowest == 300
+    assert win([rec(100, days=1), rec(700, days=90)]).slowest == 700  # exactly floor_days old: still in
+    assert win([rec(100, days=30)]).passing == (100,)  # exactly window_days old: still in
     w = win([rec(100, days=29.9), rec(300, days=40)], replace(P, floor_days=10))  # floor_days at least window_days
     assert w.slowest == 100
     t = win([rec(100, days=1), rec(1800, days=40, outcome="TIMEOUT", timeout_after_s=1700),
@@ -245,6 +247,11 @@ def test_windows_from_rows_and_back():
     back = cal.windows_from_stats(rows, "mi355x")[(F, Backend.ROCM)]
     assert back.passing == w.passing and back.since == w.since and back.slowest_run == w.slowest_run
     assert cal.windows_from_stats(rows, "MI300X") == {}
+    timed = cal.windows_from_stats([{**row, "since": "2026-11-02T10:00:00Z"}], "MI355X")[(F, Backend.ROCM)]
+    assert timed.since == date(2026, 11, 2)
+    other = {**row, "file": "a/first.py"}
+    two = cal.stats_rows({(F, Backend.ROCM): w, ("a/first.py", Backend.CPU): w}, "MI355X")
+    assert [r["file"] for r in two] == ["a/first.py", F] and other["file"] == "a/first.py"  # by file first
     assert cal.windows_from_stats([{**row, "values": None}], "MI355X") == {}
     assert cal.stats_rows({(F, Backend.ROCM, "MI300X"): w})[0]["hardware"] == "MI300X"
     given = cal.Window((), given=dur.DurationStats(5, 1, 2, 3))
@@ -266,6 +273,14 @@ def test_the_hardware_of_a_suite():
     assert cal.window_for({(F, Backend.ROCM): "w"}, reg(), P) == "w"
 
 
+def test_the_runners_bounds():
+    from types import SimpleNamespace
+
+    assert cal.Bounds.of(SimpleNamespace(est_time_positive=True)).minimum == 1
+    assert cal.Bounds.of(SimpleNamespace(est_time_positive=False)).minimum == 0
+    assert cal.Bounds.of(None).minimum == 0 and cal.Bounds().minimum == 0
+
+
 def test_decisions_and_their_reasons():
     full = win([rec(300 + i, days=1 + i / 24, run_id=1 + i) for i in range(10)])
     assert cal.decide(reg(backend="cuda"), full, P).reason == cal.NOT_CALIBRATED
@@ -274,7 +289,8 @@ def test_decisions_and_their_reasons():
     d = cal.decide(reg(), few, P)
     assert (d.reason, d.new, d.excluded) == (cal.TOO_FEW, None, 1) and "1 run(s) of unmerged code not counted" in d.detail
     assert "not counted" not in cal.decide(reg(), win([rec(300)]), P).detail
-    assert cal.decide(reg(), None, P).reason == cal.TOO_FEW
+    none = cal.decide(reg(), None, P)
+    assert (none.reason, none.timeouts, none.excluded, none.one_run, none.run, none.severity) == (cal.TOO_FEW, 0, 0, False, None, None)
     low = cal.decide(reg(est_time=100), full, P)
     assert (low.reason, low.new, low.severity, low.one_run, low.timeouts) == (cal.UNDER, 360, "warning", False, 0)
     assert cal.decide(reg(est_time=360), full, P).reason == cal.FITS
