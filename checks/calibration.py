@@ -375,9 +375,7 @@ def decide_all(registrations: Iterable[Registration], windows: Mapping[tuple, Wi
     """Decisions for every explicit registration of the calibrated family, in file and line order."""
     regs = [r for r in registrations if not r.implicit and r.backend.family in CALIBRATED_FAMILIES]
     regs.sort(key=lambda r: (r.file, r.span.line, r.span.column))
-    if any(len(k) == 3 for k in windows):
-        return [decide(r, window_for(windows, r, params), params, bounds) for r in regs]
-    return [decide(r, windows.get((r.file, r.backend.family)), params, bounds) for r in regs]
+    return [decide(r, window_for(windows, r, params), params, bounds) for r in regs]
 
 
 @dataclass

@@ -271,6 +271,8 @@ def test_the_hardware_of_a_suite():
     assert cal.window_for(every, reg(suite="x-mi30x"), P).passing == (900,) * 3
     assert cal.window_for(every, reg(), P).passing == (100,) * 3
     assert cal.window_for({(F, Backend.ROCM): "w"}, reg(), P) == "w"
+    (d,) = cal.decide_all([reg(suite="x-mi30x")], every, P)
+    assert d.n == 3 and d.max == 900 and d.hardware == "MI300X"
 
 
 def test_the_runners_bounds():
@@ -299,6 +301,13 @@ def test_decisions_and_their_reasons():
     assert cal.decide(reg(est_time=5000.0), full, P).new == 360.0 and isinstance(cal.decide(reg(est_time=5000.0), full, P).new, float)
     assert cal.decide(reg(est_time=5000), full, P, cal.Bounds(400)).new == 400
     assert cal.decide(reg(est_time=400), full, P, cal.Bounds(400)).reason == cal.FITS
+    assert cal.decide(reg(est_time="EST"), full, P).reason == cal.NOT_LITERAL
+    over = cal.decide(reg(est_time=500), full, P, cal.Bounds(500))  # over, but the runner's bound is 500 itself
+    assert (over.reason, over.new) == (cal.FITS, None)
+    # a kill at the limit raises only as far as timed_out_at x max_margin: below est_time it lowers nothing
+    killed_low = cal.Window((1000.0,) * 10, timeouts=1, timed_out_at=2500)
+    d = cal.decide(reg(est_time=2000), killed_low, replace(P, margin=1.0, max_margin=0.5))
+    assert (d.reason, d.new) == (cal.TIMEOUT_IN_WINDOW, None)
     part = win([rec(300 + i, days=1 + i) for i in range(9)])
     assert cal.decide(reg(est_time=5000), part, P).reason == cal.WINDOW_NOT_FULL
     killed = win([rec(300 + i, days=1 + i / 24) for i in range(10)] + [rec(1800, days=40, outcome="TIMEOUT")])
@@ -314,6 +323,9 @@ def test_a_raise_one_run_drives_is_labelled():
     plain = win([rec(v, days=1 + i / 24, run_id=100 + i) for i, v in enumerate([300] * 10)])
     d = cal.decide(reg(est_time=100), plain, P)
     assert (d.new, d.one_run, d.run) == (350, False, None)  # 300 x 1.15 = 345: the p90 sets it
+    tie = win([rec(v, days=1 + i / 24) for i, v in enumerate([290] * 9 + [320])])
+    d = cal.decide(reg(est_time=100), tie, P)  # p90 293 x 1.15 and 320 x 1.05 both round to 340: not one run
+    assert (d.new, d.one_run) == (340, False)
 
 
 def test_the_plan_as_json():
