@@ -249,9 +249,8 @@ def test_windows_from_rows_and_back():
     assert cal.windows_from_stats(rows, "MI300X") == {}
     timed = cal.windows_from_stats([{**row, "since": "2026-11-02T10:00:00Z"}], "MI355X")[(F, Backend.ROCM)]
     assert timed.since == date(2026, 11, 2)
-    other = {**row, "file": "a/first.py"}
-    two = cal.stats_rows({(F, Backend.ROCM): w, ("a/first.py", Backend.CPU): w}, "MI355X")
-    assert [r["file"] for r in two] == ["a/first.py", F] and other["file"] == "a/first.py"  # by file first
+    two = cal.stats_rows({(F, Backend.ROCM): w, ("z/last.py", Backend.CPU): w, ("a/first.py", Backend.ROCM): w}, "MI355X")
+    assert [r["file"] for r in two] == ["a/first.py", F, "z/last.py"]  # by file first, whatever the backend
     assert cal.windows_from_stats([{**row, "values": None}], "MI355X") == {}
     assert cal.stats_rows({(F, Backend.ROCM, "MI300X"): w})[0]["hardware"] == "MI300X"
     given = cal.Window((), given=dur.DurationStats(5, 1, 2, 3))
