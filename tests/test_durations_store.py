@@ -479,3 +479,20 @@ def test_an_elapsed_time_outside_zero_to_seven_days_is_refused_where_it_is_read(
     assert exported == {2: ("push", "main", None, 5), 8: (None, None, "evil/fork", 7 * 86400)}
     with pytest.raises(ValueError, match="not a finite"):  # the store's own last guard
         svc.insert_rows(store, [{**svc._row_from_item(items[0], {}, None), "elapsed_s": float("inf")}])
+
+
+def test_migration_0011_deletes_the_values_no_page_may_read(tmp_path):
+    """A store written before the ingest bounds may hold `elapsed=<301 digits>s` read as infinity:
+    the upgrade deletes every row outside (0 s, 7 days], so no page, check or PR reads one."""
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    upgrade(url, "0010_measurement_source_width")
+    with get_engine(url).begin() as conn:
+        for i, elapsed in enumerate([float("inf"), 0.0, 7 * 86400 + 1, 812.0]):
+            conn.execute(sa.text(
+                "INSERT INTO measurements (repository, file, backend, hardware, elapsed_s, outcome, attempt, run_id, job_id,"
+                " measured_at, source) VALUES ('a/b', 'tests/t.py', 'rocm', 'MI355X', :e, 'PASS', 1, :i, 1,"
+                " '2026-11-29 00:00:00', 'job-log')"), {"e": elapsed, "i": i})
+    upgrade(url)
+    with get_engine(url).connect() as conn:
+        rows = conn.execute(sa.text("SELECT elapsed_s, head_branch, head_repository FROM measurements")).all()
+    assert [tuple(r) for r in rows] == [(812.0, None, None)]
