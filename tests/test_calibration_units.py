@@ -118,7 +118,7 @@ def test_the_verdicts_with_enough_runs():
     assert v(1074, [650, 700, 690, 720, 710]).kind == dur.OK  # the ceiling itself is not over
     assert v(1075, [650, 700, 690, 720, 710]).kind == dur.OVER
     kept = v(2000, [650, 700, 690, 720, 710], timeouts=1)
-    assert (kept.kind, kept.rule, kept.suggested) == (dur.NOT_LOWERED, None, None) and "1 run(s) timed out" in kept.message
+    assert (kept.kind, kept.rule, kept.suggested) == (dur.NOT_LOWERED, None, None) and "1 run timed out" in kept.message
     # the ceiling is max(1.5 x p90, p90 + 120): for a short file the slack decides
     assert v(250, [100, 100, 100]).kind == dur.OVER and v(220, [100, 100, 100]).kind == dur.OK
     assert v(950, [100, 100, 100], slowest=900).kind == dur.OK  # the slowest run's bound (945 -> 950) is not over
@@ -288,7 +288,7 @@ def test_decisions_and_their_reasons():
     assert cal.decide(reg(extra=', disabled="flaky"'), full, P).reason == cal.DISABLED
     few = win([rec(300), rec(310, days=2), rec(900, event="pull_request")])
     d = cal.decide(reg(), few, P)
-    assert (d.reason, d.new, d.excluded) == (cal.TOO_FEW, None, 1) and "1 run(s) of unmerged code not counted" in d.detail
+    assert (d.reason, d.new, d.excluded) == (cal.TOO_FEW, None, 1) and "1 run of unmerged code not counted" in d.detail
     assert "not counted" not in cal.decide(reg(), win([rec(300)]), P).detail
     none = cal.decide(reg(), None, P)
     assert (none.reason, none.timeouts, none.excluded, none.one_run, none.run, none.severity) == (cal.TOO_FEW, 0, 0, False, None, None)
