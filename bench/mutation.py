@@ -56,6 +56,13 @@ TARGETS = {
                              frozenset({"_MARK", "_HELD", "_marker", "fingerprint", "refresh", "_by_app", "is_app_commit",
                                         "_foreign_commits", "_branch_head", "_who", "_mode", "held_comment", "_hold",
                                         "verdicts", "changed_verdicts", "after_ingest"})),
+    # issue 25: the calibration policy and the verdict maths it rests on (pure, tested in-process)
+    "calibration": Target("checks/calibration.py", ("tests/test_calibration_units.py", "tests/test_calibration.py",
+                                                    "-k", "not cli")),
+    "durations-policy": Target("checks/durations.py", ("tests/test_calibration_units.py",),
+                               frozenset({"MAX_ELAPSED_S", "elapsed_problem", "percentile", "duration_stats", "_round_up",
+                                          "suggest_est_time", "runner_timeout", "calibrate", "estimate_from_other_backend",
+                                          "_param", "_stats_of", "_s", "_since_date"})),
 }
 
 _COMPARE_SWAPS = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,

@@ -90,6 +90,7 @@ def _fmt(v) -> str:
 def render_body(plan: "Plan", windows, uses, registrations, changes_print: str, params) -> str:
     """The table per suite (file, old, new, n, p90, max, why) and each suite's totals before and
     after, against its consumers' timeouts and shard counts, the view REG030 takes."""
+    from checks.calibration import window_for
     from checks.shards import Item, heaviest, partition
 
     lines = [
@@ -105,7 +106,10 @@ def render_body(plan: "Plan", windows, uses, registrations, changes_print: str, 
     for suite in sorted(by_suite):
         lines += [f"### `{suite}`", "", "| file | old | new | n | p90 | max | why |", "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
         for d in by_suite[suite]:
-            lines.append(f"| `{d.registration.file}` | {_fmt(d.old)} | {_fmt(d.new)} | {d.n} | {_fmt(d.p90)} | {_fmt(d.max)} | {d.reason} |")
+            why = d.reason
+            if getattr(d, "one_run", False):  # one slow pass sets the value: say so, with the run to look at
+                why += " (driven by a single run" + (f": [{d.run.rsplit('/', 1)[-1]}]({d.run})" if d.run else "") + ")"
+            lines.append(f"| `{d.registration.file}` | {_fmt(d.old)} | {_fmt(d.new)} | {d.n} | {_fmt(d.p90)} | {_fmt(d.max)} | {why} |")
         regs = [r for r in registrations if r.suite == suite and r.disabled is None and r.est_time is not None]
         before = sum(r.est_time for r in regs)
         after = sum(new_of.get(r.file, r.est_time) for r in regs)
@@ -114,7 +118,7 @@ def render_body(plan: "Plan", windows, uses, registrations, changes_print: str, 
             def predicted(est_of):
                 items = []
                 for r in regs:
-                    w = windows.get((r.file, r.backend.family))
+                    w = window_for(windows, r, params)
                     seconds = w.stats.p90 if w and w.stats.n >= params.min_samples else est_of(r)
                     items.append(Item(r.file, est_of(r), seconds))
                 return heaviest(partition(items, use.shards)).predicted
@@ -135,7 +139,7 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
     require_enabled: do nothing (`disabled`) unless the default branch's configuration sets
     `calibration.pull_requests` (tests pass False to exercise the cycle on any configuration)."""
     from bot.sources import GitHubTree
-    from checks.calibration import Bounds, Plan, build_windows, decide_all, stats_rows
+    from checks.calibration import Bounds, Plan, build_suite_windows, decide_all, stats_rows
     from checks.calibration_edits import plan_edits
     from checks.engine import build_context, check_tree
 
@@ -154,8 +158,11 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
                                            f"{CONFIG_PATH}: the App opens no calibration pull request")
     if callable(records):
         records = records()
-    windows = build_windows(records, params, now=now, repository=repo)
-    report = check_tree(tree, config_text=tree.read(CONFIG_PATH), durations=stats_rows(windows, params.hardware), fixes=False)
+    from checks.timeout_model import with_runner_timeout
+
+    params = with_runner_timeout(params, tree.read, config.paths.register_module)  # the default branch's runner
+    windows = build_suite_windows(records, params, now=now, repository=repo, default_branch=default)
+    report = check_tree(tree, config_text=tree.read(CONFIG_PATH), durations=stats_rows(windows), fixes=False)
     ctx, _paths, _findings = build_context(tree, config)
     plan = Plan(decide_all(report.registrations, windows, params, Bounds.of(ctx.contract)))
     changes_print = fingerprint(plan.changes)

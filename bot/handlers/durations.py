@@ -145,6 +145,7 @@ async def workflow_run_completed(event, ctx):
                 ctx.store_url, log_text, repository=repo, run_id=run["id"], job_id=job["id"],
                 runner_labels=job.get("labels") or (), head_sha=run.get("head_sha"), workflow=run.get("path"),
                 source=f"workflow_run:{source_repo}", hardware_mapping=config.hardware, event=run.get("event"),
+                head_branch=run.get("head_branch"), head_repository=(run.get("head_repository") or {}).get("full_name"),
             )
             ctx.log.info("durations ingested", repository=repo, run_id=run["id"], job_id=job["id"],
                          inserted=result.inserted, duplicates=result.duplicates, hardware=result.hardware)
