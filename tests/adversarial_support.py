@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ import requests
 from bot.handlers.pull_requests import CHECK_NAME
 from tests.fixtures.attacks import ATTACKS
 from tests.fixtures.miles import miles_tree, test_file
+from tests import processes
+from tests.patience import PATIENCE
 from tests.test_service_support import ROOT, env_for, free_port, wait_for
 
 # Attacks whose file is a changed test file: they bite in the PR check's diff mode.
@@ -45,6 +46,15 @@ class Outcome:
     deliveries: dict = field(default_factory=dict)  # delivery id -> status in the App's store
 
 
+def up(base: str) -> bool:
+    """The App at `base` answers /healthz (a server still starting refuses the connection or has
+    not answered yet: asked again by the caller's wait)."""
+    try:
+        return requests.get(base + "/healthz", timeout=PATIENCE).status_code == 200
+    except requests.RequestException:
+        return False
+
+
 class Service:
     """`ci-registrar serve` in its own process group, on the simulator, with its own data directory."""
 
@@ -58,17 +68,12 @@ class Service:
         env.update({k: str(v) for k, v in env_extra.items()})
         self.log_path = tmp / "serve.log"
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--threads", str(threads)], cwd=ROOT,
-                                     env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = processes.start([sys.executable, "-m", "bot.cli", "serve", "--threads", str(threads)], cwd=ROOT,
+                                     env=env, stdout=self._log, stderr=subprocess.STDOUT)
         self.base = f"http://127.0.0.1:{self.port}"
 
-        def up():
-            try:
-                return requests.get(self.base + "/healthz", timeout=1).status_code == 200
-            except requests.RequestException:
-                return False
-
-        if not wait_for(up, timeout=60):
+        if not wait_for(lambda: self.proc.poll() is not None or up(self.base)) or self.proc.poll() is not None:
+            self.stop()
             raise RuntimeError("serve did not start: " + self.log_path.read_text()[-2000:])
 
     def deliver(self, sim, delivery) -> int:
@@ -101,13 +106,7 @@ class Service:
             conn.close()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
+        processes.stop(self.proc)
         self._log.close()
 
 
@@ -176,12 +175,11 @@ class Arena:
         d = self.opened(self.miles, ordinary)
         started = time.monotonic()
         self.service.deliver(self.sim, d)
-        done = wait_for(lambda: self.completed(self.miles, ordinary.head_sha), timeout=settle_s)
+        done = wait_for(lambda: self.completed(self.miles, ordinary.head_sha))
         ordinary_s = time.monotonic() - started if done else None
-        wait_for(lambda: all(self.completed(self.evil, pr.head_sha) for pr in attacks), timeout=settle_s)
+        wait_for(lambda: all(self.completed(self.evil, pr.head_sha) for pr in attacks))
         ids = [x.delivery_id for x in deliveries] + [d.delivery_id]
-        wait_for(lambda: all(self.service.deliveries().get(i) in ("done", "invalid", "failed", "dead") for i in ids),
-                 timeout=settle_s)
+        wait_for(lambda: all(self.service.deliveries().get(i) in ("done", "invalid", "failed", "dead") for i in ids))
         states = self.service.deliveries()
         self.evil.set_branch("main", default_branch)
         return Outcome(attack, ordinary_s,
@@ -210,8 +208,7 @@ class Arena:
         # Commands are written once the App has seen the head (one written before is refused as
         # unseen), as a person comments on a PR they see: the PR's own check comes first.
         self.service.deliver(self.sim, opened)
-        wait_for(lambda: self.service.deliveries().get(opened.delivery_id) in ("done", "failed", "dead"),
-                 timeout=settle_s)
+        wait_for(lambda: self.service.deliveries().get(opened.delivery_id) in ("done", "failed", "dead"))
         deliveries = [opened]
         for _ in range(commands):
             comment = self.sim.add_comment(self.evil, pr.number, f"/run-rocm {ONDEMAND_SUITE}", author="eve")
@@ -223,11 +220,10 @@ class Arena:
         d = self.opened(self.miles, ordinary)
         started = time.monotonic()
         self.service.deliver(self.sim, d)
-        done = wait_for(lambda: self.completed(self.miles, ordinary.head_sha), timeout=settle_s)
+        done = wait_for(lambda: self.completed(self.miles, ordinary.head_sha))
         ordinary_s = time.monotonic() - started if done else None
         ids = [x.delivery_id for x in deliveries] + [d.delivery_id]
-        wait_for(lambda: all(self.service.deliveries().get(i) in ("done", "invalid", "failed", "dead") for i in ids),
-                 timeout=settle_s)
+        wait_for(lambda: all(self.service.deliveries().get(i) in ("done", "invalid", "failed", "dead") for i in ids))
         states = self.service.deliveries()
         replies = [{"output": {"title": "", "summary": c["body"]}, "status": "completed", "annotations": []}
                    for c in self.sim.comments(self.evil, pr.number) if c["user"]["login"] == self.app.bot_login]

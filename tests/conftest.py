@@ -97,3 +97,25 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid.startswith(SERIAL):
             item.add_marker(pytest.mark.serial)
+
+
+# -- every process a test starts ends with it (tests/processes.py) ---------------------------------
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """What the test's body started and left running is stopped as soon as the body ends, passed
+    or failed (a fixture's processes are its own teardown's, or the session end's)."""
+    from tests import processes
+
+    index = processes.mark()
+    yield
+    processes.stop_started_since(index)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    from tests import processes
+
+    left = processes.end_of_session()
+    if left:
+        session.config.pluginmanager.get_plugin("terminalreporter").write_line(
+            "processes left running at the end of the session (stopped now):\n  " + "\n  ".join(left), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

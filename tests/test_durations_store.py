@@ -14,6 +14,7 @@ from bot import durations as svc
 from bot.store.db import get_engine, session_scope, upgrade
 from bot.store.measurements import Measurement, ensure_store
 from checks.durations import CalibrationParams, duration_stats
+from tests.patience import PATIENCE
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 
@@ -331,7 +332,7 @@ def test_two_processes_ingesting_at_once_lose_and_duplicate_nothing(store, repo)
     for p in procs:
         p.join(240)
         assert p.exitcode == 0
-    inserted = [results.get(timeout=5) for _ in procs]
+    inserted = [results.get(timeout=PATIENCE) for _ in procs]
     expected = 45 * 41 + 30
     assert sum(inserted) == expected and all(i > 0 for i in inserted)
     assert count(store, repo) == expected
@@ -379,7 +380,7 @@ def test_two_processes_creating_a_fresh_store_at_once(backend, tmp_path):
         for p in procs:
             p.join(120)
             assert p.exitcode == 0
-        assert [results.get(timeout=5) for _ in procs] == ["ok", "ok"]
+        assert [results.get(timeout=PATIENCE) for _ in procs] == ["ok", "ok"]
         engine = create_engine(url)
         assert "measurements" in sa.inspect(engine).get_table_names()
         engine.dispose()

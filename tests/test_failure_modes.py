@@ -344,7 +344,7 @@ def _consumer_run(world, threads=4, until=None, timeout=60):
     consumer = _consumer(world.queue, threads)
     consumer.start()
     try:
-        assert wait_for(until, timeout=timeout)
+        assert wait_for(until)
     finally:
         consumer.stop_flag.set()
         for _, t in consumer.worker_threads:

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from tests.test_service_support import ROOT
+from tests.patience import PATIENCE
 
 TARGETS = ROOT / "tests" / "fixtures" / "targets"
 # (excerpt, configuration to put in .github/ci-registrar.yml, file with a typo, registration, typo)
@@ -53,7 +54,7 @@ def test_a_staged_suite_typo_runs_the_hook_and_fails_it(tmp_path, layout, hook_i
     entry = hook["entry"].split()
     assert entry[0] == "ci-registrar"
     run = subprocess.run([sys.executable, "-m", "bot.cli", *entry[1:]], cwd=repo, capture_output=True, text=True,
-                         timeout=120)
+                         timeout=PATIENCE)
     said = run.stdout + run.stderr
     if "--fix" in entry:
         # The fix hook writes the correction; pre-commit then fails the commit on the changed file.

@@ -17,12 +17,13 @@ import requests
 from bot.handlers.pull_requests import CHECK_NAME
 from tests.simulator.fixtures import github_sim  # noqa: F401
 from tests.test_service_support import ROOT, Workers, build_world, env_for, free_port, wait_for, worker_env
+from tests.patience import PATIENCE
 
 
 def _up(base):
     def check():
         try:
-            return requests.get(base + "/healthz", timeout=1).status_code == 200
+            return requests.get(base + "/healthz", timeout=PATIENCE).status_code == 200
         except requests.RequestException:
             return False
     return check
@@ -81,7 +82,7 @@ def test_serve_answers_deliveries_under_slow_clients_exits_on_sigterm_with_a_stu
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        assert wait_for(_up(base), timeout=30), (tmp_path / "serve.log").read_text()
+        assert wait_for(_up(base)), (tmp_path / "serve.log").read_text()
         # 9. private files: the directory 0700, the databases 0600
         assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
         for name in ("ci-registrar.db", "queue.db"):
@@ -105,7 +106,7 @@ def test_serve_answers_deliveries_under_slow_clients_exits_on_sigterm_with_a_stu
 
         # A job stuck on GitHub (the tree listing hangs for two minutes) does not keep the process
         # alive after SIGTERM: the grace period (2 s here), then exit.
-        assert wait_for(lambda: hang.hits == 1, timeout=30), (tmp_path / "serve.log").read_text()
+        assert wait_for(lambda: hang.hits == 1), (tmp_path / "serve.log").read_text()
         t0 = time.monotonic()
         os.killpg(proc.pid, signal.SIGTERM)
         assert proc.wait(20) == 0
@@ -132,7 +133,7 @@ def test_gunicorn_keeps_answering_github_in_time_while_slow_clients_trickle(gith
     env = worker_env(world, CI_REGISTRAR_BODY_TIMEOUT_S=3)
     web = workers.start_web(env, port, workers=2)
     base = f"http://127.0.0.1:{port}"
-    assert wait_for(_up(base), timeout=30), open(web.log_path).read()
+    assert wait_for(_up(base)), open(web.log_path).read()
     results: list = []
     slow = [threading.Thread(target=_trickle, args=(port, results, 1.0)) for _ in range(8)]
     for t in slow:

@@ -27,7 +27,7 @@ def test_a_killed_workers_job_is_finished_by_the_next_worker_exactly_once(github
     assert world.deliver(d).status_code == 202
 
     first = workers.start(env)
-    assert wait_for(lambda: hang.hits == 1, timeout=30), open(first.log_path).read()
+    assert wait_for(lambda: hang.hits == 1), open(first.log_path).read()
     [run] = sim.check_runs(world.repo, sha=world.pr.head_sha, name=CHECK_NAME)
     assert run["status"] == "in_progress"
     workers.kill9(first)
@@ -39,16 +39,16 @@ def test_a_killed_workers_job_is_finished_by_the_next_worker_exactly_once(github
         rows = [r for r in store.recent_deliveries(world.settings.database_url) if r.delivery_id == d.delivery_id]
         return rows and rows[0].status == "done" and rows[0]
 
-    row = wait_for(finished, timeout=40)
+    row = wait_for(finished)
     assert row, open(second.log_path).read()
     assert row.attempts == 2
     [run] = sim.check_runs(world.repo, sha=world.pr.head_sha, name=CHECK_NAME)
     assert run["status"] == "completed"
     assert run["patches"] == 1  # completed once
     # The worker logs "delivery processed" just after recording it as done: wait for the line, then check it is one.
-    wait_for(lambda: Workers.processed(second), timeout=5)
+    wait_for(lambda: Workers.processed(second))
     assert Workers.processed(second) == [d.delivery_id]
-    assert wait_for(lambda: world.queue.inflight() == 0 and world.queue.depth() == 0, timeout=5)
+    assert wait_for(lambda: world.queue.inflight() == 0 and world.queue.depth() == 0)
 
 
 def test_a_job_that_gets_its_worker_killed_three_times_is_a_dead_letter(github_sim, tmp_path, workers):
@@ -62,7 +62,7 @@ def test_a_job_that_gets_its_worker_killed_three_times_is_a_dead_letter(github_s
     assert world.deliver(d).status_code == 202
     for death in range(1, 4):
         proc = workers.start(env)
-        assert wait_for(lambda: hang.hits == death, timeout=40), open(proc.log_path).read()
+        assert wait_for(lambda: hang.hits == death), open(proc.log_path).read()
         workers.kill9(proc)
     last = workers.start(env)
 
@@ -70,16 +70,16 @@ def test_a_job_that_gets_its_worker_killed_three_times_is_a_dead_letter(github_s
         rows = [r for r in store.recent_deliveries(world.settings.database_url) if r.delivery_id == d.delivery_id]
         return rows and rows[0].status == "dead" and rows[0]
 
-    row = wait_for(dead, timeout=40)
+    row = wait_for(dead)
     assert row, open(last.log_path).read()
     assert row.attempts == 4 and "died 3 times" in row.outcome
     run = wait_for(lambda: [r for r in sim.check_runs(world.repo, sha=world.pr.head_sha, name=CHECK_NAME)
-                            if r["status"] == "completed"], timeout=20)
+                            if r["status"] == "completed"])
     assert run, open(last.log_path).read()
     [run] = run
     assert run["conclusion"] == "failure" and run["output"]["title"] == "Check stopped: its job kept crashing"
     assert hang.hits == 3  # the fourth start did not run it again
-    assert wait_for(lambda: world.queue.inflight() == 0 and world.queue.depth() == 0, timeout=5)
+    assert wait_for(lambda: world.queue.inflight() == 0 and world.queue.depth() == 0)
 
 
 def test_sigterm_during_a_stuck_job_stops_the_worker_within_its_grace_period(github_sim, tmp_path, workers):
@@ -94,7 +94,7 @@ def test_sigterm_during_a_stuck_job_stops_the_worker_within_its_grace_period(git
     d = sim.webhook("pull_request", "opened", app=world.app, repo=world.repo, pull=world.pr, sender="bob")
     assert world.deliver(d).status_code == 202
     proc = workers.start(env)
-    assert wait_for(lambda: hang.hits == 1, timeout=30), open(proc.log_path).read()
+    assert wait_for(lambda: hang.hits == 1), open(proc.log_path).read()
     t0 = time.monotonic()
     os.killpg(proc.pid, signal.SIGTERM)
     assert proc.wait(20) == 0, open(proc.log_path).read()
@@ -106,7 +106,7 @@ def test_sigterm_during_a_stuck_job_stops_the_worker_within_its_grace_period(git
         rows = [r for r in store.recent_deliveries(world.settings.database_url) if r.delivery_id == d.delivery_id]
         return rows and rows[0].status == "done" and rows[0]
 
-    row = wait_for(finished, timeout=40)
+    row = wait_for(finished)
     assert row, open(second.log_path).read()
     [run] = sim.check_runs(world.repo, sha=world.pr.head_sha, name=CHECK_NAME)
     assert run["status"] == "completed" and run["patches"] == 1

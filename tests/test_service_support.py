@@ -140,14 +140,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    return predicate()
+from tests import processes  # noqa: E402
+from tests.patience import PATIENCE, wait_for  # noqa: E402,F401 - the service tests' one way to wait
 
 
 # -- worker processes -----------------------------------------------------------------------------
@@ -181,37 +175,28 @@ class Workers:
 
     def start(self, env: dict, threads: int = 2) -> subprocess.Popen:
         log = open(self.tmp_path / f"worker-{len(self.procs)}.log", "wb")
-        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--threads", str(threads)], cwd=ROOT,
-                                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = processes.start([sys.executable, "-m", "bot.cli", "worker", "--threads", str(threads)], cwd=ROOT,
+                               env=env, stdout=log, stderr=subprocess.STDOUT)
         proc.log_path = log.name
         log.close()
         self.procs.append(proc)
         return proc
 
     def kill9(self, proc: subprocess.Popen) -> None:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+        processes.signal_group(proc, signal.SIGKILL)
+        proc.wait(PATIENCE)
 
     def stop_all(self) -> None:
         for proc in self.procs:
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                    proc.wait(5)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    try:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                    proc.wait(5)
+            processes.stop(proc, grace=5)
 
     def start_web(self, env: dict, port: int, workers: int = 2) -> subprocess.Popen:
         """The Procfile's web process: `ci-registrar serve --no-worker` (gunicorn, bot/server.py)."""
         env = {**env, "PORT": str(port), "HOST": "127.0.0.1", "WEB_CONCURRENCY": str(workers),
                "PROMETHEUS_MULTIPROC_DIR": str(self.tmp_path / "prometheus")}
         log = open(self.tmp_path / f"web-{len(self.procs)}.log", "wb")
-        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--no-worker"], cwd=ROOT, env=env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = processes.start([sys.executable, "-m", "bot.cli", "serve", "--no-worker"], cwd=ROOT, env=env,
+                               stdout=log, stderr=subprocess.STDOUT)
         proc.log_path = log.name
         log.close()
         self.procs.append(proc)

@@ -107,6 +107,9 @@ class GitHubSimulator(JsonViews, RestOperations, GitWriteOperations):
         return self
 
     def stop(self) -> None:
+        with self.lock:
+            for fault in self._faults:  # a held answer ends with the simulator, not after its delay
+                fault.release()
         if self._started:
             self._api.stop()
             self._web.stop()
@@ -377,6 +380,8 @@ class GitHubSimulator(JsonViews, RestOperations, GitWriteOperations):
 
     def clear_faults(self) -> None:
         with self.lock:
+            for fault in self._faults:
+                fault.release()
             self._faults.clear()
 
     # -- query helpers ----------------------------------------------------------------------
@@ -580,6 +585,7 @@ class GitHubSimulator(JsonViews, RestOperations, GitWriteOperations):
             finally:
                 self._tls.skip_faults = False
             response.delay = float(p.get("delay", 1.0))
+            response.hold = fault.released
             return response
         raise AssertionError(kind)
 
