@@ -126,6 +126,15 @@ class Arena:
         self.service = Service(sim, self.app, tmp, threads=threads, **env_extra)
         self.rounds = 0
 
+    def anchor_s(self) -> float | None:
+        """Seconds from delivery to completed check of an ordinary PR with nothing else running: the
+        yardstick of the same check under attack, on this machine at this moment (None: not done)."""
+        pr = self.ordinary_pr()
+        started = time.monotonic()
+        self.service.deliver(self.sim, self.opened(self.miles, pr))
+        done = wait_for(lambda: self.completed(self.miles, pr.head_sha))
+        return time.monotonic() - started if done else None
+
     def ordinary_pr(self):
         """A fresh, ordinary pull request on radixark/miles (its own branch and head)."""
         self.rounds += 1
@@ -161,7 +170,7 @@ class Arena:
     def completed(self, repo, sha: str) -> list[dict]:
         return [r for r in self.sim.check_runs(repo, sha=sha, name=CHECK_NAME) if r["status"] == "completed"]
 
-    def run(self, attack: str, settle_s: float = 60.0) -> Outcome:
+    def run(self, attack: str) -> Outcome:
         """The attack's pull requests, then an ordinary one; until every check run is completed."""
         default_branch = self.evil.head("main")  # wide_config changes it: put back afterwards
         if attack == "poison":
@@ -186,8 +195,8 @@ class Arena:
                        [r for pr in attacks for r in self.sim.check_runs(self.evil, sha=pr.head_sha, name=CHECK_NAME)],
                        self.service.peak_rss_mb(), {i: states.get(i) for i in ids})
 
-    def ondemand_attack(self, files: int = ONDEMAND_FILES, pad_bytes: int = ONDEMAND_PAD_BYTES, commands: int = 6,
-                        settle_s: float = 120.0) -> Outcome:
+    def ondemand_attack(self, files: int = ONDEMAND_FILES, pad_bytes: int = ONDEMAND_PAD_BYTES,
+                        commands: int = 6) -> Outcome:
         """A read-only user's PR of `files` padded test files registered in a dispatchable ROCm suite,
         then `commands` whole-suite `/run-rocm` comments on it (each selection reads every file),
         then an ordinary PR on another installation. `attack_runs` are the replies to the commands."""

@@ -76,7 +76,7 @@ class RedisOutage:
             status = None
         return pr, d, status
 
-    def run(self, kind: str = "drop", outage_s: float = 8.0, settle_s: float = 120.0) -> OutageOutcome:
+    def run(self, kind: str = "drop", outage_s: float = 8.0) -> OutageOutcome:
         out = OutageOutcome(kind, outage_s, worker_threads=self.threads)
         heads: dict[str, str] = {}  # delivery id -> head sha
         refused: dict[str, tuple] = {}  # delivery id -> (pr, delivery), to be redelivered
@@ -136,7 +136,7 @@ class RedisOutage:
             time.sleep(1.0)  # a job run twice would show by now
         finally:
             stop.set()
-            asker.join(35)
+            asker.join(PATIENCE)
         out.states = {i: self.service.deliveries().get(i) for i in heads}
         processed = self._processed()
         out.processed = {i: processed.get(i, 0) for i in heads}

@@ -2,7 +2,8 @@
 an attacker's installation sending every input built to stop it, and an ordinary pull request
 that must still be checked within seconds.
 
-Each case asserts four things: the ordinary PR's check completes within ORDINARY_S; the attacker's
+Each case asserts four things: the ordinary PR's check completes within ORDINARY_RATIO times the
+same check with nothing else running, measured just before (a ratio: a busy machine slows both); the attacker's
 check runs end completed, with the reason; no delivery is lost or processed twice; the serving
 process's peak memory stays under PEAK_MB (each analysis child has its own 1 GiB cap).
 """
@@ -15,7 +16,9 @@ from tests.adversarial_support import ALL_ATTACKS, Arena
 from tests.simulator.fixtures import github_sim  # noqa: F401
 from tests.patience import PATIENCE
 
-ORDINARY_S = 10.0  # generous for a loaded 2-core CI machine; bench/adversarial.py measures against 5 s
+# Generous: the worst attack costs an ordinary check about 14x on a quiet machine (README, bench/adversarial.py,
+# which measures against 5 s); an attack that held a worker until its own limit would cost far more.
+ORDINARY_RATIO = 40.0
 PEAK_MB = 1024.0
 # Inputs that once cost the engine without bound and are now read in linear time under every cap:
 # their check is an ordinary verdict, with no limit to report.
@@ -36,8 +39,9 @@ def arena(tmp_path_factory):
 
 @pytest.mark.parametrize("attack", ALL_ATTACKS)
 def test_an_attack_does_not_stop_an_ordinary_check(arena, attack):
+    anchor = arena.anchor_s()
     outcome = arena.run(attack)
-    assert outcome.ordinary_s is not None and outcome.ordinary_s < ORDINARY_S, outcome
+    assert anchor and outcome.ordinary_s is not None and outcome.ordinary_s < ORDINARY_RATIO * anchor, (anchor, outcome)
     assert outcome.peak_rss_mb < PEAK_MB, outcome
     assert all(state in ("done", "invalid") for state in outcome.deliveries.values()), outcome.deliveries
     if attack == "poison":
@@ -148,8 +152,9 @@ def test_an_ondemand_attack_from_another_installation(arena):
     """A read-only user's PR of 20 padded test files and six `/run-rocm` comments on it: every
     selection is read in a bounded analysis child (never on a worker thread), so another
     installation's check still completes within seconds and every command is answered."""
+    anchor = arena.anchor_s()
     outcome = arena.ondemand_attack()
-    assert outcome.ordinary_s is not None and outcome.ordinary_s < ORDINARY_S, outcome
+    assert anchor and outcome.ordinary_s is not None and outcome.ordinary_s < ORDINARY_RATIO * anchor, (anchor, outcome)
     assert outcome.peak_rss_mb < PEAK_MB, outcome
     assert all(state == "done" for state in outcome.deliveries.values()), outcome.deliveries
     replies = [r["output"]["summary"] for r in outcome.attack_runs]
@@ -193,7 +198,7 @@ def test_serve_outlives_a_redis_outage_and_readyz_tells_the_truth(tmp_path, redi
     assert out.left_in_queue == 0
     assert any(code == 503 for a, b, code, _ in out.readyz if a == b != "up"), out.readyz
     assert out.lies() == [], out.readyz
-    assert out.ready_again_s is not None and out.ready_again_s < 10, out.ready_again_s
+    assert out.ready_again_s is not None, out.readyz  # ready again, within the patience of tests/patience.py
 
 
 def test_readyz_is_503_while_no_worker_thread_is_alive(tmp_path):

@@ -215,7 +215,9 @@ def test_an_outage_on_check_run_updates_longer_than_the_old_budget_still_complet
     fault = world.sim.inject_fault("PATCH", r"/check-runs/\d+$", "502", times=None)
     d = opened(world)
     world.deliver(d)
-    world.drain(max_jobs=1000, timeout=6)
+    # until the job has given up and its failure report has failed more often than the old budget allowed
+    world.drain(max_jobs=1000, until=lambda: fault.hits > 5 + 4 and world.queue.scheduled_count() == 1
+                and getattr(deliveries(world).get(d.delivery_id), "status", None) == "failed")
     # 5 job attempts + the failure report: the old report gave up after 4 tries
     assert fault.hits > 5 + 4, fault.hits
     row = deliveries(world)[d.delivery_id]
@@ -224,7 +226,7 @@ def test_an_outage_on_check_run_updates_longer_than_the_old_budget_still_complet
     assert run["status"] == "in_progress"
     assert world.queue.scheduled_count() == 1  # the report, still trying
     world.sim.clear_faults()  # GitHub recovers
-    world.drain(max_jobs=1000, timeout=120)
+    world.drain(max_jobs=1000)
     [run] = runs(world)
     assert run["status"] == "completed" and run["conclusion"] == "failure" and run["output"]["title"] == FAILED_TITLE
     summary = run["output"]["summary"]
@@ -338,7 +340,7 @@ def test_the_reconciler_completes_a_run_whose_job_died(world, monkeypatch):
 
 
 # -- 6. one result per head --------------------------------------------------------------------
-def _consumer_run(world, threads=4, until=None, timeout=60):
+def _consumer_run(world, threads=4, until=None):
     from bot.commands.service import _consumer
 
     consumer = _consumer(world.queue, threads)
@@ -513,7 +515,7 @@ def test_a_store_outage_longer_than_its_budget_gives_the_delivery_up_and_a_redel
     world.deliver(d)
     calls = []
     monkeypatch.setattr(store, "start_delivery", lambda url, **kw: calls.append(1) or down(url, **kw))
-    world.drain(timeout=10)
+    world.drain()
     assert 2 <= len(calls) < 50  # retried for its budget, then given up: not forever
     assert world.queue.depth() == 0 and world.queue.scheduled_count() == 0
     monkeypatch.setattr(store, "start_delivery", real)

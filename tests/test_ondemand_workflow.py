@@ -997,12 +997,13 @@ def test_listed_files_run_one_by_one_and_their_lines_are_ingestible(tmp_path):
     repo, _ = _repo(tmp_path, {
         "tests/e2e/test_pass.py": "import os\nassert os.environ['MILES_HARDWARE_PLATFORM'] == 'rocm'\n",
         "tests/e2e/x/test_fail.py": "raise SystemExit(3)\n",
-        "tests/e2e/test_slow.py": "import time\ntime.sleep(60)\n",
+        "tests/e2e/test_slow.py": "import threading\nthreading.Event().wait()\n",  # never ends
         "tests/fast/test_after.py": "print('still ran')\n",
     })
     files = "tests/e2e/test_pass.py tests/e2e/x/test_fail.py tests/e2e/test_slow.py tests/fast/test_after.py"
-    # 5 s: long enough for a python start-up on a loaded machine, far short of the slow file's 60 s
-    [shard] = _plan_files("nightly-stage-c-4-gpu-mi350", files, shards="2", timeout="5")  # one job: nothing partitions them
+    # Long enough for a python start-up however busy the machine; the slow file waits it out asleep.
+    per_file = max(5, int(PATIENCE / 8))
+    [shard] = _plan_files("nightly-stage-c-4-gpu-mi350", files, shards="2", timeout=str(per_file))  # one job: nothing partitions them
     done = _execute(shard["command"], repo)
     assert done.returncode == 1, done.stdout + done.stderr  # a file failed: the job fails
     assert "still ran" in done.stdout  # ...but only after every listed file ran
@@ -1013,7 +1014,7 @@ def test_listed_files_run_one_by_one_and_their_lines_are_ingestible(tmp_path):
     assert got == [
         (1, 4, "tests/e2e/test_pass.py", "PASS", None, None),
         (2, 4, "tests/e2e/x/test_fail.py", "FAIL", 3, None),
-        (3, 4, "tests/e2e/test_slow.py", "TIMEOUT", 124, 5),
+        (3, 4, "tests/e2e/test_slow.py", "TIMEOUT", 124, per_file),
         (4, 4, "tests/fast/test_after.py", "PASS", None, None),
     ]
 

@@ -43,14 +43,18 @@ class World:
     def deliver(self, delivery):
         return self.client.post("/webhook", data=delivery.body, headers=delivery.headers)
 
-    def drain(self, max_jobs: int = 50, timeout: float = 60.0) -> int:
-        """Run queued jobs in this thread until none is queued or scheduled; returns jobs run.
+    def drain(self, max_jobs: int = 50, until=None) -> int:
+        """Run queued jobs in this thread until none is queued or scheduled, or until `until()`
+        holds (a retry scheduled far ahead can be left waiting that way); returns jobs run.
 
         Delayed retries run when they are due (a rate-limit wait is real time, as in production).
+        Gives up after PATIENCE (tests/patience.py).
         """
         ran = 0
-        deadline = time.time() + timeout
-        while ran < max_jobs and time.time() < deadline:
+        deadline = time.monotonic() + PATIENCE
+        while ran < max_jobs and time.monotonic() < deadline:
+            if until is not None and until():
+                return ran
             task = self.queue.dequeue()
             if task is None:
                 for due in self.queue.read_schedule(_utcnow()):
