@@ -19,6 +19,7 @@ from checks.render import CHECK_RUN_NAME, check_run_annotations, check_run_concl
 from checks.tree import MemoryTree
 from tests.fixtures.miles import CONSUMERS
 from tests.fixtures.miles_shape import calibrated, e2e_tests, seed_pr
+from tests.patience import PATIENCE
 from tests.test_service_support import wait_for
 
 # Calls per case, the installation-token request not counted (it comes once an hour).
@@ -237,7 +238,8 @@ def test_a_check_pushed_over_while_it_runs_says_so_and_writes_no_verdict(api_wor
     old_sha = pr.head_sha
     first = sim.webhook("pull_request", "opened", app=w.world.app, repo=w.repo, pull=pr, sender="bob")
     assert w.world.deliver(first).status_code == 202
-    slow = sim.inject_fault("POST", r"^/graphql$", "slow", times=None, delay=1.5)
+    # GitHub's answers to the check's GraphQL reads are held until the push has been delivered
+    slow = sim.inject_fault("POST", r"^/graphql$", "slow", times=None, delay=8 * PATIENCE)
     worker = threading.Thread(target=w.world.drain)
     worker.start()
     assert wait_for(lambda: any(r["operation"] == "graphql" for r in sim.requests_log))
@@ -246,7 +248,10 @@ def test_a_check_pushed_over_while_it_runs_says_so_and_writes_no_verdict(api_wor
     pr = sim.pull(w.repo, pr.number)
     second = sim.webhook("pull_request", "synchronize", app=w.world.app, repo=w.repo, pull=pr, sender="bob")
     assert w.world.deliver(second).status_code == 202  # while the first check waits on GitHub
-    worker.join(60)
+    assert worker.is_alive()  # it does wait
+    slow.release()
+    worker.join(PATIENCE)
+    assert not worker.is_alive()
     sim._faults.remove(slow)
     w.world.drain()
     old = w.latest_run(old_sha)
