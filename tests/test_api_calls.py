@@ -179,7 +179,7 @@ def test_two_workers_filling_one_key_at_once(tmp_path, backend, pg_url):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(30)
+        t.join(PATIENCE)
     assert errors == []
     assert RegistrationIndex(url, "o/r").get_many(list(entries)) == entries
     assert RegistrationIndex(url, "other/repo").get_many(list(entries)) == {}  # per repository

@@ -19,6 +19,7 @@ from bot.handlers.pull_requests import CHECK_NAME, FAILED_TITLE
 from bot.store import service as store
 from tests.simulator import sign
 from tests.simulator.fixtures import github_sim  # noqa: F401
+from tests.patience import PATIENCE
 from tests.test_service_support import build_world, wait_for
 
 
@@ -461,7 +462,7 @@ def test_concurrent_jobs_on_one_head_in_two_threads_make_one_run(any_world, monk
     for t in threads:
         t.start()
     for t in threads:
-        t.join(60)
+        t.join(PATIENCE)
     world.drain()
     assert len(runs(world)) == 1
     rows = deliveries(world)
@@ -544,7 +545,7 @@ def test_the_head_claim_excludes_other_holders_and_leaves_no_files(tmp_path):
     order = []
 
     def holder(name, hold_s):
-        with claim(url, "check:a/b:sha:name", wait_s=5):
+        with claim(url, "check:a/b:sha:name", wait_s=PATIENCE):
             order.append(("in", name))
             time.sleep(hold_s)
             order.append(("out", name))
@@ -553,7 +554,7 @@ def test_the_head_claim_excludes_other_holders_and_leaves_no_files(tmp_path):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(10)
+        t.join(PATIENCE)
     assert len(order) == 8 and all(order[i][0] == "in" and order[i + 1] == ("out", order[i][1]) for i in range(0, 8, 2))
     with claim(url, "check:a/b:sha:name"):
         with pytest.raises(Busy):

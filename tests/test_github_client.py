@@ -11,6 +11,7 @@ from bot.github.auth import REFRESH_MARGIN_S, AppAuth
 from bot.github.client import GitHub, git_blob_sha
 from bot.github.retry import GitHubError, RateLimited, RetryPolicy, TransientError, rate_limit_wait
 from bot.sources import GitHubTree, changed_paths
+from tests.patience import PATIENCE
 from tests.simulator.fixtures import github_sim  # noqa: F401
 
 
@@ -307,7 +308,7 @@ def test_threads_wanting_one_blob_fetch_it_once(gh):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(10)
+        t.join(PATIENCE)
     assert results == [b"other\n"] * 4
     assert len([r for r in sim.requests_log if "/git/blobs/" in r["path"]]) == 1
     assert github._flights == {}

@@ -394,7 +394,7 @@ def _(od):
     for w in workers:
         w.start()
     for w in workers:
-        w.join(60)
+        w.join(PATIENCE)
     od.world.drain()
     return c
 
@@ -752,7 +752,7 @@ def _simultaneous_commands(od, prs, per_slot: int = 2) -> list[dict]:
     start = threading.Barrier(len(tasks))
 
     def work(task):
-        start.wait(30)
+        start.wait(PATIENCE)
         od.world.queue.execute(task)
 
     threads = [threading.Thread(target=work, args=(t,)) for t in tasks]
