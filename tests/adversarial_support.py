@@ -184,11 +184,15 @@ class Arena:
         d = self.opened(self.miles, ordinary)
         started = time.monotonic()
         self.service.deliver(self.sim, d)
-        done = wait_for(lambda: self.completed(self.miles, ordinary.head_sha))
+        # One patience for each pull request's check in the scene: the attack's are work too, and
+        # on a busy machine the ordinary check shares the cores with them.
+        done = wait_for(lambda: self.completed(self.miles, ordinary.head_sha), patience=(len(deliveries) + 1) * PATIENCE)
         ordinary_s = time.monotonic() - started if done else None
-        wait_for(lambda: all(self.completed(self.evil, pr.head_sha) for pr in attacks))
+        wait_for(lambda: all(self.completed(self.evil, pr.head_sha) for pr in attacks),
+                 patience=(len(deliveries) + 1) * PATIENCE)
         ids = [x.delivery_id for x in deliveries] + [d.delivery_id]
-        wait_for(lambda: all(self.service.deliveries().get(i) in ("done", "invalid", "failed", "dead") for i in ids))
+        wait_for(lambda: all(self.service.deliveries().get(i) in ("done", "invalid", "failed", "dead") for i in ids),
+                 patience=(len(deliveries) + 1) * PATIENCE)
         states = self.service.deliveries()
         self.evil.set_branch("main", default_branch)
         return Outcome(attack, ordinary_s,
@@ -229,10 +233,13 @@ class Arena:
         d = self.opened(self.miles, ordinary)
         started = time.monotonic()
         self.service.deliver(self.sim, d)
-        done = wait_for(lambda: self.completed(self.miles, ordinary.head_sha))
+        # One patience for each pull request's check in the scene: the attack's are work too, and
+        # on a busy machine the ordinary check shares the cores with them.
+        done = wait_for(lambda: self.completed(self.miles, ordinary.head_sha), patience=(len(deliveries) + 1) * PATIENCE)
         ordinary_s = time.monotonic() - started if done else None
         ids = [x.delivery_id for x in deliveries] + [d.delivery_id]
-        wait_for(lambda: all(self.service.deliveries().get(i) in ("done", "invalid", "failed", "dead") for i in ids))
+        wait_for(lambda: all(self.service.deliveries().get(i) in ("done", "invalid", "failed", "dead") for i in ids),
+                 patience=(len(deliveries) + 1) * PATIENCE)
         states = self.service.deliveries()
         replies = [{"output": {"title": "", "summary": c["body"]}, "status": "completed", "annotations": []}
                    for c in self.sim.comments(self.evil, pr.number) if c["user"]["login"] == self.app.bot_login]
