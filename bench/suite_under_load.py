@@ -51,7 +51,7 @@ def main(argv=None) -> int:
                         help="processes that keep a core busy each (default: one per core; 0: none)")
     parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1), help="pytest-xdist workers")
     parser.add_argument("--log-dir", type=Path, default=ROOT / ".venv" / "suite-under-load",
-                        help="each run's whole output, run-N.log")
+                        help="each run's whole output, <start time>-run-N.log")
     parser.add_argument("pytest_args", nargs="*")
     args = parser.parse_args(argv)
     args.log_dir.mkdir(parents=True, exist_ok=True)
@@ -68,7 +68,7 @@ def main(argv=None) -> int:
             done = subprocess.run(["bash", "tests/run.sh", str(args.workers), "-q", "-p", "no:cacheprovider",
                                    *args.pytest_args], cwd=ROOT, capture_output=True, text=True)
             took = time.monotonic() - started
-            log = args.log_dir / f"run-{i}.log"
+            log = args.log_dir / f"{time.strftime('%Y%m%dT%H%M%S')}-run-{i}.log"
             log.write_text(done.stdout + done.stderr)
             row = {"run": i, "seconds": round(took, 1), "exit": done.returncode, "summary": _summary(done.stdout),
                    "load_before": round(load_before, 1), "load_after": round(os.getloadavg()[0], 1)}
