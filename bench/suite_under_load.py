@@ -64,11 +64,11 @@ def main(argv=None) -> int:
     try:
         for i in range(1, args.runs + 1):
             load_before = os.getloadavg()[0]
+            log = args.log_dir / f"{time.strftime('%Y%m%dT%H%M%S')}-run-{i}.log"
             started = time.monotonic()
             done = subprocess.run(["bash", "tests/run.sh", str(args.workers), "-q", "-p", "no:cacheprovider",
                                    *args.pytest_args], cwd=ROOT, capture_output=True, text=True)
             took = time.monotonic() - started
-            log = args.log_dir / f"{time.strftime('%Y%m%dT%H%M%S')}-run-{i}.log"
             log.write_text(done.stdout + done.stderr)
             row = {"run": i, "seconds": round(took, 1), "exit": done.returncode, "summary": _summary(done.stdout),
                    "load_before": round(load_before, 1), "load_after": round(os.getloadavg()[0], 1)}
