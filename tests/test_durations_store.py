@@ -14,6 +14,7 @@ from bot import durations as svc
 from bot.store.db import get_engine, session_scope, upgrade
 from bot.store.measurements import Measurement, ensure_store
 from checks.durations import CalibrationParams, duration_stats
+from tests.patience import PATIENCE
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 
@@ -306,7 +307,7 @@ def test_migration_down_and_up_on_sqlite(tmp_path):
 def _worker(url, repo, job_ids, start, results):
     from bot import durations as worker_svc
 
-    start.wait(30)
+    start.wait(PATIENCE)
     inserted = 0
     for job in job_ids:
         log = make_log([(f"tests/e2e/test_{job}_{i}.py", "PASS", 10 + i) for i in range(40)]
@@ -329,9 +330,9 @@ def test_two_processes_ingesting_at_once_lose_and_duplicate_nothing(store, repo)
         p.start()
     start.set()
     for p in procs:
-        p.join(240)
+        p.join(2 * PATIENCE)
         assert p.exitcode == 0
-    inserted = [results.get(timeout=5) for _ in procs]
+    inserted = [results.get(timeout=PATIENCE) for _ in procs]
     expected = 45 * 41 + 30
     assert sum(inserted) == expected and all(i > 0 for i in inserted)
     assert count(store, repo) == expected
@@ -348,7 +349,7 @@ def test_two_processes_ingesting_at_once_lose_and_duplicate_nothing(store, repo)
 def _start_store(url, start, results):
     from bot.store.measurements import ensure_store as worker_ensure
 
-    start.wait(30)
+    start.wait(PATIENCE)
     worker_ensure(url)
     results.put("ok")
 
@@ -377,9 +378,9 @@ def test_two_processes_creating_a_fresh_store_at_once(backend, tmp_path):
             p.start()
         start.set()
         for p in procs:
-            p.join(120)
+            p.join(PATIENCE)
             assert p.exitcode == 0
-        assert [results.get(timeout=5) for _ in procs] == ["ok", "ok"]
+        assert [results.get(timeout=PATIENCE) for _ in procs] == ["ok", "ok"]
         engine = create_engine(url)
         assert "measurements" in sa.inspect(engine).get_table_names()
         engine.dispose()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -269,6 +270,13 @@ class Fault:
     times: int | None
     params: dict
     hits: int = 0
+    # A "slow" answer waits `delay` seconds or until release(), whichever comes first: a test holds
+    # GitHub's answer for as long as its scene needs (an event), not for a guessed number of seconds.
+    released: threading.Event = field(default_factory=threading.Event)
+
+    def release(self) -> None:
+        """Answer every request this fault holds now (and later ones at once)."""
+        self.released.set()
 
     def matches(self, method: str, path: str) -> bool:
         if self.times is not None and self.hits >= self.times:
