@@ -55,11 +55,16 @@ def to_json(report: Report) -> str:
 
 
 def summary_line(report: Report) -> str:
+    """The counts line of every format. Its registrations are the JSON's `registrations`, one for
+    one: the runner's implicit CPU registrations included (and said how many), and in a diff, the
+    removed ones too."""
     counts = [f"{report.count(s)} {s.value}{'s' if report.count(s) != 1 else ''}" for s in Severity]
-    regs = sum(1 for r in report.registrations if not r.implicit)
+    regs = len(report.registrations)
+    implicit = sum(1 for r in report.registrations if r.implicit)
     if report.suppressed:
         counts.append(f"{len(report.suppressed)} suppressed")
-    return f"{report.files_checked} test file(s), {regs} registration(s): " + ", ".join(counts)
+    return (f"{report.files_checked} test file(s), {regs} registration(s)"
+            + (f" ({implicit} implicit)" if implicit else "") + ": " + ", ".join(counts))
 
 
 def to_text(report: Report) -> str:
@@ -246,7 +251,12 @@ def to_sarif(report: Report, version: str | None = None, srcroot: str | None = N
     return json.dumps(doc, indent=2)
 
 
-RENDERERS = {"text": to_text, "json": to_json, "github": to_github, "sarif": to_sarif}
+def to_summary(report: Report) -> str:
+    """The check run's summary Markdown, exactly as the App posts it (check_run_summary below)."""
+    return check_run_summary(report)
+
+
+RENDERERS = {"text": to_text, "json": to_json, "github": to_github, "sarif": to_sarif, "summary": to_summary}
 
 
 # -- Markdown posted to GitHub (check-run summaries, review comments) ------------------------------
@@ -350,17 +360,111 @@ def check_run_title(report: Report) -> str:
     return "Registrations valid"
 
 
+_VERDICT = {"failure": "Failure", "neutral": "Not fully checked", "success": "Passed"}
+
+
+def _hours(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def _seconds(value: float | None) -> str:
+    return "?" if value is None else f"{value:g} s"
+
+
+def _change_counts(report: Report) -> str:
+    from checks.model import Change
+
+    counts = {c: sum(1 for r in report.registrations if r.change is c) for c in Change}
+    return (f"{counts[Change.ADDED]} added, {counts[Change.CHANGED]} changed, {counts[Change.REMOVED]} removed, "
+            f"{counts[Change.UNCHANGED]} unchanged")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _registration_only(summary) -> str:
+    parts = []
+    if summary.test_files:
+        parts.append(f"{_plural(summary.test_files, 'test file')} whose code is the same AST once registrations and their imports are set aside")
+    if summary.inventories:
+        parts.append(_plural(summary.inventories, "suite inventory or register module") if summary.inventories != 1 else "1 suite inventory or register module")
+    if summary.workflows:
+        parts.append(_plural(summary.workflows, "workflow"))
+    if summary.docs:
+        parts.append(_plural(summary.docs, "documentation file"))
+    if summary.registration_only:
+        return "**Registration-only: yes.** Changed: " + ("; ".join(parts) or "nothing CI reads") + "."
+    why = "; ".join(md_text(r) for r in summary.reasons)
+    more = f" ({summary.other} path(s) in all)" if summary.other > len(summary.reasons) else ""
+    return f"**Registration-only: no.** {why}{more}." + (f" Also changed: {'; '.join(parts)}." if parts else "")
+
+
+def _suite_table(summary) -> list[str]:
+    if not summary.rows:
+        return []
+    lines = ["#### Suites this pull request touches", "",
+             "| suite | backend | files +/- (before → after) | est_time before → after | consumer | cadence "
+             "| shards: longest / timeout (before → after) | GPU-hours per run before → after | stored runs |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    suggestions = []
+    for row in summary.rows:
+        files = f"+{len(row.files_added)} / −{len(row.files_removed)} ({row.files_before} → {row.files_after})"
+        est = f"{row.est_before:g} s → {row.est_after:g} s"
+        stored = f"{row.stored_runs} run(s) over {row.files_measured}/{row.files_after} file(s)"
+        gpus = "?" if row.gpus is None else str(row.gpus)
+        lead = f"| {_cell(md_code(row.suite))} | {row.backend} | {files} | {est} "
+        if not row.consumers:
+            lines.append(lead + f"| **none**: no workflow in this repository or its configured consumers runs suite "
+                                f"{_cell(md_code(row.suite))} for {row.backend} | | | | {stored} |")
+        for use in row.consumers:
+            timeout = f"{use.timeout_minutes} min" + ("" if use.timeout_stated else " (GitHub's default)")
+            if use.shards < 1:
+                shards = f"decided at run time / {timeout}"
+            else:
+                fits = "" if use.longest_after is None or use.longest_after <= use.timeout_minutes * 60 else " **over**"
+                shards = (f"{use.shards}: {_seconds(use.longest_before)} → {_seconds(use.longest_after)}{fits} / {timeout}")
+            hours = f"{_hours(use.gpu_hours_before)} → {_hours(use.gpu_hours_after)} ({gpus} GPU(s))"
+            lines.append(lead + f"| {_cell(md_code(use.where))} | {use.cadence} | {shards} | {hours} | {stored} |")
+        if row.suggest_run:
+            suggestions.append(f"- {md_code('/run-rocm ' + row.suite)}: {_plural(len(row.unmeasured_added), 'new file')} "
+                               f"with no stored run; the whole suite costs about {_hours(row.run_gpu_hours)} GPU-hours "
+                               f"(est_time × {gpus} GPU(s)). A maintainer can start it with the button above or this comment.")
+    lines.append("")
+    lines.append("GPU-hours per run are est_time × GPUs of what each consumer selects; shards are the runner's own "
+                 "longest-processing-time split by est_time.")
+    if suggestions:
+        lines += ["", "Measure the new ROCm registrations before they run every night:", *suggestions]
+    return lines + [""]
+
+
+def _finding_rule(f: Finding) -> str:
+    from checks.rule_docs import help_uri
+
+    return f"[{f.rule}]({help_uri(f.rule)})"
+
+
 def check_run_summary(report: Report) -> str:
-    lines = [f"**{summary_line(report)}**", ""]
+    """The check run's summary Markdown: the App posts it, `ci-registrar check --format summary`
+    prints it. Verdict first, then (in a diff) whether the PR only changes registrations and what
+    each suite it touches gains, costs and rests on, then the findings, failures first."""
+    conclusion = check_run_conclusion(report)
+    lines = [f"**{_VERDICT[conclusion]}: {md_text(check_run_title(report))}**", ""]
+    summary = getattr(report, "pr_summary", None)
+    if summary is not None:
+        lines += [_registration_only(summary) + f" Registrations: {_change_counts(report)}.", ""]
+    lines += [f"{summary_line(report)}", ""]
     skipped = limited_files(report)
     if skipped:
         shown = ", ".join(md_code(file) for file in skipped[:20]) + (f" and {len(skipped) - 20} more" if len(skipped) > 20 else "")
         lines += [f"Not checked past an analysis limit ({LIMIT_RULE}), so this check does not vouch for their "
                   f"registrations: {shown}.", ""]
+    if summary is not None:
+        lines += _suite_table(summary)
     if report.findings:
-        lines += ["| rule | severity | where | finding |", "| --- | --- | --- | --- |"]
-        for f in report.findings:
-            lines.append(f"| {f.rule} | {f.severity.value} | {_cell(md_code(f'{f.file}:{f.span.line}'))} | {_cell(md_message(f.message))} |")
+        lines += ["#### Findings, failures first", "", "| rule | severity | where | finding |", "| --- | --- | --- | --- |"]
+        for f in sorted(report.findings, key=lambda f: (f.severity.rank, f.sort_key())):
+            lines.append(f"| {_finding_rule(f)} | {f.severity.value} | {_cell(md_code(f'{f.file}:{f.span.line}'))} | {_cell(md_message(f.message))} |")
         lines.append("")
     shown = [r for r in report.registrations if not r.implicit]
     if shown:
