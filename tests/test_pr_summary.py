@@ -1,0 +1,156 @@
+"""The reviewer's summary (checks/pr_summary.py, checks/render.check_run_summary): the seed PR
+(miles #2480, vendored by tests/fixtures/targets/vendor_seed_pr.py) as `check --format summary`
+prints it, and the registration-only verdict on small cases."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from checks.pr_summary import same_code
+from tests.test_cli import cli
+from tests.test_seed_pr import git
+
+TARGETS = Path(__file__).parent / "fixtures" / "targets"
+SEED = TARGETS / "miles" / "seed-pr-babb429"
+NIGHTLY = TARGETS / "sglang" / "workflows-382343f" / "nightly-test-amd-miles-rocm720.yml"
+NIGHTLY_SUITES = ("nightly-stage-c-2-gpu-mi350", "nightly-stage-c-4-gpu-mi350", "nightly-stage-c-8-gpu-mi350")
+
+
+@pytest.fixture(scope="module")
+def seed_pr(tmp_path_factory) -> Path:
+    """A git repository: the vendored parent, then the PR's own patch on it."""
+    repo = tmp_path_factory.mktemp("seed") / "miles"
+    shutil.copytree(SEED / "base", repo)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "parent of babb42903")
+    subprocess.run(["git", "-C", str(repo), "apply", str(SEED / "pr.patch")], check=True)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "babb42903 [AMD CI] Enable verified ROCm tests (#2480)")
+    return repo
+
+
+def _check(repo: Path, fmt: str):
+    done = cli("check", "--repo", str(repo), "--base", "HEAD~1", "--consumers-from", str(NIGHTLY), "--format", fmt)
+    assert done.returncode in (0, 1), done.stderr
+    return done.stdout
+
+
+def _rows(summary: str, suite: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split(" | ")] for line in summary.splitlines()
+            if line.startswith(f"| `{suite}` |")]
+
+
+def test_the_seed_pr_is_registration_only_with_gpu_hours_for_each_nightly_suite(seed_pr):
+    summary = _check(seed_pr, "summary")
+    doc = json.loads(_check(seed_pr, "json"))
+    first = summary.split("\n\n")
+    assert first[0].startswith("**Passed") or first[0].startswith("**Failure")  # the verdict first
+    assert first[1].startswith("**Registration-only: yes.**"), first[1]
+    # 34 test files, the inventory (run_suite.py) and the documentation: 36 paths, as the PR has
+    assert "34 test files" in first[1] and "1 suite inventory" in first[1] and "1 documentation file" in first[1]
+    changes = {c: sum(1 for r in doc["registrations"] if r["change"] == c) for c in ("added", "changed", "removed")}
+    assert f"{changes['added']} added, {changes['changed']} changed, {changes['removed']} removed" in first[1]
+    for suite in NIGHTLY_SUITES:
+        rows = _rows(summary, suite)
+        assert len(rows) == 1, suite
+        row = rows[0]
+        gpus = int(re.search(r"-(\d+)-gpu-", suite).group(1))
+        est = sum(r["est_time"] for r in doc["registrations"] if r["suite"] == suite and r["disabled"] is None)
+        assert row[3] == f"0 s → {est:g} s"
+        assert "nightly-test-amd-miles-rocm720.yml:" in row[4] and row[5] == "nightly"
+        # GPU-hours per run: what the nightly selects (all of it: none is nightly=True-only), x GPUs
+        assert row[7] == f"0.00 → {est * gpus / 3600:.2f} ({gpus} GPU(s))"
+        assert row[8].startswith("0 run(s)")  # no stored run backs these est_times
+        assert f"`/run-rocm {suite}`" in summary
+
+
+def test_the_text_count_is_the_json_count_implicit_and_removed_included(seed_pr, tmp_path):
+    # a tests/fast file without a call (the runner's implicit CPU registration) and a removed one
+    repo = tmp_path / "miles"
+    shutil.copytree(seed_pr, repo)
+    (repo / "tests/fast").mkdir(parents=True)
+    (repo / "tests/fast/test_plain.py").write_text("def test_plain():\n    pass\n")
+    (repo / "tests/e2e/short/test_dumper.py").unlink()
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "implicit and removed")
+    for args in ((), ("--base", "HEAD~1")):
+        done = [cli("check", "--repo", str(repo), *args, "--consumers-from", str(NIGHTLY), "--format", fmt)
+                for fmt in ("json", "text")]
+        doc = json.loads(done[0].stdout)
+        implicit = sum(1 for r in doc["registrations"] if r["implicit"])
+        assert implicit >= 1
+        assert f"{len(doc['registrations'])} registration(s) ({implicit} implicit)" in done[1].stdout.splitlines()[-1]
+        if args:
+            assert any(r["change"] == "removed" for r in doc["registrations"])
+
+
+def test_findings_come_failures_first_and_link_their_rule(seed_pr, tmp_path):
+    # one more commit: a registration on a suite nobody declares (a failure) in a file sorted last
+    repo = tmp_path / "miles"
+    shutil.copytree(seed_pr, repo)
+    path = repo / "tests/e2e/short/test_dumper.py"
+    path.write_text(path.read_text().replace('suite="nightly-stage-c-8-gpu-mi350"', 'suite="nightly-stage-c-8-gpu-mi351"', 1))
+    git(repo, "commit", "-qam", "typo")
+    done = cli("check", "--repo", str(repo), "--base", "HEAD~2", "--consumers-from", str(NIGHTLY), "--format", "summary")
+    table = [line for line in done.stdout.splitlines() if line.startswith("| [REG")]
+    severities = [line.split(" | ")[1] for line in table]
+    assert severities[0] == "failure" and severities == sorted(severities, key=["failure", "warning", "notice"].index)
+    assert all(re.match(r"\| \[(REG\d+)\]\(https://[^)]+#reg\d+\)", line) for line in table)
+
+
+# -- registration-only: the same AST once registrations are set aside -----------------------------
+BASE = b'''import os
+from tests.ci.ci_register import register_cuda_ci
+
+register_cuda_ci(est_time=60, suite="stage-b-2-gpu-h200", labels=["short"])
+
+
+def test_x():
+    assert os.sep
+'''
+
+
+def test_moving_or_adding_a_registration_and_its_import_is_the_same_code():
+    head = BASE.replace(b"import register_cuda_ci", b"import register_cuda_ci, register_rocm_ci").replace(
+        b"\n\ndef test_x", b'register_rocm_ci(\n    est_time=800,\n    suite="nightly-stage-c-4-gpu-mi350",\n    labels=["long"],\n)\n\n\ndef test_x')
+    assert same_code(BASE, head)
+    assert same_code(BASE, BASE.replace(b"est_time=60", b"est_time=90"))
+
+
+@pytest.mark.parametrize("edit", [
+    (b"assert os.sep", b"assert os.linesep"),  # the test body
+    (b"import os\n", b"import os\nimport sys\n"),  # another import
+    (b"from tests.ci.ci_register import register_cuda_ci", b"from tests.ci.ci_register import register_cuda_ci, HWBackend"),
+    (b'register_cuda_ci(est_time', b'x = register_cuda_ci(est_time'),  # no longer a bare registration
+])
+def test_any_other_change_is_not(edit):
+    assert not same_code(BASE, BASE.replace(*edit))
+
+
+def test_a_file_that_does_not_parse_is_never_the_same():
+    assert not same_code(BASE, BASE + b"def (")
+
+
+INVENTORY = b'''from tests.ci.ci_register import HWBackend
+
+CI_SUITES = {HWBackend.ROCM: ["stage-c-4-gpu-mi350"]}
+
+
+def main():
+    return CI_SUITES
+'''
+
+
+def test_an_inventory_may_change_its_tables_but_not_its_code():
+    renamed = INVENTORY.replace(b'["stage-c-4-gpu-mi350"]', b'["stage-c-4-gpu-mi350", "nightly-stage-c-4-gpu-mi350"]')
+    assert same_code(INVENTORY, renamed, inventory=True)
+    assert not same_code(INVENTORY, renamed)  # a test file's tables are its code
+    assert not same_code(INVENTORY, INVENTORY.replace(b"return CI_SUITES", b"return {}"), inventory=True)
+    assert not same_code(INVENTORY, INVENTORY.replace(b'CI_SUITES = {', b'CI_SUITES = compute() or {'), inventory=True)
