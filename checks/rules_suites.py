@@ -10,7 +10,7 @@ from checks.model import code, Backend, Change, Finding, Registration, Report, S
 from checks.registrations import gpu_count_from_name
 from checks.rules import make_finding
 from checks.suites import HardwareIndex, is_nightly, parse_suite_name
-from checks.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES
+from checks.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES, direct_run_of
 
 
 def _q(s: str) -> str:
@@ -88,11 +88,11 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
                 parts[0] = (f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}); "
                             f"the runner ({contract.unknown_suite_warns}) only prints \"Unknown suite\" and runs it anyway, "
                             f"and {where} runs it ({code(flags)}), so the test runs: add the suite to the inventory")
-            elif reg.file in getattr(ctx, "direct_runs", {}):
+            elif (direct := direct_run_of(getattr(ctx, "direct_runs", {}), reg.file)) is not None:
                 severity = Severity.WARNING
                 parts[0] = (f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}) "
                             f"and no job runs it, so the runner never selects this registration; "
-                            f"{ctx.direct_runs[reg.file]} runs the file itself, so the test runs: register it in a suite that job runs, or drop the registration")
+                            f"{direct} runs the file itself, so the test runs: register it in a suite that job runs, or drop the registration")
             else:
                 parts[0] += (f"; the runner ({contract.unknown_suite_warns}) only warns about an unknown suite, "
                              f"but no workflow runs {code(suite)} for {reg.backend.value}" + (" with `--nightly`" if reg.nightly else " without `--nightly`"))

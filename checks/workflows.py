@@ -32,6 +32,7 @@ caps a REG902 finding says what was not counted.
 
 from __future__ import annotations
 
+import fnmatch
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -661,17 +662,81 @@ def _external(label: str, data, budget: Budget, anchor: str, runner: str = DEFAU
 _DIRECT_RUN = re.compile(r"\bpython[0-9.]*\s+(?:-[A-Za-z]+\s+)*?((?:\./)?[\w.-]+(?:/[\w.-]+)*\.py)\b")
 
 
+# pytest as CI starts it: `pytest ARGS` or `python -m pytest ARGS`, ARGS running on over `\` ends
+_PYTEST = re.compile(r"(?:^|[\s;&|(])(?:python[0-9.]*\s+-m\s+pytest|py\.test|pytest)(?=\s|$)(?P<args>.*)")
+# pytest options that take the next word as their value (`-k EXPR`, `--ignore PATH`, ...)
+_PYTEST_VALUED = frozenset({"-k", "-m", "-p", "-c", "-o", "-n", "-W", "--ignore", "--ignore-glob", "--deselect", "--rootdir",
+                            "--confcutdir", "--basetemp", "--cov", "--cov-config", "--cov-report", "--junitxml",
+                            "--junit-xml", "--durations", "--maxfail", "--timeout", "--dist", "--log-level",
+                            "--override-ini", "--tb", "-r", "--capture", "--import-mode", "--reruns"})
+
+
+def _pytest_targets(args: str) -> list[str]:
+    """The paths one pytest command line collects: files (`x.py`, `x.py::test`), directories and
+    globs the shell expands; options and their values are skipped; a shell operator ends it."""
+    out, skip = [], False
+    for word in args.split():
+        if word in ("|", "||", "&&", ";", ">", ">>", "2>&1", "&") or word.startswith((">", "|")):
+            break
+        if skip:
+            skip = False
+            continue
+        if word.startswith("-"):
+            skip = "=" not in word and word in _PYTEST_VALUED
+            continue
+        word = word.strip("'\"").split("::", 1)[0].removeprefix("./")
+        if word and "$" not in word and not word.startswith("/"):
+            out.append(word)
+    return out
+
+
+def _logical_lines(text: str):
+    """(first line number, line) with backslash-continued lines joined, as the shell reads them."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        start, line = i + 1, lines[i]
+        while line.rstrip().endswith("\\") and i + 1 < len(lines):
+            i += 1
+            line = line.rstrip()[:-1] + " " + lines[i].strip()
+        yield start, line
+        i += 1
+
+
 def _direct_runs(path: str, text: str, runner_dir: str, out: dict[str, str]) -> None:
-    """Test files a workflow runs itself (`python3 registered/test_x.py` in `test/`, as sglang's
-    AMD nightlies did until January 2026): repository path (as written, and from the runner's
-    directory, where those workflows start) -> "workflow:line". The suite runner is not one."""
-    if ".py" not in text:
+    """Test files a workflow runs itself: `python3 registered/test_x.py` in `test/` (sglang's AMD
+    nightlies until January 2026) and pytest on files, directories and globs (`pytest
+    test/registered/unit/`, sglang's daily coverage job; `python -m pytest` too). Keys: a
+    repository path (as written, and from the runner's directory, where those workflows start),
+    a directory ending in `/`, or a glob; values "workflow:line". The suite runner is not one;
+    direct_run_of matches a file against them."""
+    if ".py" not in text and "pytest" not in text:
         return
-    for number, line in enumerate(text.split("\n"), 1):
-        for m in _DIRECT_RUN.finditer(line):
-            script = m.group(1).removeprefix("./")
+    for number, line in _logical_lines(text):
+        found = [m.group(1).removeprefix("./") for m in _DIRECT_RUN.finditer(line)]
+        m = _PYTEST.search(line)
+        if m:
+            for target in _pytest_targets(m.group("args")):
+                if not target.endswith(".py") and not any(c in target for c in "*?["):
+                    target = target.rstrip("/") + "/"  # a directory: pytest collects test_*.py below it
+                found.append(target)
+        for script in found:
             for candidate in (script, f"{runner_dir}/{script}" if runner_dir else script):
                 out.setdefault(candidate, f"{path}:{number}")
+
+
+def direct_run_of(direct_runs: dict[str, str], file: str) -> str | None:
+    """The "workflow:line" that runs `file` itself (see _direct_runs), or None."""
+    if file in direct_runs:
+        return direct_runs[file]
+    name = file.rsplit("/", 1)[-1]
+    collected = fnmatch.fnmatchcase(name, "test_*.py") or fnmatch.fnmatchcase(name, "*_test.py")
+    for key, where in direct_runs.items():
+        if key.endswith("/") and collected and (file.startswith(key) or key == "./"):
+            return where
+        if any(c in key for c in "*?[") and fnmatch.fnmatchcase(file, key):
+            return where
+    return None
 
 
 def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budget | None = None,
