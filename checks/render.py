@@ -427,15 +427,60 @@ def _suite_table(summary) -> list[str]:
             hours = f"{_hours(use.gpu_hours_before)} → {_hours(use.gpu_hours_after)} ({gpus} GPU(s))"
             lines.append(lead + f"| {_cell(md_code(use.where))} | {use.cadence} | {shards} | {hours} | {stored} |")
         if row.suggest_run:
-            suggestions.append(f"- {md_code('/run-rocm ' + row.suite)}: {_plural(len(row.unmeasured_added), 'new file')} "
+            n = len(suggestions) + 1
+            button = f"the **{md_text(_action_label(n))}** button or " if n <= MAX_ACTIONS else ""
+            suggestions.append(f"{n}. {md_code(RUN_ROCM + ' ' + row.suite)}: {_plural(len(row.unmeasured_added), 'new file')} "
                                f"with no stored run; the whole suite costs about {_hours(row.run_gpu_hours)} GPU-hours "
-                               f"(est_time × {gpus} GPU(s)). A maintainer can start it with the button above or this comment.")
+                               f"(est_time × {gpus} GPU(s)). A maintainer starts it with {button}this comment; "
+                               f"it goes through the usual approval and budget.")
     lines.append("")
     lines.append("GPU-hours per run are est_time × GPUs of what each consumer selects; shards are the runner's own "
                  "longest-processing-time split by est_time.")
     if suggestions:
         lines += ["", "Measure the new ROCm registrations before they run every night:", *suggestions]
     return lines + [""]
+
+
+# -- the summary's buttons: GitHub's check run `actions` (at most 3; label <= 20, description <= 40,
+# identifier <= 20 characters). A click sends check_run.requested_action with the identifier;
+# bot/handlers/summary_actions.py finds the suite in this run's own summary by its number.
+RUN_ROCM = "/run-rocm"
+MAX_ACTIONS = 3
+ACTION_PREFIX = "run-rocm-"
+
+
+def _action_label(n: int) -> str:
+    return f"Run ROCm suite {n}"
+
+
+def suggested_runs(report: Report) -> list[str]:
+    """The suites the summary suggests measuring with `/run-rocm`, in its order (1-based there)."""
+    summary = getattr(report, "pr_summary", None)
+    return [row.suite for row in summary.rows if row.suggest_run] if summary is not None else []
+
+
+def check_run_actions(report: Report) -> list[dict]:
+    out = []
+    for n, suite in enumerate(suggested_runs(report)[:MAX_ACTIONS], 1):
+        description = f"{RUN_ROCM} {suite}"
+        if len(description) > 40:
+            description = description[:39] + "…"
+        out.append({"label": _action_label(n), "description": description, "identifier": f"{ACTION_PREFIX}{n}"})
+    return out
+
+
+_SUGGESTION = re.compile(r"^(\d+)\. (`+) ?" + re.escape(RUN_ROCM) + r" (.+?) ?\2: ", re.M)
+
+
+def suggestion_in_summary(summary: str, identifier: str) -> str | None:
+    """The suite the button `identifier` stands for, read back from the summary it was posted with."""
+    if not identifier.startswith(ACTION_PREFIX) or not identifier[len(ACTION_PREFIX):].isdigit():
+        return None
+    n = int(identifier[len(ACTION_PREFIX):])
+    for m in _SUGGESTION.finditer(summary or ""):
+        if int(m.group(1)) == n:
+            return m.group(3)
+    return None
 
 
 def _finding_rule(f: Finding) -> str:
