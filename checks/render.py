@@ -404,7 +404,7 @@ def _suite_table(summary) -> list[str]:
     if not summary.rows:
         return []
     lines = ["#### Suites this pull request touches", "",
-             "| suite | backend | files +/- (before → after) | est_time before → after | consumer | cadence "
+             "| suite | backend | files +/- (before → after) | est_time of enabled files, before → after | consumer | cadence "
              "| shards: longest / timeout (before → after) | GPU-hours per run before → after | stored runs |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     suggestions = []

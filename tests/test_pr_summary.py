@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from checks.pr_summary import same_code
+from tests.simulator.fixtures import github_sim  # noqa: F401 - the simulated GitHub
 from tests.test_cli import cli
 from tests.test_seed_pr import git
 
@@ -154,3 +155,84 @@ def test_an_inventory_may_change_its_tables_but_not_its_code():
     assert not same_code(INVENTORY, renamed)  # a test file's tables are its code
     assert not same_code(INVENTORY, INVENTORY.replace(b"return CI_SUITES", b"return {}"), inventory=True)
     assert not same_code(INVENTORY, INVENTORY.replace(b'CI_SUITES = {', b'CI_SUITES = compute() or {'), inventory=True)
+
+
+# -- the App posts the same summary ------------------------------------------------------------
+DOC = Path(__file__).resolve().parents[1] / "docs" / "summary.md"
+
+
+def _files_at(repo: Path, rev: str) -> dict[str, bytes]:
+    names = git(repo, "ls-tree", "-r", "--name-only", rev).split()
+    return {n: subprocess.run(["git", "-C", str(repo), "show", f"{rev}:{n}"], check=True, capture_output=True).stdout
+            for n in names}
+
+
+def app_summary(sim, tmp_path: Path, repo: Path) -> str:
+    """The seed PR opened on the simulator (miles and sglang's nightly, the App installed on both):
+    the summary of the CI registrations check run the App completes."""
+    from app import create_app
+    from bot.handlers.pull_requests import CHECK_NAME
+    from bot.queue import QueueConfig, open_queue
+    from bot.settings import load_settings
+    from bot.store.db import upgrade
+    from tests.test_service_support import World, env_for
+
+    gh_app = sim.create_app(name="CI Registrar", owner="radixark")
+    miles = sim.create_repo("radixark/miles", default_branch="main")
+    miles.commit(_files_at(repo, "HEAD~1"), branch="main")
+    miles.commit(_files_at(repo, "HEAD"), branch="enable-rocm", replace=True)
+    sglang = sim.create_repo("sgl-project/sglang", default_branch="main")
+    sglang.commit({".github/workflows/nightly-test-amd-miles-rocm720.yml": NIGHTLY.read_bytes()}, branch="main")
+    sim.install(gh_app, "radixark/miles", "sgl-project/sglang")
+    pr = sim.open_pull_request(miles, "enable-rocm", "main", author="bob")
+    settings = load_settings(env_for(sim, gh_app, tmp_path))
+    upgrade(settings.database_url)
+    queue = open_queue(settings, config=QueueConfig(f"s-{tmp_path.name[-8:]}", None, str(tmp_path / "queue.db"), 30))
+    world = World(sim, gh_app, miles, None, settings, queue, create_app(settings, queue=queue), pr)
+    world.deliver(sim.webhook("pull_request", "opened", app=gh_app, repo=miles, pull=pr, sender="bob"))
+    world.drain()
+    [run] = sim.check_runs(miles, sha=pr.head_sha, name=CHECK_NAME)
+    assert run["status"] == "completed"
+    return run["output"]["summary"]
+
+
+def test_the_app_posts_what_format_summary_prints_and_the_docs_show_it(github_sim, seed_pr, tmp_path, monkeypatch):
+    monkeypatch.setenv("CI_REGISTRAR_HTTP_BACKOFF_S", "0.01")
+    posted = app_summary(github_sim, tmp_path, seed_pr)
+    assert posted == _check(seed_pr, "summary").rstrip("\n")
+    # docs/summary.md shows the seed PR's summary exactly as posted (between its markers)
+    text = DOC.read_text()
+    shown = text.split("<!-- seed-pr-summary:start -->\n", 1)[1].split("\n<!-- seed-pr-summary:end -->", 1)[0]
+    assert shown == posted, "docs/summary.md is stale: regenerate it with `python -m tests.test_pr_summary`"
+
+
+def main() -> None:  # python -m tests.test_pr_summary: writes the posted summary into docs/summary.md
+    import tempfile
+
+    from tests.simulator.core import GitHubSimulator
+
+    sim = GitHubSimulator()
+    sim.start()
+    try:
+        tmp_path = Path(tempfile.mkdtemp())
+        repo = tmp_path / "miles"
+        shutil.copytree(SEED / "base", repo)
+        git(repo, "init", "-q", "-b", "main")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "parent")
+        subprocess.run(["git", "-C", str(repo), "apply", str(SEED / "pr.patch")], check=True)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "pr")
+        posted = app_summary(sim, tmp_path, repo)
+    finally:
+        sim.stop()
+        shutil.rmtree(tmp_path, ignore_errors=True)
+    assert sim.violations == [], sim.violations
+    text = DOC.read_text()
+    head, rest = text.split("<!-- seed-pr-summary:start -->\n", 1)
+    tail = rest.split("<!-- seed-pr-summary:end -->", 1)[1]
+    DOC.write_text(f"{head}<!-- seed-pr-summary:start -->\n{posted}\n<!-- seed-pr-summary:end -->{tail}")
+
+
+if __name__ == "__main__":
+    main()
