@@ -54,9 +54,8 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
         owners = [b for b in contract.owners(suite) if b is not reg.backend]
         checked = contract.suite_checked_backends is None or reg.backend in contract.suite_checked_backends
         what = f"suite {code(suite)}" + (" (composed from `stage=` and `runner_config=`)" if composed else "")
-        if checked:
-            parts = [f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}), so this registration never runs"]
-        else:
+        parts = [f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}), so this registration never runs"]
+        if not checked:
             parts = [f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}); the runner does not validate {reg.backend.value} suites against it, so only a job that passes this exact suite name runs the test"]
         if owners:
             parts.append(f"{code(suite)} belongs to {', '.join(b.value for b in owners)}")
@@ -71,14 +70,20 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
             # disabled on purpose (its hardware may have no CI yet): a hint, never a one-click move
             parts.append("no fix is offered for a disabled registration")
             fix_to = None
+        # One defect, one severity, in every era and for every backend: where the runner rejects
+        # the name (it validates this backend and raises) or no job runs the suite for this
+        # backend, the test never runs (failure); where the runner lets the name through (it does
+        # not validate this backend, or only warns) and a job runs it, the test runs (warning).
         severity = None
-        if not checked or (reg.disabled is not None and contract.unknown_suite_when_disabled == "warning"):
+        lets_through = not checked or bool(contract.unknown_suite_warns)
+        if reg.disabled is not None and (not checked or contract.unknown_suite_when_disabled == "warning"):
             severity = Severity.WARNING
-        elif contract.unknown_suite_warns:
-            # A runner that only warns runs the suite a job names: the test runs if a job passes
-            # this suite with this backend and nightly flag, and never if none does.
+        elif lets_through:
             run_by = [u for u in consumers_of.get(suite, []) if u.selects(reg.backend.value)
                       and (u.nightly is None or bool(u.nightly) == reg.nightly)]
+            direct = direct_run_of(getattr(ctx, "direct_runs", {}), reg.file)
+            runner = (f"the runner ({contract.unknown_suite_warns}) only prints \"Unknown suite\" and runs it anyway"
+                      if checked else f"the runner does not validate {reg.backend.value} suites against it")
             if run_by:
                 severity = Severity.WARNING
                 use = run_by[0]
@@ -86,16 +91,22 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
                 flags += f"--suite {suite}" + (" --nightly" if use.nightly else "")
                 where = f"{use.file}:{use.span.line}" if use.file else use.consumer
                 parts[0] = (f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}); "
-                            f"the runner ({contract.unknown_suite_warns}) only prints \"Unknown suite\" and runs it anyway, "
-                            f"and {where} runs it ({code(flags)}), so the test runs: add the suite to the inventory")
-            elif (direct := direct_run_of(getattr(ctx, "direct_runs", {}), reg.file)) is not None:
+                            f"{runner}, and {where} runs it ({code(flags)}), so the test runs: add the suite to the inventory")
+            elif direct is not None:
                 severity = Severity.WARNING
                 parts[0] = (f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}) "
                             f"and no job runs it, so the runner never selects this registration; "
                             f"{direct} runs the file itself, so the test runs: register it in a suite that job runs, or drop the registration")
+            elif getattr(ctx, "consumers_partial", False):
+                severity = Severity.WARNING  # a workflow was not read whole: it may be the one that runs it
+                parts[0] = (f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}); "
+                            f"{runner}, so only a job that passes this exact suite name runs the test, and a workflow "
+                            "could not be read whole (REG902)")
             else:
-                parts[0] += (f"; the runner ({contract.unknown_suite_warns}) only warns about an unknown suite, "
-                             f"but no workflow runs {code(suite)} for {reg.backend.value}" + (" with `--nightly`" if reg.nightly else " without `--nightly`"))
+                parts[0] = (f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}) "
+                            f"and no workflow in this repository or its configured consumers runs suite {code(suite)} "
+                            f"for {reg.backend.value}" + (" with `--nightly`" if reg.nightly else "")
+                            + f", so this test never runs ({runner})")
         out.append(
             make_finding("REG010", reg.file, span, "; ".join(parts), severity=severity, suggestion=_q(fix_to) if fix_to else None)
         )
