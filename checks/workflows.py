@@ -61,13 +61,40 @@ _PYTHON_TARGET = re.compile(r"\bpython[0-9.]*\s+(?:-[A-Za-z]+\s+)*?(?:-m\s+([\w.
 DEFAULT_RUNNER = "run_suite"
 
 
+def _stem(target: str) -> str:
+    return target.rsplit("/", 1)[-1].removesuffix(".py").rsplit(".", 1)[-1]
+
+
+def _same_script(written: str, runner_path: str) -> bool:
+    """`written` (a path in a command line) can be this repository's runner at `runner_path`: the
+    same path, the path from a directory above it (`cd test && python3 run_suite.py`), or this
+    repository checked out at an absolute path (`/root/miles/tests/ci/run_suite.py`)."""
+    written = written.removeprefix("./")
+    if "$" in written or "{" in written:
+        return True  # computed at run time: cannot tell, counted (a missed consumer is a false REG013)
+    # relative with more directories than the runner's (`sglang/multimodal_gen/test/run_suite.py`
+    # against `test/run_suite.py`) names another script; an absolute path can be a checkout's
+    return (written == runner_path or runner_path.endswith("/" + written)
+            or (written.startswith("/") and written.endswith("/" + runner_path)))
+
+
 def _runs_another_program(line: str, runner: str) -> bool:
     """A `--suite` of another Python program (sglang's `gen_diffusion_ci_outputs --suite 1-npu`)
-    is that program's, not a run of the suite runner. A line whose program cannot be told (a shell
-    wrapper) still counts: a missed consumer would be a false REG013."""
+    is that program's, not a run of the suite runner. So is another repository's runner of the
+    same name: `runner` given as this repository's path (`test/run_suite.py`), a job that runs
+    `tests/ci/run_suite.py` (sglang's nightly running miles' runner in a miles checkout) runs
+    that repository's suites against that repository's inventory. A line whose program cannot
+    be told (a shell wrapper) still counts: a missed consumer would be a false REG013."""
     targets = [m.group(1) or m.group(2) for m in _PYTHON_TARGET.finditer(line)]
-    stems = {t.rsplit("/", 1)[-1].removesuffix(".py").rsplit(".", 1)[-1] for t in targets}
-    return bool(stems) and runner not in stems
+    ours = [t for t in targets if _stem(t) == _stem(runner)]
+    if not targets:
+        return False
+    if not ours:
+        return True
+    if runner.endswith(".py") and "/" in runner:
+        scripts = [t for t in ours if t.endswith(".py")]
+        return len(scripts) == len(ours) and not any(_same_script(t, runner) for t in scripts)
+    return False
 _REFERENCE = re.compile(r"\$\{\{\s*(?:fromjson\(\s*)?(?P<ctx>matrix|inputs)\.(?P<key>[\w-]+)\s*\)?\s*\}\}", re.I)
 
 
@@ -365,7 +392,8 @@ def _input_defaults(doc) -> tuple[bool, bool, dict[str, str]]:
 def _parse_workflow(path: str, text: str, budget: Budget, at: str | None = None,
                     runner: str = DEFAULT_RUNNER) -> tuple[_Workflow | None, list[Finding]]:
     """`at`: where findings point when `path` is not a file of the repository (an external consumer).
-    `runner`: the suite runner's name (the suites module's stem): `--suite` of other programs is theirs."""
+    `runner`: the suite runner's path (the suites module) or name: `--suite` of other programs, and
+    of another repository's runner of the same name, is theirs."""
     limits = budget.limits
     try:
         doc = yamlload.load_bounded(text, limits.yaml_nodes)
@@ -755,7 +783,8 @@ def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budg
 
     anchor = anchor or CONFIG_PATH
     budget = budget or Budget()
-    runner = config.paths.suites_module.rsplit("/", 1)[-1].removesuffix(".py") or DEFAULT_RUNNER
+    # the runner by its path: a job running another repository's runner of the same name is not ours
+    runner = config.paths.suites_module if config.paths.suites_module.endswith(".py") else DEFAULT_RUNNER
     consumers_from = dict(consumers_from or {})
     findings: list[Finding] = []
     workflows: list[_Workflow] = []
