@@ -136,7 +136,8 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
             hws = ", ".join(sorted({code("--hw " + u.hw) for u in all_uses if u.hw}))
             detail = f"{_who(suite, consumers_of)} runs {code(suite)} only with {hws}, which does not select {backend} registrations"
         else:
-            detail = f"no workflow in this repository passes {code('--suite ' + suite)} and no configured external consumer runs it"
+            detail = (f"no workflow in this repository or its configured consumers runs suite {code(suite)} for {backend} "
+                      f"(none passes {code('--suite ' + suite)})")
         out.append(make_finding("REG013", reg.file, span, f"no consumer runs suite {code(suite)} for {backend}: {detail}, so this test never runs"))
     # REG016: nightly=True, but every invocation that runs the suite for this backend leaves nightly tests out
     if reg.nightly and reg.disabled is None and uses and not partial and all(u.nightly is False for u in uses):

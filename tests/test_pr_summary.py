@@ -236,3 +236,26 @@ def main() -> None:  # python -m tests.test_pr_summary: writes the posted summar
 
 if __name__ == "__main__":
     main()
+
+
+# -- diff mode: a PR that removes the job running a suite is told what it orphans ----------------
+def test_removing_the_consuming_job_flags_the_suites_it_leaves_on_that_pr(tmp_path):
+    from tests.fixtures.miles import miles_tree, test_file
+    from tests.test_seed_pr import write
+
+    repo = tmp_path / "miles"
+    write(repo, miles_tree(**{
+        ".github/ci-registrar.yml": "consumers: []\n",
+        "tests/e2e/test_gate.py": test_file('register_rocm_ci(est_time=60, suite="stage-c-4-gpu-mi350", labels=["amd"])'),
+    }))
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    before = json.loads(cli("check", "--repo", str(repo), "--format", "json").stdout)
+    assert not [f for f in before["findings"] if f["file"] == "tests/e2e/test_gate.py" and f["rule"] == "REG013"]
+    (repo / ".github/workflows/pr-test-rocm.yml").unlink()  # the only job running stage-c-4-gpu-mi350
+    git(repo, "commit", "-qam", "drop the ROCm PR job")
+    done = cli("check", "--repo", str(repo), "--base", "HEAD~1", "--new-only", "--format", "json")
+    new = [f for f in json.loads(done.stdout)["findings"] if f["file"] == "tests/e2e/test_gate.py"]
+    assert [f["rule"] for f in new] == ["REG013"]  # on the PR that removed the job, untouched file or not
+    assert "stage-c-4-gpu-mi350" in new[0]["message"]
