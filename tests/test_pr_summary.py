@@ -259,3 +259,32 @@ def test_removing_the_consuming_job_flags_the_suites_it_leaves_on_that_pr(tmp_pa
     new = [f for f in json.loads(done.stdout)["findings"] if f["file"] == "tests/e2e/test_gate.py"]
     assert [f["rule"] for f in new] == ["REG013"]  # on the PR that removed the job, untouched file or not
     assert "stage-c-4-gpu-mi350" in new[0]["message"]
+
+
+def test_new_only_follows_a_suite_rename_its_unchanged_findings_are_not_new(tmp_path):
+    """sglang b7d62bd72 renamed stage-a/b/c to base-a/b/c in 473 files: 53 old warnings came back as
+    new. A registration whose only change is its suite keeps its findings' identity."""
+    from tests.fixtures.miles import RUN_SUITE, miles_tree, test_file
+    from tests.test_seed_pr import write
+
+    def tree(suite: str, straggler: str) -> dict[str, str]:
+        return miles_tree(**{
+            ".github/ci-registrar.yml": "consumers: []\n",  # nobody runs the nightly suites: REG013
+            "tests/ci/run_suite.py": RUN_SUITE.replace('"nightly-stage-c-2-gpu-mi350"', f'"{suite}"'),
+            "tests/e2e/test_a.py": test_file(f'register_rocm_ci(est_time=60, suite="{suite}", labels=["long"])'),
+            "tests/e2e/test_b.py": test_file(f'register_rocm_ci(est_time=60, suite="{straggler}", labels=["long"])'),
+        })
+
+    repo = tmp_path / "miles"
+    write(repo, tree("nightly-stage-c-2-gpu-mi350", "nightly-stage-c-2-gpu-mi350"))
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    write(repo, tree("nightly-stage-d-2-gpu-mi350", "nightly-stage-c-2-gpu-mi350"))  # test_b.py forgotten
+    git(repo, "commit", "-qam", "rename the suite")
+    whole = json.loads(cli("check", "--repo", str(repo), "--base", "HEAD~1", "--format", "json").stdout)
+    assert [f["rule"] for f in whole["findings"] if f["file"] == "tests/e2e/test_a.py"] == ["REG013"]  # as at base
+    done = cli("check", "--repo", str(repo), "--base", "HEAD~1", "--new-only", "--format", "json")
+    new = [(f["rule"], f["file"]) for f in json.loads(done.stdout)["findings"]]
+    assert ("REG013", "tests/e2e/test_a.py") not in new  # the same finding, under the new name
+    assert ("REG010", "tests/e2e/test_b.py") in new  # what the rename broke is new
