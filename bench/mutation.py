@@ -47,6 +47,11 @@ TARGETS = {
                         frozenset({"parse_timestamp", "_to_datetime", "_stamp_datetime", "_strip_prefix", "_TIMESTAMP",
                                    "_ANSI"})),
     "permissions": Target("bot/ondemand/permissions.py", ("tests/test_permissions.py",)),
+    # the suite rules (REG010-REG016, REG030, REG040): the rule tests, the fixture-per-rule
+    # examples, the targets' idioms (eras, backends, who runs what) and the direct-run readings
+    "rules_suites": Target("checks/rules_suites.py", ("tests/test_rules.py", "tests/test_rule_fixtures.py",
+                                                      "tests/test_discovery_idioms.py", "tests/test_direct_runs.py",
+                                                      "tests/test_rules_suites.py")),
 }
 
 _COMPARE_SWAPS = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,
