@@ -64,7 +64,7 @@ def test_the_base_install_has_no_service_dependency():
 
 BLOCK_STORE = (
     "import sys\n"
-    "from bot.cli import APP_MODULES, STORE_MODULES\n"
+    "from bot.commands.errors import APP_MODULES, STORE_MODULES\n"
     "class Block:\n"
     "    def find_spec(self, name, path=None, target=None):\n"
     "        if name.split('.')[0] in {**APP_MODULES, **STORE_MODULES}:\n"
@@ -111,7 +111,7 @@ def test_the_install_recipes_ask_for_the_app_extra_where_the_service_runs():
 
 BLOCK_APP = (
     "import sys\n"
-    "from bot.cli import APP_MODULES\n"
+    "from bot.commands.errors import APP_MODULES\n"
     "class Block:\n"
     "    def find_spec(self, name, path=None, target=None):\n"
     "        if name.split('.')[0] in APP_MODULES:\n"
