@@ -389,7 +389,7 @@ def check_tree(
         from checks import pr_summary
 
         report.pr_summary = pr_summary.build(ctx, base_ctx, changed, report.registrations + ctx.registrations(), head, base,
-                                             set(discovered), base_discovered, index)
+                                             set(discovered), base_discovered, contract_files, index)
     report.registrations.extend(r for p in to_check for r in ctx.scans[p].registrations)
     # the runner's implicit CPU registrations (a file in an implicit-CPU root without a call) are
     # registrations of the target like any other: reported, flagged `implicit`

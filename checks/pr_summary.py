@@ -235,14 +235,13 @@ def touched_suites(report_regs: list[Registration], head_inventory: dict, base_i
 
 
 def build(ctx, base_ctx, changed: dict[str, str | None], report_regs: list[Registration], head, base,
-          discovered: set[str], base_discovered: set[str], durations_index=None) -> PrSummary:
+          discovered: set[str], base_discovered: set[str], contract: set[str], durations_index=None) -> PrSummary:
     """The summary of a diff check (head path -> base path in `changed`; a path the head lacks
-    maps to its base path with the head gone)."""
-    from checks.engine import contract_paths
+    maps to its base path with the head gone); `contract`: the inventory, register module, labels
+    and configuration paths (checks.engine.contract_paths)."""
     from checks.workflows import is_workflow_path
 
     config = ctx.config
-    contract = contract_paths(config)
     inventories = {config.paths.suites_module, config.paths.register_module, config.paths.labels_module}
     summary = PrSummary(True, [])
     head_paths = set(head.paths())
