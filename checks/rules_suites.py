@@ -38,7 +38,7 @@ def _hardware_index(contract) -> HardwareIndex:
     return HardwareIndex({name for suites in contract.suites.values() for name in suites})
 
 
-def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIndex | None = None) -> list[Finding]:
+def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIndex) -> list[Finding]:
     out: list[Finding] = []
     contract = ctx.contract
     suite = reg.suite
@@ -61,7 +61,7 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
             parts.append(f"{code(suite)} belongs to {', '.join(b.value for b in owners)}")
         # did-you-mean and fixes keep the GPU count and hardware the name states (b200 never
         # becomes h200, an 8-GPU suite never a 4-GPU one)
-        keep = (hardware or _hardware_index(contract)).same_hardware
+        keep = hardware.same_hardware
         near = contract.near.close(suite, known_here, reg.backend, keep)
         if near:
             parts.append("did you mean " + " or ".join(f"{code(n)}" for n in near) + "?")
@@ -178,7 +178,7 @@ def _namespace_message(old: str, new: str, consumers_of) -> str:
     return f"registration moved from {code(old)} (run by {_who(old, consumers_of)}) to {code(new)} (run by {_who(new, consumers_of)}): {cost}"
 
 
-def _stale_consumers(ctx, hardware: HardwareIndex | None = None) -> list[Finding]:
+def _stale_consumers(ctx, hardware: HardwareIndex) -> list[Finding]:
     contract = ctx.contract
     if not contract.inventory_known:
         return []
@@ -196,7 +196,7 @@ def _stale_consumers(ctx, hardware: HardwareIndex | None = None) -> list[Finding
         if contract.partial_backends:
             continue  # cannot tell a stale name from one we could not read
         reported.add((use.file, use.suite))
-        keep = (hardware or _hardware_index(contract)).same_hardware
+        keep = hardware.same_hardware
         near = contract.near.close(use.suite, known, "all", keep)
         hint = f"; did you mean {' or '.join(f'{code(n)}' for n in near)}?" if near else ""
         fix_to = contract.near.correction(use.suite, known, "all", keep)
@@ -230,7 +230,7 @@ def _consumers_without_registrations(ctx) -> list[Finding]:
     for reg in ctx.registrations():
         if reg.suite:
             registered[reg.suite].add(reg.backend.value)
-        elif not reg.implicit:
+        else:  # (an implicit registration always has its suite)
             unread.add(reg.backend.value)
     out = []
     reported = set()

@@ -11,3 +11,68 @@ def test_shard_totals_are_the_runners_split_largest_first():
     assert shard_totals([("a", 50), ("b", 40), ("c", 30), ("d", 20)], 2) == [70, 70]
     assert shard_totals([("a", 50), ("b", 10), ("c", 5)], 2) == [50, 15]
     assert shard_totals([("a", 5)], 3) == [5]  # shards past the number of files stay empty, not kept
+
+
+# -- on the miles-shaped tree of tests/test_rules.py ---------------------------------------------
+from tests.fixtures.miles import PR_TEST_ROCM, miles_tree, test_file  # noqa: E402
+from tests.test_rules import check, only, rules_of  # noqa: E402
+
+test_file.__test__ = False
+
+
+def _rocm(n: int, est: int, suite: str = "stage-c-4-gpu-mi350") -> dict[str, str]:
+    return {f"tests/e2e/test_big{i}.py": test_file(f'register_rocm_ci(est_time={est}, suite="{suite}", labels=["long"])')
+            for i in range(n)}
+
+
+def test_reg013_names_the_hw_a_consumer_runs_the_suite_with():
+    """A job runs the suite, but only with `--hw cuda`: the ROCm registration has no consumer, and
+    the finding says which --hw does run it."""
+    wf = PR_TEST_ROCM.replace("--hw rocm", "--hw cuda")
+    report = check(**{".github/workflows/pr-test-rocm.yml": wf},
+                   **{"tests/e2e/test_gate.py": test_file('register_rocm_ci(est_time=60, suite="stage-c-4-gpu-mi350", labels=["amd"])')})
+    f = only([f for f in report.findings if f.file == "tests/e2e/test_gate.py"], "REG013")
+    assert "runs `stage-c-4-gpu-mi350` only with `--hw cuda`, which does not select rocm registrations" in f.message
+
+
+def test_reg015_leaves_a_suite_outside_the_inventory_to_reg014():
+    wf = PR_TEST_ROCM.replace("--suite stage-c-4-gpu-mi350", "--suite stage-c-4-gpu-mi999")
+    report = check(**{".github/workflows/pr-test-rocm.yml": wf})
+    assert [f.rule for f in report.findings if f.file == ".github/workflows/pr-test-rocm.yml"] == ["REG014"]
+
+
+def test_reg015_is_quiet_when_a_registration_of_that_backend_names_its_suite_unreadably():
+    """A ROCm registration whose suite is no literal may be the one the job's suite names."""
+    files = miles_tree()
+    # nothing registers stage-c-4-gpu-mi350 in the fixture: REG015 on pr-test-rocm.yml ...
+    assert any(f.rule == "REG015" and "stage-c-4-gpu-mi350" in f.message for f in check(files).findings)
+    # ... unless a rocm registration's suite cannot be read
+    unread = 'SUITE = "stage-c-4-gpu-" + "mi350"\nregister_rocm_ci(est_time=60, suite=SUITE, labels=["amd"])'
+    files["tests/e2e/test_unread.py"] = test_file(unread)
+    report = check(files)
+    assert not any(f.rule == "REG015" and "stage-c-4-gpu-mi350" in f.message for f in report.findings)
+    # and a cuda registration's unreadable suite does not silence the rocm job's
+    files["tests/e2e/test_unread.py"] = test_file(unread.replace("register_rocm_ci", "register_cuda_ci").replace('["amd"]', '["long"]'))
+    assert any(f.rule == "REG015" and "stage-c-4-gpu-mi350" in f.message for f in check(files).findings)
+
+
+def test_reg030_skips_a_job_whose_shard_count_is_decided_at_run_time():
+    # 4 x 6000 s over 2 shards: over 180 min (tests/test_rules.py); the same with the count computed
+    wf = PR_TEST_ROCM.replace("--auto-partition-size 2", "--auto-partition-size ${{ env.SHARDS }}")
+    assert "REG030" in rules_of(check(**_rocm(4, 6000)).findings)
+    assert "REG030" not in rules_of(check(**_rocm(4, 6000), **{".github/workflows/pr-test-rocm.yml": wf}).findings)
+
+
+def test_reg030_predicts_with_measured_durations_where_there_are_some():
+    """est_time says 4 x 2000 s fits two 180-minute shards; the stored runs say 6000 s each."""
+    from checks.engine import check_tree
+    from checks.tree import MemoryTree
+    from tests.fixtures import miles
+
+    files = {**miles_tree(), **_rocm(4, 2000)}
+    rows = [{"file": f, "backend": "rocm", "hardware": "MI355X", "n": 10, "median": 6000, "p90": 6000, "max": 6100}
+            for f in _rocm(4, 2000)]
+    assert "REG030" not in rules_of(check_tree(MemoryTree(files), consumers_from=miles.CONSUMERS).findings)
+    report = check_tree(MemoryTree(files), consumers_from=miles.CONSUMERS, durations=rows)
+    f = only(report.findings, "REG030")
+    assert "measured p90 for every file" in f.message
