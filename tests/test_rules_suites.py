@@ -76,3 +76,29 @@ def test_reg030_predicts_with_measured_durations_where_there_are_some():
     report = check_tree(MemoryTree(files), consumers_from=miles.CONSUMERS, durations=rows)
     f = only(report.findings, "REG030")
     assert "measured p90 for every file" in f.message
+
+
+def _measured(est_and_p90: dict[str, tuple[int, int]]):
+    files = {**miles_tree(), **{f: test_file(f'register_rocm_ci(est_time={est}, suite="stage-c-4-gpu-mi350", labels=["long"])')
+                                for f, (est, _p90) in est_and_p90.items()}}
+    rows = [{"file": f, "backend": "rocm", "hardware": "MI355X", "n": 10, "median": p90, "p90": p90, "max": p90}
+            for f, (_est, p90) in est_and_p90.items()]
+    from checks.engine import check_tree
+    from checks.tree import MemoryTree
+    from tests.fixtures import miles
+
+    return only(check_tree(MemoryTree(files), consumers_from=miles.CONSUMERS, durations=rows).findings, "REG030")
+
+
+def test_reg030_shows_the_runners_split_and_the_est_times_that_rebalance_it():
+    """By est_time the runner puts the two slow files in one shard (12000 s measured, 180 min job);
+    calibrated est_times split them: 10000 s each."""
+    f = _measured({"tests/e2e/test_a.py": (3000, 6000), "tests/e2e/test_b.py": (3000, 6000),
+                   "tests/e2e/test_c.py": (5000, 4000), "tests/e2e/test_d.py": (100, 4000)})
+    assert "--auto-partition-id 1" in f.message and "`tests/e2e/test_a.py`, `tests/e2e/test_b.py` in shard 1" in f.message
+    assert "`tests/e2e/test_a.py` 3000 -> " in f.message and "rebalance it: predicted shards" in f.message
+
+
+def test_reg030_says_when_no_est_time_can_rebalance_it():
+    f = _measured({f"tests/e2e/test_{c}.py": (6000, 6000) for c in "abcd"})
+    assert "no est_time rebalances it: 4 shards would fit" in f.message
