@@ -288,3 +288,20 @@ def test_new_only_follows_a_suite_rename_its_unchanged_findings_are_not_new(tmp_
     new = [(f["rule"], f["file"]) for f in json.loads(done.stdout)["findings"]]
     assert ("REG013", "tests/e2e/test_a.py") not in new  # the same finding, under the new name
     assert ("REG010", "tests/e2e/test_b.py") in new  # what the rename broke is new
+
+
+def test_stored_runs_back_the_est_times_and_measured_suites_get_no_suggestion(seed_pr, tmp_path):
+    doc = json.loads(_check(seed_pr, "json"))
+    two = sorted(r["file"] for r in doc["registrations"] if r["suite"] == "nightly-stage-c-2-gpu-mi350")
+    rows = [{"file": f, "backend": "rocm", "hardware": "MI355X", "n": 3 + i, "median": 600, "p90": 700, "max": 800}
+            for i, f in enumerate(two)]  # every file of the 2-GPU suite measured: 3 + 4 + ... runs
+    path = tmp_path / "durations.json"
+    path.write_text(json.dumps(rows))
+    done = cli("check", "--repo", str(seed_pr), "--base", "HEAD~1", "--consumers-from", str(NIGHTLY),
+               "--durations-file", str(path), "--format", "summary")
+    [row] = _rows(done.stdout, "nightly-stage-c-2-gpu-mi350")
+    assert row[8] == f"{sum(3 + i for i in range(len(two)))} run(s) over {len(two)}/{len(two)} file(s)"
+    assert "`/run-rocm nightly-stage-c-2-gpu-mi350`" not in done.stdout  # backed by stored runs
+    assert "`/run-rocm nightly-stage-c-8-gpu-mi350`" in done.stdout
+    [row] = _rows(done.stdout, "nightly-stage-c-8-gpu-mi350")
+    assert row[8].startswith("0 run(s)")
