@@ -102,3 +102,29 @@ def test_reg030_shows_the_runners_split_and_the_est_times_that_rebalance_it():
 def test_reg030_says_when_no_est_time_can_rebalance_it():
     f = _measured({f"tests/e2e/test_{c}.py": (6000, 6000) for c in "abcd"})
     assert "no est_time rebalances it: 4 shards would fit" in f.message
+
+
+def test_emptied_for_reads_the_backends_a_diff_emptied():
+    from checks.rules_suites import _emptied_for
+
+    assert _emptied_for({"rocm"}, "rocm") and _emptied_for({"rocm"}, None) and _emptied_for({"*"}, "cuda")
+    assert not _emptied_for({"cuda"}, "rocm") and not _emptied_for(set(), None) and not _emptied_for(None, "rocm")
+
+
+def test_reg015_in_a_diff_reports_the_jobs_of_the_workflows_it_changed_only():
+    """Nothing in the fixture registers stage-c-4-gpu-mi350: REG015 on pr-test-rocm.yml's job. A
+    diff that edits that workflow is told; a diff elsewhere is not (the job was like that before)."""
+    from checks.engine import check_tree
+    from checks.tree import MemoryTree
+    from tests.fixtures import miles
+
+    base = miles_tree()
+    edited = {**base, ".github/workflows/pr-test-rocm.yml": PR_TEST_ROCM.replace("timeout-minutes: 180", "timeout-minutes: 170")}
+    elsewhere = {**base, "tests/e2e/megatron/test_qwen3_4B_ppo.py": base["tests/e2e/megatron/test_qwen3_4B_ppo.py"] + "\n# note\n"}
+
+    def reg015(head: dict, changed: set[str]) -> list:
+        report = check_tree(MemoryTree(head), MemoryTree(base), {p: p for p in changed}, consumers_from=miles.CONSUMERS)
+        return [f for f in report.findings if f.rule == "REG015" and "stage-c-4-gpu-mi350" in f.message]
+
+    assert reg015(edited, {".github/workflows/pr-test-rocm.yml"})
+    assert not reg015(elsewhere, {"tests/e2e/megatron/test_qwen3_4B_ppo.py"})
