@@ -375,8 +375,9 @@ def _change_counts(report: Report) -> str:
     from checks.model import Change
 
     counts = {c: sum(1 for r in report.registrations if r.change is c) for c in Change}
+    other = len(report.registrations) - sum(counts.values())  # the runner's implicit ones, not compared
     return (f"{counts[Change.ADDED]} added, {counts[Change.CHANGED]} changed, {counts[Change.REMOVED]} removed, "
-            f"{counts[Change.UNCHANGED]} unchanged")
+            f"{counts[Change.UNCHANGED]} unchanged" + (f", {other} implicit" if other else ""))
 
 
 def _plural(n: int, word: str) -> str:

@@ -90,6 +90,11 @@ def test_the_text_count_is_the_json_count_implicit_and_removed_included(seed_pr,
         assert f"{len(doc['registrations'])} registration(s) ({implicit} implicit)" in done[1].stdout.splitlines()[-1]
         if args:
             assert any(r["change"] == "removed" for r in doc["registrations"])
+            # the summary's registrations by change add up to the JSON's too
+            summary = cli("check", "--repo", str(repo), *args, "--consumers-from", str(NIGHTLY), "--format", "summary").stdout
+            parts = re.search(r"Registrations: (\d+) added, (\d+) changed, (\d+) removed, (\d+) unchanged(?:, (\d+) implicit)?",
+                              summary)
+            assert sum(int(n or 0) for n in parts.groups()) == len(doc["registrations"])
 
 
 def test_findings_come_failures_first_and_link_their_rule(seed_pr, tmp_path):
