@@ -131,3 +131,29 @@ def test_reg015_in_a_diff_reports_the_jobs_of_the_workflows_it_changed_only():
 
     assert reg015(edited, {".github/workflows/pr-test-rocm.yml"})
     assert not reg015(elsewhere, {"tests/e2e/megatron/test_qwen3_4B_ppo.py"})
+
+
+def test_reg010_messages_for_a_validated_and_a_disabled_unvalidated_backend(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from checks.engine import check_tree
+    from checks.tree import DirectoryTree
+    from tests.fixtures.sglang import SGLANG_CONFIG
+
+    # miles validates rocm suites: the runner rejects the name
+    report = check(**{"tests/e2e/test_typo.py": test_file('register_rocm_ci(est_time=60, suite="stage-c-4-gpu-mi35", labels=["amd"])')})
+    f = only([f for f in report.findings if f.file == "tests/e2e/test_typo.py"], "REG010")
+    assert f.severity.value == "failure" and "so this registration never runs" in f.message
+    assert "does not validate" not in f.message
+    # sglang (August 2026) validates no AMD suite: a disabled registration there is a warning that says so
+    tree = tmp_path / "sglang"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "targets" / "sglang" / "r2026-08-22-382343f", tree)
+    (tree / "test/registered/amd").mkdir(parents=True, exist_ok=True)
+    (tree / "test/registered/amd/test_off.py").write_text(
+        'from sglang.test.ci.ci_register import register_amd_ci\n\n'
+        'register_amd_ci(est_time=60, suite="nightly-amd-off-1-gpu", disabled="no runner yet")\n')
+    found = [f for f in check_tree(DirectoryTree(tree), config_text=SGLANG_CONFIG).findings
+             if f.rule == "REG010" and f.file == "test/registered/amd/test_off.py"]
+    assert [f.severity.value for f in found] == ["warning"]
+    assert "the runner does not validate amd suites against it" in found[0].message
