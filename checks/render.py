@@ -11,6 +11,7 @@ from itertools import groupby
 
 from checks.model import Finding, Registration, Report, Severity, code
 from checks.rules import RULES
+from checks.wording import plural
 
 _TOOL_URI = "https://github.com/radixark/ci-registrar"
 
@@ -63,7 +64,7 @@ def summary_line(report: Report) -> str:
     implicit = sum(1 for r in report.registrations if r.implicit)
     if report.suppressed:
         counts.append(f"{len(report.suppressed)} suppressed")
-    return (f"{report.files_checked} test file(s), {regs} registration(s)"
+    return (f"{plural(report.files_checked, 'test file')}, {plural(regs, 'registration')}"
             + (f" ({implicit} implicit)" if implicit else "") + ": " + ", ".join(counts))
 
 
@@ -79,6 +80,38 @@ def to_text(report: Report) -> str:
             elif f.suggestion is not None:
                 out.append(f"      suggestion: {f.suggestion}")
         out.append("")
+    out.append(summary_line(report))
+    return "\n".join(out)
+
+
+def to_brief_text(report: Report, verbose: bool = False) -> str:
+    """What a person reads at a commit (the pre-commit hook): failures first, in full; warnings and
+    notices summarised in one line by rule, or listed after the failures with `verbose`."""
+    failures = [f for f in report.findings if f.severity is Severity.FAILURE]
+    others = [f for f in report.findings if f.severity is not Severity.FAILURE]
+    shown = failures + (sorted(others, key=lambda f: (f.severity is not Severity.WARNING, f.file, f.span.line))
+                        if verbose else [])
+    out = []
+    for file, group in groupby(shown, key=lambda f: (f.severity is Severity.FAILURE, f.file)):
+        out.append(file[1])
+        for f in group:
+            out.append(f"  {f.span.line}:{f.span.column}  {f.severity.value:<7}  {f.rule}  {f.message}")
+            if f.fix is not None:
+                out.append("      fix:")
+                out.extend("        " + line for line in f.fix.text.split("\n"))
+            elif f.suggestion is not None:
+                out.append(f"      suggestion: {f.suggestion}")
+        out.append("")
+    if others and not verbose:
+        by_rule: dict[str, int] = {}
+        for f in others:
+            by_rule[f.rule] = by_rule.get(f.rule, 0) + 1
+        warnings = report.count(Severity.WARNING)
+        notices = report.count(Severity.NOTICE)
+        what = " and ".join(p for p in (plural(warnings, "warning") if warnings else "",
+                                         plural(notices, "notice") if notices else "") if p)
+        out.append(f"{what} not shown ({', '.join(f'{rule} x{n}' for rule, n in sorted(by_rule.items()))}): "
+                   "--verbose lists them")
     out.append(summary_line(report))
     return "\n".join(out)
 
@@ -348,11 +381,11 @@ def check_run_conclusion(report: Report) -> str:
 
 def check_run_title(report: Report) -> str:
     skipped = limited_files(report)
-    unread = f"{len(skipped)} file(s) skipped at an analysis limit ({LIMIT_RULE})" if skipped else ""
+    unread = f"{plural(len(skipped), 'file')} skipped at an analysis limit ({LIMIT_RULE})" if skipped else ""
     if report.failed:
-        title = f"{report.count(Severity.FAILURE)} registration problem(s) would stop tests from running"
+        title = f"{plural(report.count(Severity.FAILURE), 'registration problem')} would stop tests from running"
         return f"{title}; {unread}" if unread else title
-    counts = f"{report.count(Severity.WARNING)} warning(s), {report.count(Severity.NOTICE)} notice(s)"
+    counts = f"{plural(report.count(Severity.WARNING), 'warning')}, {plural(report.count(Severity.NOTICE), 'notice')}"
     if unread:
         return f"Not fully checked: {unread}; {counts}"
     if report.findings:
@@ -397,7 +430,7 @@ def _registration_only(summary) -> str:
     if summary.registration_only:
         return "**Registration-only: yes.** Changed: " + ("; ".join(parts) or "nothing CI reads") + "."
     why = "; ".join(md_text(r) for r in summary.reasons)
-    more = f" ({summary.other} path(s) in all)" if summary.other > len(summary.reasons) else ""
+    more = f" ({plural(summary.other, 'path')} in all)" if summary.other > len(summary.reasons) else ""
     return f"**Registration-only: no.** {why}{more}." + (f" Also changed: {'; '.join(parts)}." if parts else "")
 
 
@@ -412,8 +445,8 @@ def _suite_table(summary) -> list[str]:
     for row in summary.rows:
         files = f"+{len(row.files_added)} / −{len(row.files_removed)} ({row.files_before} → {row.files_after})"
         est = f"{row.est_before:g} s → {row.est_after:g} s"
-        stored = f"{row.stored_runs} run(s) over {row.files_measured}/{row.files_after} file(s)"
-        gpus = "?" if row.gpus is None else str(row.gpus)
+        stored = f"{plural(row.stored_runs, 'run')} over {row.files_measured} of {plural(row.files_after, 'file')}"
+        gpus = "? GPUs" if row.gpus is None else plural(row.gpus, "GPU")
         lead = f"| {_cell(md_code(row.suite))} | {row.backend} | {files} | {est} "
         if not row.consumers:
             lines.append(lead + f"| **none**: no workflow in this repository or its configured consumers runs suite "
@@ -425,14 +458,14 @@ def _suite_table(summary) -> list[str]:
             else:
                 fits = "" if use.longest_after is None or use.longest_after <= use.timeout_minutes * 60 else " **over**"
                 shards = (f"{use.shards}: {_seconds(use.longest_before)} → {_seconds(use.longest_after)}{fits} / {timeout}")
-            hours = f"{_hours(use.gpu_hours_before)} → {_hours(use.gpu_hours_after)} ({gpus} GPU(s))"
+            hours = f"{_hours(use.gpu_hours_before)} → {_hours(use.gpu_hours_after)} ({gpus})"
             lines.append(lead + f"| {_cell(md_code(use.where))} | {use.cadence} | {shards} | {hours} | {stored} |")
         if row.suggest_run:
             n = len(suggestions) + 1
             button = f"the **{md_text(_action_label(n))}** button or " if n <= MAX_ACTIONS else ""
             suggestions.append(f"{n}. {md_code(RUN_ROCM + ' ' + row.suite)}: {_plural(len(row.unmeasured_added), 'new file')} "
                                f"with no stored run; the whole suite costs about {_hours(row.run_gpu_hours)} GPU-hours "
-                               f"(est_time × {gpus} GPU(s)). A maintainer starts it with {button}this comment; "
+                               f"(est_time × {gpus}). A maintainer starts it with {button}this comment; "
                                f"it goes through the usual approval and budget.")
     lines.append("")
     lines.append("GPU-hours per run are est_time × GPUs of what each consumer selects; shards are the runner's own "

@@ -29,11 +29,11 @@ ROLES: dict[str, tuple[str, ...]] = {
     "worker": (
         "bot.tasks", "bot.queue", "bot.routing", "bot.handlers", "bot.analysis", "bot.checkruns",
         "bot.suggestions", "bot.sources", "bot.durations", "bot.calibration_pr", "bot.fairness",
-        "bot.ondemand",
+        "bot.ondemand", "bot.analysis_slots",
     ),
     "web": (
         "bot.server", "bot.webapp", "bot.web", "bot.webhooks", "bot.signin", "bot.onboarding",
-        "bot.dashboard", "bot.status", "bot.pages", "bot.proxy",
+        "bot.dashboard", "bot.status", "bot.pages", "bot.proxy", "bot.client_address", "bot.csrf",
     ),
     "command line": ("bot.cli", "bot.commands"),
     "entry point": ("app", "bot"),

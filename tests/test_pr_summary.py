@@ -67,8 +67,8 @@ def test_the_seed_pr_is_registration_only_with_gpu_hours_for_each_nightly_suite(
         assert row[3] == f"0 s → {est:g} s"
         assert "nightly-test-amd-miles-rocm720.yml:" in row[4] and row[5] == "nightly"
         # GPU-hours per run: what the nightly selects (all of it: none is nightly=True-only), x GPUs
-        assert row[7] == f"0.00 → {est * gpus / 3600:.2f} ({gpus} GPU(s))"
-        assert row[8].startswith("0 run(s)")  # no stored run backs these est_times
+        assert row[7] == f"0.00 → {est * gpus / 3600:.2f} ({gpus} GPUs)"
+        assert row[8].startswith("0 runs")  # no stored run backs these est_times
         assert f"`/run-rocm {suite}`" in summary
 
 
@@ -87,7 +87,7 @@ def test_the_text_count_is_the_json_count_implicit_and_removed_included(seed_pr,
         doc = json.loads(done[0].stdout)
         implicit = sum(1 for r in doc["registrations"] if r["implicit"])
         assert implicit >= 1
-        assert f"{len(doc['registrations'])} registration(s) ({implicit} implicit)" in done[1].stdout.splitlines()[-1]
+        assert f"{len(doc['registrations'])} registrations ({implicit} implicit)" in done[1].stdout.splitlines()[-1]
         if args:
             assert any(r["change"] == "removed" for r in doc["registrations"])
             # the summary's registrations by change add up to the JSON's too
@@ -305,8 +305,8 @@ def test_stored_runs_back_the_est_times_and_measured_suites_get_no_suggestion(se
     done = cli("check", "--repo", str(seed_pr), "--base", "HEAD~1", "--consumers-from", str(NIGHTLY),
                "--durations-file", str(path), "--format", "summary")
     [row] = _rows(done.stdout, "nightly-stage-c-2-gpu-mi350")
-    assert row[8] == f"{sum(3 + i for i in range(len(two)))} run(s) over {len(two)}/{len(two)} file(s)"
+    assert row[8] == f"{sum(3 + i for i in range(len(two)))} runs over {len(two)} of {len(two)} files"
     assert "`/run-rocm nightly-stage-c-2-gpu-mi350`" not in done.stdout  # backed by stored runs
     assert "`/run-rocm nightly-stage-c-8-gpu-mi350`" in done.stdout
     [row] = _rows(done.stdout, "nightly-stage-c-8-gpu-mi350")
-    assert row[8].startswith("0 run(s)")
+    assert row[8].startswith("0 runs")
