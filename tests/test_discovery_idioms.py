@@ -58,7 +58,7 @@ def test_sglang_march_unknown_suite_a_job_runs_is_a_warning_and_one_none_runs_fa
     never = reg010["test/registered/amd/accuracy/mi30x/test_deepseek_r1_eval_amd.py"]
     assert never.severity.value == "failure"
     assert ("no workflow in this repository or its configured consumers runs suite "
-            "`nightly-amd-accuracy-8-gpu-deepseek-r1` for amd") in never.message
+            "`nightly-amd-accuracy-8-gpu-deepseek-r1` for AMD") in never.message
 
 
 def test_a_job_without_the_nightly_flag_does_not_run_a_nightly_registration():
@@ -233,5 +233,5 @@ def test_a_suite_no_job_runs_fails_and_one_a_job_runs_warns_in_every_era_and_bac
     never, runs = ours[f"nightly-{backend}-nowhere-1-gpu"], ours[f"nightly-{backend}-somewhere-1-gpu"]
     assert never.severity.value == "failure"
     assert (f"no workflow in this repository or its configured consumers runs suite `nightly-{backend}-nowhere-1-gpu` "
-            f"for {backend}") in never.message and "never runs" in never.message
+            f"for {backend.upper()}") in never.message and "never runs" in never.message
     assert runs.severity.value == "warning" and ".github/workflows/zz-nightly.yml:" in runs.message

@@ -157,4 +157,4 @@ def test_reg010_messages_for_a_validated_and_a_disabled_unvalidated_backend(tmp_
     found = [f for f in check_tree(DirectoryTree(tree), config_text=SGLANG_CONFIG).findings
              if f.rule == "REG010" and f.file == "test/registered/amd/test_off.py"]
     assert [f.severity.value for f in found] == ["warning"]
-    assert "the runner does not validate amd suites against it" in found[0].message
+    assert "the runner does not validate AMD suites against it" in found[0].message
