@@ -10,7 +10,7 @@ report lists each one so that a person can say which.
 
 Run on demand, not in CI (a few minutes per module on a quiet machine):
 
-    .venv/bin/python bench/mutation.py [--modules grammar suites ...] [--sample N] [--jobs N]
+    .venv/bin/python bench/mutation.py [--modules grammar suites ...] [--sample N] [--jobs N] [--lines 12,40]
 
 Prints killed/survived per module and each survivor (line, operator, the mutated line), then one
 JSON line of the figures. The original module must pass its tests first (else nothing is measured).
@@ -52,6 +52,15 @@ TARGETS = {
     "rules_suites": Target("checks/rules_suites.py", ("tests/test_rules.py", "tests/test_rule_fixtures.py",
                                                       "tests/test_discovery_idioms.py", "tests/test_direct_runs.py",
                                                       "tests/test_rules_suites.py")),
+    # the calibration pull request's branch and pull request handling (issue 25 items 4 and 6);
+    # render_body and the schedule (run, sweep) are left to the calibration tests, not mutated
+    "calibration_pr": Target("bot/calibration_pr.py",
+                             ("tests/test_calibration_branch.py", "tests/test_calibration_branch_edges.py",
+                              "tests/test_calibration_pr.py", "tests/test_calibration_refresh.py",
+                              "-k", "not command and not schedule"),
+                             frozenset({"_MARK", "_HELD", "_marker", "fingerprint", "refresh", "_by_app", "is_app_commit",
+                                        "_foreign_commits", "_branch_head", "_who", "_mode", "held_comment", "_hold",
+                                        "verdicts", "changed_verdicts", "after_ingest"})),
 }
 
 _COMPARE_SWAPS = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,
@@ -273,9 +282,10 @@ def _wait(pid: int, timeout: float) -> bool | None:
         time.sleep(0.02)
 
 
-def check_module(name: str, target: Target, sample: int | None, seed: int, jobs: int) -> dict:
+def check_module(name: str, target: Target, sample: int | None, seed: int, jobs: int,
+                 lines: frozenset[int] = frozenset()) -> dict:
     source = (ROOT / target.module).read_text()
-    every = mutants(source, target.only)
+    every = [m for m in mutants(source, target.only) if not lines or m.line in lines]
     rendered = [(m, text) for m in every if (text := render(source, m)) is not None]
     if sample is not None and sample < len(rendered):
         rendered = random.Random(seed).sample(rendered, sample)
@@ -321,6 +331,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--modules", nargs="*", default=list(TARGETS), choices=list(TARGETS))
     parser.add_argument("--sample", type=int, default=None, help="mutants per module, sampled (default: all)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--lines", default="", help="only the mutants on these lines (comma-separated): the "
+                                                    "survivors of an earlier run, against tests added since")
     parser.add_argument("--jobs", type=int, default=2, help="mutants tested at once (one repository copy each)")
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     args = parser.parse_args(argv)
@@ -336,7 +348,8 @@ def main(argv=None) -> dict:
     rows = []
     for name in args.modules:
         print(f"{name}: {TARGETS[name].module} against {' '.join(TARGETS[name].tests)}", flush=True)
-        rows.append(check_module(name, TARGETS[name], args.sample, args.seed, args.jobs))
+        rows.append(check_module(name, TARGETS[name], args.sample, args.seed, args.jobs,
+                                 frozenset(int(n) for n in args.lines.split(",") if n.strip())))
     print()
     print(f"{'module':32} {'mutants':>8} {'killed':>7} {'survived':>9} {'killed %':>9}")
     for r in rows:

@@ -102,6 +102,8 @@ class Calibration(_Struct):
     # the App's calibration pull request (docs/calibration.md): off unless set; refreshed every N days
     pull_requests: bool = False
     pull_request_every_days: int = 7
+    # ... and at once after a durations ingest that changes a REG020 verdict, at most once per N hours (0: never)
+    ingest_refresh_every_hours: int = 24
 
 
 class DurationSource(_Struct):
@@ -341,6 +343,9 @@ def _semantic_errors(config: Config) -> list[tuple[str, str]]:
                  "pull_request_every_days"):
         if getattr(c, name) < 1:
             errors.append((f"$.calibration.{name}", f"calibration.{name} must be at least 1"))
+    if c.ingest_refresh_every_hours < 0:
+        errors.append(("$.calibration.ingest_refresh_every_hours", "calibration.ingest_refresh_every_hours must not be "
+                                                                  "negative (0: an ingest never refreshes)"))
     if c.margin < 1:
         errors.append(("$.calibration.margin", "calibration.margin must be at least 1"))
     if c.floor_days < c.window_days:

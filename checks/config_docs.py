@@ -114,6 +114,10 @@ FIELDS: dict[str, str] = {
                                  "(on the branch `ci-registrar/calibrate-est-time`; needs `contents: write`). "
                                  "A maintainer's `/calibrate-est-time` comment refreshes it at once.",
     "Calibration.pull_request_every_days": "How often the App refreshes the calibration pull request (days; weekly by default).",
+    "Calibration.ingest_refresh_every_hours": "A durations ingest that changes a REG020 verdict (a file's est_time "
+                                              "now to be changed, or no longer) refreshes the calibration pull request "
+                                              "at once, at most once per this many hours per repository; 0: only the "
+                                              "schedule and `/calibrate-est-time` refresh it.",
     "Calibration.include_unmerged": "Count runs of unmerged code (pull request heads, `/run-rocm` on-demand runs) in "
                                     "`ci-registrar calibrate`'s window; by default only runs of merged code count.",
     "DurationSource.workflow": "Workflow file name (e.g. `pr-test-rocm.yml`) whose completed runs are read. Required.",
