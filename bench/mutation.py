@@ -47,6 +47,11 @@ TARGETS = {
                         frozenset({"parse_timestamp", "_to_datetime", "_stamp_datetime", "_strip_prefix", "_TIMESTAMP",
                                    "_ANSI"})),
     "permissions": Target("bot/ondemand/permissions.py", ("tests/test_permissions.py",)),
+    # the suite rules (REG010-REG016, REG030, REG040): the rule tests, the fixture-per-rule
+    # examples, the targets' idioms (eras, backends, who runs what) and the direct-run readings
+    "rules_suites": Target("checks/rules_suites.py", ("tests/test_rules.py", "tests/test_rule_fixtures.py",
+                                                      "tests/test_discovery_idioms.py", "tests/test_direct_runs.py",
+                                                      "tests/test_rules_suites.py")),
     # the calibration pull request's branch and pull request handling (issue 25 items 4 and 6);
     # render_body and the schedule (run, sweep) are left to the calibration tests, not mutated
     "calibration_pr": Target("bot/calibration_pr.py",

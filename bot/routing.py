@@ -25,6 +25,7 @@ HANDLER_MODULES = (
     "bot.handlers.installations",   # installations and their repositories
     "bot.handlers.rocm_commands",   # /run-rocm, /approve-rocm, /deny-rocm, /rocm-status
     "bot.handlers.rocm_approvals",  # the Approve run button; a push makes requests stale
+    "bot.handlers.summary_actions", # the summary's Run ROCm suite buttons: a maintainer's /run-rocm
     "bot.handlers.rocm_runs",       # an on-demand run finished
     "bot.handlers.calibration",     # /calibrate-est-time: the calibration pull request now
 )

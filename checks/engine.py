@@ -388,6 +388,15 @@ def check_tree(
     ctx.registrations_complete = all(p in ctx.scans and not ctx.scans[p].unreadable for p in discovered)
     findings.extend(rules_suites.apply(ctx, checked, base_ctx, report, index))
 
+    if diff_mode:
+        if any(r.change is not Change.UNCHANGED for r in report.registrations) or any(
+                r.change in (Change.ADDED, Change.CHANGED) for r in ctx.registrations()):
+            # the summary's per-suite totals need every file of the suites the diff touches
+            _scan(ctx, head, [p for p in discovered if p not in ctx.scans])
+        from checks import pr_summary
+
+        report.pr_summary = pr_summary.build(ctx, base_ctx, changed, report.registrations + ctx.registrations(), head, base,
+                                             set(discovered), base_discovered, contract_files, index)
     report.registrations.extend(r for p in to_check for r in ctx.scans[p].registrations)
     # the runner's implicit CPU registrations (a file in an implicit-CPU root without a call) are
     # registrations of the target like any other: reported, flagged `implicit`

@@ -56,11 +56,16 @@ def to_json(report: Report) -> str:
 
 
 def summary_line(report: Report) -> str:
+    """The counts line of every format. Its registrations are the JSON's `registrations`, one for
+    one: the runner's implicit CPU registrations included (and said how many), and in a diff, the
+    removed ones too."""
     counts = [f"{report.count(s)} {s.value}{'s' if report.count(s) != 1 else ''}" for s in Severity]
-    regs = sum(1 for r in report.registrations if not r.implicit)
+    regs = len(report.registrations)
+    implicit = sum(1 for r in report.registrations if r.implicit)
     if report.suppressed:
         counts.append(f"{len(report.suppressed)} suppressed")
-    return f"{plural(report.files_checked, 'test file')}, {plural(regs, 'registration')}: " + ", ".join(counts)
+    return (f"{plural(report.files_checked, 'test file')}, {plural(regs, 'registration')}"
+            + (f" ({implicit} implicit)" if implicit else "") + ": " + ", ".join(counts))
 
 
 def to_text(report: Report) -> str:
@@ -279,7 +284,12 @@ def to_sarif(report: Report, version: str | None = None, srcroot: str | None = N
     return json.dumps(doc, indent=2)
 
 
-RENDERERS = {"text": to_text, "json": to_json, "github": to_github, "sarif": to_sarif}
+def to_summary(report: Report) -> str:
+    """The check run's summary Markdown, exactly as the App posts it (check_run_summary below)."""
+    return check_run_summary(report)
+
+
+RENDERERS = {"text": to_text, "json": to_json, "github": to_github, "sarif": to_sarif, "summary": to_summary}
 
 
 # -- Markdown posted to GitHub (check-run summaries, review comments) ------------------------------
@@ -383,17 +393,157 @@ def check_run_title(report: Report) -> str:
     return "Registrations valid"
 
 
+_VERDICT = {"failure": "Failure", "neutral": "Not fully checked", "success": "Passed"}
+
+
+def _hours(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def _seconds(value: float | None) -> str:
+    return "?" if value is None else f"{value:g} s"
+
+
+def _change_counts(report: Report) -> str:
+    from checks.model import Change
+
+    counts = {c: sum(1 for r in report.registrations if r.change is c) for c in Change}
+    other = len(report.registrations) - sum(counts.values())  # the runner's implicit ones, not compared
+    return (f"{counts[Change.ADDED]} added, {counts[Change.CHANGED]} changed, {counts[Change.REMOVED]} removed, "
+            f"{counts[Change.UNCHANGED]} unchanged" + (f", {other} implicit" if other else ""))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _registration_only(summary) -> str:
+    parts = []
+    if summary.test_files:
+        parts.append(f"{_plural(summary.test_files, 'test file')} whose code is the same AST once registrations and their imports are set aside")
+    if summary.inventories:
+        parts.append(_plural(summary.inventories, "suite inventory or register module") if summary.inventories != 1 else "1 suite inventory or register module")
+    if summary.workflows:
+        parts.append(_plural(summary.workflows, "workflow"))
+    if summary.docs:
+        parts.append(_plural(summary.docs, "documentation file"))
+    if summary.registration_only:
+        return "**Registration-only: yes.** Changed: " + ("; ".join(parts) or "nothing CI reads") + "."
+    why = "; ".join(md_text(r) for r in summary.reasons)
+    more = f" ({plural(summary.other, 'path')} in all)" if summary.other > len(summary.reasons) else ""
+    return f"**Registration-only: no.** {why}{more}." + (f" Also changed: {'; '.join(parts)}." if parts else "")
+
+
+def _suite_table(summary) -> list[str]:
+    if not summary.rows:
+        return []
+    lines = ["#### Suites this pull request touches", "",
+             "| suite | backend | files +/- (before → after) | est_time of enabled files, before → after | consumer | cadence "
+             "| shards: longest / timeout (before → after) | GPU-hours per run before → after | stored runs |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    suggestions = []
+    for row in summary.rows:
+        files = f"+{len(row.files_added)} / −{len(row.files_removed)} ({row.files_before} → {row.files_after})"
+        est = f"{row.est_before:g} s → {row.est_after:g} s"
+        stored = f"{plural(row.stored_runs, 'run')} over {row.files_measured} of {plural(row.files_after, 'file')}"
+        gpus = "? GPUs" if row.gpus is None else plural(row.gpus, "GPU")
+        lead = f"| {_cell(md_code(row.suite))} | {row.backend} | {files} | {est} "
+        if not row.consumers:
+            lines.append(lead + f"| **none**: no workflow in this repository or its configured consumers runs suite "
+                                f"{_cell(md_code(row.suite))} for {row.backend} | | | | {stored} |")
+        for use in row.consumers:
+            timeout = f"{use.timeout_minutes} min" + ("" if use.timeout_stated else " (GitHub's default)")
+            if use.shards < 1:
+                shards = f"decided at run time / {timeout}"
+            else:
+                fits = "" if use.longest_after is None or use.longest_after <= use.timeout_minutes * 60 else " **over**"
+                shards = (f"{use.shards}: {_seconds(use.longest_before)} → {_seconds(use.longest_after)}{fits} / {timeout}")
+            hours = f"{_hours(use.gpu_hours_before)} → {_hours(use.gpu_hours_after)} ({gpus})"
+            lines.append(lead + f"| {_cell(md_code(use.where))} | {use.cadence} | {shards} | {hours} | {stored} |")
+        if row.suggest_run:
+            n = len(suggestions) + 1
+            button = f"the **{md_text(_action_label(n))}** button or " if n <= MAX_ACTIONS else ""
+            suggestions.append(f"{n}. {md_code(RUN_ROCM + ' ' + row.suite)}: {_plural(len(row.unmeasured_added), 'new file')} "
+                               f"with no stored run; the whole suite costs about {_hours(row.run_gpu_hours)} GPU-hours "
+                               f"(est_time × {gpus}). A maintainer starts it with {button}this comment; "
+                               f"it goes through the usual approval and budget.")
+    lines.append("")
+    lines.append("GPU-hours per run are est_time × GPUs of what each consumer selects; shards are the runner's own "
+                 "longest-processing-time split by est_time.")
+    if suggestions:
+        lines += ["", "Measure the new ROCm registrations before they run every night:", *suggestions]
+    return lines + [""]
+
+
+# -- the summary's buttons: GitHub's check run `actions` (at most 3; label <= 20, description <= 40,
+# identifier <= 20 characters). A click sends check_run.requested_action with the identifier;
+# bot/handlers/summary_actions.py finds the suite in this run's own summary by its number.
+RUN_ROCM = "/run-rocm"
+MAX_ACTIONS = 3
+ACTION_PREFIX = "run-rocm-"
+
+
+def _action_label(n: int) -> str:
+    return f"Run ROCm suite {n}"
+
+
+def suggested_runs(report: Report) -> list[str]:
+    """The suites the summary suggests measuring with `/run-rocm`, in its order (1-based there)."""
+    summary = getattr(report, "pr_summary", None)
+    return [row.suite for row in summary.rows if row.suggest_run] if summary is not None else []
+
+
+def check_run_actions(report: Report) -> list[dict]:
+    out = []
+    for n, suite in enumerate(suggested_runs(report)[:MAX_ACTIONS], 1):
+        description = f"{RUN_ROCM} {suite}"
+        if len(description) > 40:
+            description = description[:39] + "…"
+        out.append({"label": _action_label(n), "description": description, "identifier": f"{ACTION_PREFIX}{n}"})
+    return out
+
+
+_SUGGESTION = re.compile(r"^(\d+)\. (`+) ?" + re.escape(RUN_ROCM) + r" (.+?) ?\2: ", re.M)
+
+
+def suggestion_in_summary(summary: str, identifier: str) -> str | None:
+    """The suite the button `identifier` stands for, read back from the summary it was posted with."""
+    if not identifier.startswith(ACTION_PREFIX) or not identifier[len(ACTION_PREFIX):].isdigit():
+        return None
+    n = int(identifier[len(ACTION_PREFIX):])
+    for m in _SUGGESTION.finditer(summary or ""):
+        if int(m.group(1)) == n:
+            return m.group(3)
+    return None
+
+
+def _finding_rule(f: Finding) -> str:
+    from checks.rule_docs import help_uri
+
+    return f"[{f.rule}]({help_uri(f.rule)})"
+
+
 def check_run_summary(report: Report) -> str:
-    lines = [f"**{summary_line(report)}**", ""]
+    """The check run's summary Markdown: the App posts it, `ci-registrar check --format summary`
+    prints it. Verdict first, then (in a diff) whether the PR only changes registrations and what
+    each suite it touches gains, costs and rests on, then the findings, failures first."""
+    conclusion = check_run_conclusion(report)
+    lines = [f"**{_VERDICT[conclusion]}: {md_text(check_run_title(report))}**", ""]
+    summary = getattr(report, "pr_summary", None)
+    if summary is not None:
+        lines += [_registration_only(summary) + f" Registrations: {_change_counts(report)}.", ""]
+    lines += [f"{summary_line(report)}", ""]
     skipped = limited_files(report)
     if skipped:
         shown = ", ".join(md_code(file) for file in skipped[:20]) + (f" and {len(skipped) - 20} more" if len(skipped) > 20 else "")
         lines += [f"Not checked past an analysis limit ({LIMIT_RULE}), so this check does not vouch for their "
                   f"registrations: {shown}.", ""]
+    if summary is not None:
+        lines += _suite_table(summary)
     if report.findings:
-        lines += ["| rule | severity | where | finding |", "| --- | --- | --- | --- |"]
-        for f in report.findings:
-            lines.append(f"| {f.rule} | {f.severity.value} | {_cell(md_code(f'{f.file}:{f.span.line}'))} | {_cell(md_message(f.message))} |")
+        lines += ["#### Findings, failures first", "", "| rule | severity | where | finding |", "| --- | --- | --- | --- |"]
+        for f in sorted(report.findings, key=lambda f: (f.severity.rank, f.sort_key())):
+            lines.append(f"| {_finding_rule(f)} | {f.severity.value} | {_cell(md_code(f'{f.file}:{f.span.line}'))} | {_cell(md_message(f.message))} |")
         lines.append("")
     shown = [r for r in report.registrations if not r.implicit]
     if shown:

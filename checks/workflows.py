@@ -32,6 +32,7 @@ caps a REG902 finding says what was not counted.
 
 from __future__ import annotations
 
+import fnmatch
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -60,13 +61,40 @@ _PYTHON_TARGET = re.compile(r"\bpython[0-9.]*\s+(?:-[A-Za-z]+\s+)*?(?:-m\s+([\w.
 DEFAULT_RUNNER = "run_suite"
 
 
+def _stem(target: str) -> str:
+    return target.rsplit("/", 1)[-1].removesuffix(".py").rsplit(".", 1)[-1]
+
+
+def _same_script(written: str, runner_path: str) -> bool:
+    """`written` (a path in a command line) can be this repository's runner at `runner_path`: the
+    same path, the path from a directory above it (`cd test && python3 run_suite.py`), or this
+    repository checked out at an absolute path (`/root/miles/tests/ci/run_suite.py`)."""
+    written = written.removeprefix("./")
+    if "$" in written or "{" in written:
+        return True  # computed at run time: cannot tell, counted (a missed consumer is a false REG013)
+    # relative with more directories than the runner's (`sglang/multimodal_gen/test/run_suite.py`
+    # against `test/run_suite.py`) names another script; an absolute path can be a checkout's
+    return (written == runner_path or runner_path.endswith("/" + written)
+            or (written.startswith("/") and written.endswith("/" + runner_path)))
+
+
 def _runs_another_program(line: str, runner: str) -> bool:
     """A `--suite` of another Python program (sglang's `gen_diffusion_ci_outputs --suite 1-npu`)
-    is that program's, not a run of the suite runner. A line whose program cannot be told (a shell
-    wrapper) still counts: a missed consumer would be a false REG013."""
+    is that program's, not a run of the suite runner. So is another repository's runner of the
+    same name: `runner` given as this repository's path (`test/run_suite.py`), a job that runs
+    `tests/ci/run_suite.py` (sglang's nightly running miles' runner in a miles checkout) runs
+    that repository's suites against that repository's inventory. A line whose program cannot
+    be told (a shell wrapper) still counts: a missed consumer would be a false REG013."""
     targets = [m.group(1) or m.group(2) for m in _PYTHON_TARGET.finditer(line)]
-    stems = {t.rsplit("/", 1)[-1].removesuffix(".py").rsplit(".", 1)[-1] for t in targets}
-    return bool(stems) and runner not in stems
+    ours = [t for t in targets if _stem(t) == _stem(runner)]
+    if not targets:
+        return False
+    if not ours:
+        return True
+    if runner.endswith(".py") and "/" in runner:
+        scripts = [t for t in ours if t.endswith(".py")]
+        return len(scripts) == len(ours) and not any(_same_script(t, runner) for t in scripts)
+    return False
 _REFERENCE = re.compile(r"\$\{\{\s*(?:fromjson\(\s*)?(?P<ctx>matrix|inputs)\.(?P<key>[\w-]+)\s*\)?\s*\}\}", re.I)
 
 
@@ -364,7 +392,8 @@ def _input_defaults(doc) -> tuple[bool, bool, dict[str, str]]:
 def _parse_workflow(path: str, text: str, budget: Budget, at: str | None = None,
                     runner: str = DEFAULT_RUNNER) -> tuple[_Workflow | None, list[Finding]]:
     """`at`: where findings point when `path` is not a file of the repository (an external consumer).
-    `runner`: the suite runner's name (the suites module's stem): `--suite` of other programs is theirs."""
+    `runner`: the suite runner's path (the suites module) or name: `--suite` of other programs, and
+    of another repository's runner of the same name, is theirs."""
     limits = budget.limits
     try:
         doc = yamlload.load_bounded(text, limits.yaml_nodes)
@@ -661,17 +690,81 @@ def _external(label: str, data, budget: Budget, anchor: str, runner: str = DEFAU
 _DIRECT_RUN = re.compile(r"\bpython[0-9.]*\s+(?:-[A-Za-z]+\s+)*?((?:\./)?[\w.-]+(?:/[\w.-]+)*\.py)\b")
 
 
+# pytest as CI starts it: `pytest ARGS` or `python -m pytest ARGS`, ARGS running on over `\` ends
+_PYTEST = re.compile(r"(?:^|[\s;&|(])(?:python[0-9.]*\s+-m\s+pytest|py\.test|pytest)(?=\s|$)(?P<args>.*)")
+# pytest options that take the next word as their value (`-k EXPR`, `--ignore PATH`, ...)
+_PYTEST_VALUED = frozenset({"-k", "-m", "-p", "-c", "-o", "-n", "-W", "--ignore", "--ignore-glob", "--deselect", "--rootdir",
+                            "--confcutdir", "--basetemp", "--cov", "--cov-config", "--cov-report", "--junitxml",
+                            "--junit-xml", "--durations", "--maxfail", "--timeout", "--dist", "--log-level",
+                            "--override-ini", "--tb", "-r", "--capture", "--import-mode", "--reruns"})
+
+
+def _pytest_targets(args: str) -> list[str]:
+    """The paths one pytest command line collects: files (`x.py`, `x.py::test`), directories and
+    globs the shell expands; options and their values are skipped; a shell operator ends it."""
+    out, skip = [], False
+    for word in args.split():
+        if word in ("|", "||", "&&", ";", ">", ">>", "2>&1", "&") or word.startswith((">", "|")):
+            break
+        if skip:
+            skip = False
+            continue
+        if word.startswith("-"):
+            skip = "=" not in word and word in _PYTEST_VALUED
+            continue
+        word = word.strip("'\"").split("::", 1)[0].removeprefix("./")
+        if word and "$" not in word and not word.startswith("/"):
+            out.append(word)
+    return out
+
+
+def _logical_lines(text: str):
+    """(first line number, line) with backslash-continued lines joined, as the shell reads them."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        start, line = i + 1, lines[i]
+        while line.rstrip().endswith("\\") and i + 1 < len(lines):
+            i += 1
+            line = line.rstrip()[:-1] + " " + lines[i].strip()
+        yield start, line
+        i += 1
+
+
 def _direct_runs(path: str, text: str, runner_dir: str, out: dict[str, str]) -> None:
-    """Test files a workflow runs itself (`python3 registered/test_x.py` in `test/`, as sglang's
-    AMD nightlies did until January 2026): repository path (as written, and from the runner's
-    directory, where those workflows start) -> "workflow:line". The suite runner is not one."""
-    if ".py" not in text:
+    """Test files a workflow runs itself: `python3 registered/test_x.py` in `test/` (sglang's AMD
+    nightlies until January 2026) and pytest on files, directories and globs (`pytest
+    test/registered/unit/`, sglang's daily coverage job; `python -m pytest` too). Keys: a
+    repository path (as written, and from the runner's directory, where those workflows start),
+    a directory ending in `/`, or a glob; values "workflow:line". The suite runner is not one;
+    direct_run_of matches a file against them."""
+    if ".py" not in text and "pytest" not in text:
         return
-    for number, line in enumerate(text.split("\n"), 1):
-        for m in _DIRECT_RUN.finditer(line):
-            script = m.group(1).removeprefix("./")
+    for number, line in _logical_lines(text):
+        found = [m.group(1).removeprefix("./") for m in _DIRECT_RUN.finditer(line)]
+        m = _PYTEST.search(line)
+        if m:
+            for target in _pytest_targets(m.group("args")):
+                if not target.endswith(".py") and not any(c in target for c in "*?["):
+                    target = target.rstrip("/") + "/"  # a directory: pytest collects test_*.py below it
+                found.append(target)
+        for script in found:
             for candidate in (script, f"{runner_dir}/{script}" if runner_dir else script):
                 out.setdefault(candidate, f"{path}:{number}")
+
+
+def direct_run_of(direct_runs: dict[str, str], file: str) -> str | None:
+    """The "workflow:line" that runs `file` itself (see _direct_runs), or None."""
+    if file in direct_runs:
+        return direct_runs[file]
+    name = file.rsplit("/", 1)[-1]
+    collected = fnmatch.fnmatchcase(name, "test_*.py") or fnmatch.fnmatchcase(name, "*_test.py")
+    for key, where in direct_runs.items():
+        if key.endswith("/") and collected and (file.startswith(key) or key == "./"):
+            return where
+        if any(c in key for c in "*?[") and fnmatch.fnmatchcase(file, key):
+            return where
+    return None
 
 
 def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budget | None = None,
@@ -690,7 +783,8 @@ def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budg
 
     anchor = anchor or CONFIG_PATH
     budget = budget or Budget()
-    runner = config.paths.suites_module.rsplit("/", 1)[-1].removesuffix(".py") or DEFAULT_RUNNER
+    # the runner by its path: a job running another repository's runner of the same name is not ours
+    runner = config.paths.suites_module if config.paths.suites_module.endswith(".py") else DEFAULT_RUNNER
     consumers_from = dict(consumers_from or {})
     findings: list[Finding] = []
     workflows: list[_Workflow] = []

@@ -218,7 +218,9 @@ def test_main_block_required_where_the_register_module_checks_it(body, failed):
     [
         ('register_tpu_ci(10, "no-such-suite")', "failure"),  # a backend the runner validates
         ('register_tpu_ci(10, "no-such-suite", disabled="x")', "failure"),  # ... disabled or not
-        ('register_amd_ci(10, "no-such-suite")', "warning"),  # not validated by the runner
+        # not validated by the runner, and no job runs it: the test never runs either (REG010's
+        # one severity; a job that runs it makes it a warning, tests/test_discovery_idioms.py)
+        ('register_amd_ci(10, "no-such-suite")', "failure"),
     ],
 )
 def test_unknown_suite_severity_follows_the_runners_validation(call, severity):

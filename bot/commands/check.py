@@ -97,7 +97,8 @@ def _named_paths(root: Path, paths: tuple[str, ...]) -> list[str]:
                    ".github/ci-registrar.yml).")
 @click.option("--base", "base", default=None, help="Base git revision: check the diff base..head.")
 @click.option("--head", "head", default=None, help="Head git revision (with --base; default HEAD).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif", "summary"]), default="text", show_default=True,
+              help="summary: the check run's summary Markdown, as the App posts it (with --base: registration-only, per-suite costs).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write the report to this file instead of stdout (e.g. a SARIF file to upload).")
 @click.option("--new-only", is_flag=True, help="With --base: report only what the diff brings: findings on registrations it added or changed, in files it added, removals, and every other finding the base revision did not have; the exit status follows what is reported.")
 @click.option("--fix", "apply_fixes", is_flag=True, help="Apply the fixes to the files in the working tree, then report what is left.")

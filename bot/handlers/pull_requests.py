@@ -204,7 +204,9 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
         # verdict could mix two pushes. Said so, and nothing else written (no suggestions).
         conclusion, output, annotations = "cancelled", superseded_output(newer), []
         files = None
-    complete_run(client, repo, run["id"], conclusion, output, annotations)
+    # the summary's /run-rocm suggestions as buttons (a maintainer's click: bot/handlers/summary_actions.py)
+    actions = [] if isinstance(report, LimitExceeded) or newer is not None else render_actions(report)
+    complete_run(client, repo, run["id"], conclusion, output, annotations, actions=actions)
     if files is not None and not isinstance(report, LimitExceeded):
         # After the check run: a suggestion is a convenience, the check is the verdict.
         post_suggestions(client, repo, number, head_sha, report, files)
@@ -234,7 +236,8 @@ def _no_such_commit(exc: GitHubError) -> bool:
     return exc.status == 422 and "no commit found" in (exc.message or "").lower()
 
 
-def complete_run(client, repo: str, run_id: int, conclusion: str, output: dict, annotations: list[dict]) -> None:
+def complete_run(client, repo: str, run_id: int, conclusion: str, output: dict, annotations: list[dict],
+                 actions: list[dict] | None = None) -> None:
     """Annotations in batches of 50: all but the last batch while in progress, the last one completes it.
 
     A re-run (see find_or_create_run) writes nothing when the verdict is the last run's, and
@@ -253,8 +256,10 @@ def complete_run(client, repo: str, run_id: int, conclusion: str, output: dict, 
     for batch in batches[:-1]:
         client.update_check_run(repo, run_id, {"output": {**output, "annotations": batch}})
     final = {**output, "annotations": batches[-1]} if batches[-1] else output
-    client.update_check_run(repo, run_id, {"status": "completed", "conclusion": conclusion,
-                                           "completed_at": _now(), "output": final})
+    body = {"status": "completed", "conclusion": conclusion, "completed_at": _now(), "output": final}
+    if actions:
+        body["actions"] = actions
+    client.update_check_run(repo, run_id, body)
     check_run_completed(run_id)  # from here on, no failure of this job overwrites the verdict
     if previous is not None and ctx is not None:
         try:
@@ -273,6 +278,12 @@ def superseded_output(newer: str) -> dict:
 
 
 # -- rendering lives in checks.render (analysis never knows how it is shown) ----------------------
+def render_actions(report) -> list[dict]:
+    from checks import render
+
+    return render.check_run_actions(report)
+
+
 def render(report) -> tuple[str, dict, list[dict]]:
     from checks import render
 

@@ -107,7 +107,7 @@ def run_rocm(pull: Pull, command: grammar.Command, comment: dict, key: str) -> N
     login = comment["user"]["login"]
     existing = store.request_by_comment(pull.store_url, pull.repo, comment["id"])
     if existing is not None:
-        resume(pull, existing, comment)
+        resume(pull, existing, comment, key=key)
         return
     if head_not_seen(pull, comment, key, "/run-rocm"):
         return
@@ -134,7 +134,7 @@ def run_rocm(pull: Pull, command: grammar.Command, comment: dict, key: str) -> N
     if running is not None and running.comment_id == comment["id"]:
         # this comment's own request: another worker on the same delivery made it while the
         # selection was read (seconds, in the analysis child)
-        resume(pull, running, comment)
+        resume(pull, running, comment, key=key)
         return
     if running is not None:
         _refuse(pull, comment, key, texts.in_flight(login, command.suite, running.run_url, running.requester),
@@ -162,18 +162,19 @@ def run_rocm(pull: Pull, command: grammar.Command, comment: dict, key: str) -> N
                    cost_gpu_hours=request.cost_gpu_hours,
                    detail=f"by a maintainer ({who.via}): dispatched at once" if at_once
                    else f"role {who.role}: waits for {'another' if who.maintainer else 'a'} maintainer")
-    resume(pull, request, comment, note=who.note)
+    resume(pull, request, comment, note=who.note, key=key)
 
 
-def resume(pull: Pull, request, comment: dict, note: str | None = None) -> None:
-    """Carry a request on from wherever an earlier attempt of this job left it."""
+def resume(pull: Pull, request, comment: dict, note: str | None = None, key: str | None = None) -> None:
+    """Carry a request on from wherever an earlier attempt of this job left it. `key`: the
+    command's reply key (a summary button's click has no comment id of its own)."""
     if request.status == store.APPROVED:
         flow.dispatch(pull, request, actor=comment["user"]["login"], approved_by=None, comment_id=comment["id"])
     elif request.status in (store.DISPATCHING, store.DISPATCHED):
         flow.follow_through(pull, request, approved_by=None)
     elif request.status == store.PENDING and request.head_sha == pull.head_sha:
         flow.open_request_check(pull, request, comment.get("html_url"))
-        reply(pull, f"comment:{pull.repo}:{comment['id']}",
+        reply(pull, key or f"comment:{pull.repo}:{comment['id']}",
               texts.waiting(request.requester, request.suite, request.head_sha, flow.selected_rows(request),
                             request.cost_gpu_hours, request.details.get("gpus", 1), note, flow.cost_notes(request),
                             request.details.get("run_plan")))
