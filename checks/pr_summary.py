@@ -207,13 +207,12 @@ def suite_rows(before: list[Registration], after: list[Registration], touched: s
                 _longest(sel_old, use.shards), _longest(sel_new, use.shards),
                 _est(sel_old) * gpus / 3600, _est(sel_new) * gpus / 3600))
         if durations_index is not None:
-            family = Backend(backend).family
             for r in new:
-                d = durations_index.get((r.file, family))
+                d = durations_index.for_reg(r)  # the suite's calibration hardware, as REG020 reads it
                 n = d.stats.n if d is not None else 0
                 row.stored_runs += n
                 row.files_measured += 1 if n else 0
-        measured = {r.file for r in new if durations_index and (d := durations_index.get((r.file, Backend(backend).family))) and d.stats.n}
+        measured = {r.file for r in new if durations_index and (d := durations_index.for_reg(r)) and d.stats.n}
         row.unmeasured_added = [f for f in row.files_added if f not in measured]
         rows.append(row)
     return rows
