@@ -693,6 +693,47 @@ def test_a_redelivered_push_cancels_nothing_twice(github_sim, tmp_path, env):
     assert len(cancels) == 1 and cancels[0]["status"] == 202
 
 
+def test_a_late_or_replayed_push_of_an_older_head_changes_nothing(github_sim, tmp_path, env):
+    """Issue 23 item 1. B is pushed, then C; GitHub delivers C's `synchronize` first and B's only
+    after C's run was dispatched, then once more under a new delivery id (a replay). The order
+    of pushes is GitHub's: the PR's head is C, so B's delivery cancels nothing, marks nothing
+    superseded and posts nothing."""
+    import dataclasses
+    import uuid
+
+    od = build_ondemand(github_sim, tmp_path)
+    b = od.sim.push(od.repo, "feature", {NEW: _registered("90")})
+    late = od.sim.webhook("pull_request", "synchronize", app=od.world.app, repo=od.repo, pull=od.pr, sender="bob")
+    next_second()
+    c = od.push({NEW: _registered("95")})  # C, delivered at once
+    assert od.pr.head_sha == c != b
+    od.comment(RUN, author="maint")
+    [run_c] = od.dispatches()
+    assert run_c["inputs"]["head_sha"] == c
+    replies_before = od.replies()
+    replay = dataclasses.replace(late, delivery_id=str(uuid.uuid4()),
+                                 headers={**late.headers, "X-GitHub-Delivery": str(uuid.uuid4())})
+    for delivery in (late, replay):
+        assert od.world.deliver(delivery).status_code == 202
+        od.world.drain()
+    assert [e for e in od.sim.requests_log if e["operation"] == "actions/cancel-workflow-run"] == []
+    [run] = [r for r in od.sim.workflow_runs(od.repo) if r["id"] == run_c["run_id"]]
+    assert run["status"] != "completed"
+    [check] = od.check_runs("MI350 · ")
+    assert check["head_sha"] == c and check["status"] == "in_progress" and "Superseded" not in (
+        check["output"]["title"] or "")
+    url = od.world.settings.database_url
+    [request] = store.requests_for_pull(url, od.repo.full_name, od.pr.number)
+    assert request.status == "dispatched" and request.head_sha == c
+    assert "superseded" not in [e.action for e in store.audit_entries(url)]
+    assert od.replies() == replies_before  # no "moved to B", no new note
+    # C's own replayed push is C's: still nothing to cancel
+    again = od.sim.webhook("pull_request", "synchronize", app=od.world.app, repo=od.repo, pull=od.pr, sender="bob")
+    od.world.deliver(again)
+    od.world.drain()
+    assert store.get_request(url, request.id).status == "dispatched"
+
+
 def test_cancelling_superseded_runs_can_be_turned_off(github_sim, tmp_path, env):
     od = build_ondemand(github_sim, tmp_path, config=CONFIG + "  cancel_superseded_runs: false\n")
     first, old, new = _run_then_push(od)
