@@ -351,10 +351,10 @@ def _(od):
 
 
 @case("budget-exhausted-at-approval", dispatches=1, reply="daily GPU-hours",
-      config=CONFIG.replace("daily_gpu_hours: 64", "daily_gpu_hours: 4"))
+      config=CONFIG.replace("daily_gpu_hours: 64", "daily_gpu_hours: 10"))
 def _(od):
-    od.comment(RUN, author="bob")
-    od.comment("/run-rocm nightly-stage-c-8-gpu-mi350", author="maint")  # 800 s x 8 GPUs: 1.78 h
+    od.comment(RUN, author="bob")  # 3 files, 1800 + 1800 + 2875 s x 4 GPUs: 7.20 h
+    od.comment("/run-rocm nightly-stage-c-8-gpu-mi350", author="maint")  # 2 shards x 1800 s x 8 GPUs: 8.00 h
     od.comment(RUN, author="triager")
     return od.comment("/approve-rocm", author="maint")[0]
 
@@ -443,24 +443,32 @@ def _registered(est: str, suite: str = SUITE) -> str:
 NEW = "tests/e2e/test_new.py"
 
 
-# -- a cost never rests on an est_time out of bounds ------------------------------------------------
+# -- a charge bounds what the run may use: no est_time makes it cheaper -------------------------------
 for _name, _est, _says, _hours in (
-        ("negative-est-time-is-costed-at-the-bound", "-100000", "costed at the bound, 1800 s", "2.00 GPU-hours"),
-        ("zero-est-time-is-costed-at-the-bound", "0", "costed at the bound, 1800 s", "2.00 GPU-hours"),
-        ("absurd-est-time-is-costed-at-the-jobs-limit", "1" + "0" * 400, "costed at the bound, 21600 s",
-         "24.00 GPU-hours")):
+        ("negative-est-time-is-charged-the-per-file-timeout", "-100000", "charged 1800 s, the runner's per-file timeout",
+         "2.00 GPU-hours"),
+        ("zero-est-time-is-charged-the-per-file-timeout", "0", "charged 1800 s, the runner's per-file timeout",
+         "2.00 GPU-hours"),
+        ("tiny-est-time-is-charged-the-per-file-timeout", "1e-9", "charged 1800 s, the runner's per-file timeout",
+         "2.00 GPU-hours"),
+        # the consumer's job (sglang's nightly) that runs the suite has timeout-minutes: 180
+        ("nan-est-time-is-charged-the-jobs-limit", 'float("nan")', "charged 10800 s, the GPU job's timeout (180 min",
+         "12.00 GPU-hours"),
+        ("absurd-est-time-is-charged-the-jobs-limit", "1" + "0" * 400, "charged 10800 s, the GPU job's timeout (180 min",
+         "12.00 GPU-hours")):
     @case(_name, dispatches=1, reply=_says)
     def _(od, est=_est, hours=_hours):  # noqa: F811 - each registered in the table
         od.push({NEW: _registered(est)})
         c = od.comment(f"{RUN} {NEW}", author="maint")[0]
-        assert hours in od.replies()[-1] and "-1" not in od.replies()[-1].split("GPU-hours")[0][-8:]
+        reply = od.replies()[-1]
+        assert hours in reply and "-1" not in reply.split("GPU-hours")[0][-8:], reply
         [request] = [r for r in store.requests_for_pull(od.world.settings.database_url, od.repo.full_name,
                                                         od.pr.number) if r.status == "dispatched"]
         assert request.cost_gpu_hours == float(hours.split()[0])
         return c
 
 
-@case("out-of-bounds-est-time-is-costed-at-the-stored-p90", dispatches=1, reply="the stored MI355X p90, 400 s")
+@case("a-stored-p90-does-not-lower-the-charge", dispatches=1, reply="charged 1800 s")
 def _(od):
     from bot.durations import ingest_job_log
 
@@ -471,7 +479,24 @@ def _(od):
                               runner_labels=["self-hosted", "mi350"], backend="rocm", suite=SUITE,
                               hardware="MI355X").inserted == 1
     c = od.comment(f"{RUN} {NEW}", author="maint")[0]
-    assert "0.45 GPU-hours" in od.replies()[-1]  # 400 s x 4 GPUs, rounded up
+    assert "2.00 GPU-hours" in od.replies()[-1]  # 1800 s x 4 GPUs: what the job lets the file run
+    return c
+
+
+@case("five-files-with-est-time-1-do-not-fit-one-gpu-hour", dispatches=0, reply="not dispatched",
+      config=CONFIG.replace("daily_gpu_hours: 64", "daily_gpu_hours: 1"))
+def _(od):
+    """Issue 23's attack: five files registered with est_time=1, one command each, under a
+    1 GPU-hour budget. Each may run 1800 s on 4 GPUs (2 GPU-hours): none is dispatched."""
+    files = {f"tests/e2e/test_cheap_{i}.py": _registered("1") for i in range(5)}
+    od.push(files)
+    c = None
+    for name in files:
+        c = od.comment(f"{RUN} {name}", author="maint")[0]
+        assert "needs about 2.00 GPU-hours" in od.replies()[-1]
+        assert f"`{name}`: est_time=1, charged 1800 s" in od.replies()[-1]
+    assert store.gpu_hours_since(od.world.settings.database_url, od.repo.full_name,
+                                 store.now() - dt.timedelta(hours=24)) == 0
     return c
 
 
@@ -663,7 +688,7 @@ def test_a_push_while_github_starts_the_run_cancels_that_run(github_sim, tmp_pat
     """The push lands between the claim and GitHub's answer to the dispatch: the run GitHub then
     names is cancelled too, and the maintainer is told."""
     od = build_ondemand(github_sim, tmp_path)
-    github_sim.inject_fault("POST", r"/dispatches$", "slow", delay=3.0)
+    github_sim.inject_fault("POST", r"/dispatches$", "slow", delay=8.0)  # room for the push under load
     c, d = od.comment(RUN, author="maint", deliver=False)
     od.world.deliver(d)
     task = od.world.queue.dequeue()
@@ -758,7 +783,7 @@ def test_a_superseded_run_that_already_finished_is_left_alone(github_sim, tmp_pa
 
 
 # -- the budget holds under simultaneous commands ---------------------------------------------------------
-BUDGET = 8.0  # GPU-hours: two 4-GPU suites (3.10 h) and one 8-GPU suite (1.78 h) fit, no more
+BUDGET = 16.0  # GPU-hours: two 4-GPU suites (7.20 h each), or one of them and the 8-GPU suite (8.00 h), no more
 
 
 def _many_prs(od, count: int) -> list:
@@ -842,35 +867,102 @@ def fresh_pg_url():
 
 
 # -- the cost function itself (bot/ondemand/cost.py) ---------------------------------------------------
-@pytest.mark.parametrize("ests, positive, p90, seconds, basis", [
-    ([300], False, None, 300, "est_time"),
-    ([300, 200], False, None, 500, "est_time"),  # two registrations of one file in the suite
-    ([-100000], False, None, 1800, "bound"),  # the runner's per-file timeout for it
-    ([0], False, None, 1800, "bound"),
-    ([None], False, None, 21600, "bound"),  # not a number: the job's limit
-    ([float("nan")], False, None, 21600, "bound"),
-    ([float("inf")], False, None, 21600, "bound"),
-    ([10**400], False, None, 21600, "bound"),
-    ([30000], False, None, 21600, "bound"),
-    ([300, -5], False, None, 2100, "bound"),  # one bad registration does not hide behind a good one
-    ([-100000], False, 412.0, 412.0, "p90"),
-    ([30000], False, 99999.0, 21600, "p90"),  # even a stored p90 is capped by the job's limit
+# miles' runner: each file may run max(1800, 1.25 x est_time); the GPU job's limit is 360 minutes.
+@pytest.mark.parametrize("ests, seconds, basis", [
+    ([300], 1800, "per-file timeout"),  # a short file still holds its GPUs for the whole per-file timeout
+    ([2000], 2500, "per-file timeout"),  # 1.25 x est_time
+    ([300, 200], 3600, "per-file timeout"),  # two registrations of one file in the suite: each its timeout
+    ([1e-9], 1800, "per-file timeout"),  # the attack of issue 23: a tiny est_time is no cheaper
+    ([0.001], 1800, "per-file timeout"),
+    ([1], 1800, "per-file timeout"),
+    ([-100000], 1800, "per-file timeout"),
+    ([0], 1800, "per-file timeout"),
+    ([None], 21600, "job timeout"),  # not a number: the job's limit
+    ([float("nan")], 21600, "job timeout"),
+    ([float("inf")], 21600, "job timeout"),
+    ([float("-inf")], 21600, "job timeout"),
+    ([10**400], 21600, "job timeout"),
+    (["1e-9"], 1800, "per-file timeout"),  # a number as text counts as that number
+    (["fast"], 21600, "job timeout"),
+    ([True], 21600, "job timeout"),  # a bool is not an est_time
+    ([30000], 21600, "job timeout"),  # 37,500 s: the job ends first
+    ([17280], 21600, "job timeout"),  # exactly the job's limit
+    ([17279], 21598, "per-file timeout"),  # int(1.25 x 17279) = 21598: one below
+    ([300, -5], 3600, "per-file timeout"),  # one bad registration does not hide behind a good one
 ])
-def test_a_cost_never_rests_on_an_out_of_bounds_est_time(ests, positive, p90, seconds, basis):
-    from bot.ondemand.cost import cost_files, gpu_hours
+def test_a_file_is_charged_the_most_the_job_lets_it_run(ests, seconds, basis):
+    from bot.ondemand.cost import Limits, cost_files, gpu_hours
 
-    costing = cost_files({"tests/e2e/test_x.py": ests}, 4, est_time_positive=positive, timeout_per_file_s=1800,
-                         p90_of=lambda f: p90)
+    costing = cost_files({"tests/e2e/test_x.py": ests}, 4, est_time_positive=False, limits=Limits(1800, 21600))
     [f] = costing.files
     assert (f.seconds, f.basis) == (seconds, basis)
-    assert costing.gpu_hours == gpu_hours(seconds, 4) > 0
-    assert (f.note("MI355X") is None) == (basis == "est_time")
+    assert costing.seconds == seconds and costing.gpu_hours == gpu_hours(seconds, 4) > 0
+    [note] = costing.notes()  # the reply shows every file's basis
+    assert note.startswith("`tests/e2e/test_x.py`: ") and f"charged {seconds:g} s" in note
+    assert ("the runner's per-file timeout" if basis == "per-file timeout" else "the GPU job's timeout") in note
+    if basis == "per-file timeout":
+        assert "max(1800 s, 1.25 \u00d7 est_time)" in note and "attempts" not in note
 
 
-@pytest.mark.parametrize("ests", [[-1], [0], [None], [300, 0]])
+@pytest.mark.parametrize("est", [1e-9, 0.001, 1, 89, 90, 1439, 1440, 1441, 5000, 17279, 17280, 10**6, -1, 0,
+                                 float("nan"), float("inf"), None])
+def test_no_est_time_makes_a_file_cheaper_than_what_it_may_run(est):
+    from bot.ondemand.cost import Limits, cost_files
+
+    limits = Limits(1800, 21600)
+    [f] = cost_files({"t.py": [est]}, 4, est_time_positive=False, limits=limits).files
+    may_run = 21600 if est is None or est != est or est in (float("inf"),) else min(21600, max(1800, int(1.25 * est)))
+    assert f.seconds >= may_run >= 1800
+
+
+def test_the_limits_come_from_the_run_plan():
+    from bot.ondemand.cost import MAX_FILE_S, Limits
+    from checks.dispatch_plan import RunPlan
+
+    def run(**kw):
+        base = dict(suite="s", runs_on=("x",), runner_gpus=4, shards=1, image="", image_days=0,
+                    timeout_per_file_s=900, job_timeout_min=120, runner_flags=())
+        return RunPlan(**{**base, **kw})
+
+    assert Limits.of(run()) == Limits(900, 7200, 1, 0)
+    assert Limits.of(run(job_timeout_min=0)).job_timeout_s == MAX_FILE_S
+    assert Limits.of(run(job_timeout_min=-5)).job_timeout_s == MAX_FILE_S
+    assert Limits.of(run(job_timeout_min=361)).job_timeout_s == MAX_FILE_S  # GitHub's own limit
+    assert Limits.of(run(job_timeout_min=360)).job_timeout_s == MAX_FILE_S
+    assert Limits.of(run(job_timeout_min=359)).job_timeout_s == 359 * 60
+    retry = Limits.of(run(runner_flags=("--enable-retry",)))
+    assert (retry.attempts, retry.retry_increase_s) == (2, 600)  # the runner's defaults
+    retry = Limits.of(run(runner_flags=("--enable-retry", "--max-attempts", "3", "--retry-timeout-increase=60")))
+    assert (retry.attempts, retry.retry_increase_s) == (3, 60)
+    retry = Limits.of(run(runner_flags=("--enable-retry", "--max-attempts", "x", "--retry-timeout-increase")))
+    assert (retry.attempts, retry.retry_increase_s) == (2, 600)  # unreadable: the defaults
+    retry = Limits.of(run(runner_flags=("--enable-retry", "--max-attempts=0", "--retry-timeout-increase", "-9")))
+    assert (retry.attempts, retry.retry_increase_s) == (1, 0)
+    assert Limits.of(run(runner_flags=("--max-attempts", "3"))).attempts == 1  # no retry without --enable-retry
+
+
+def test_retries_multiply_and_the_job_caps_the_charge():
+    from bot.ondemand.cost import Limits, cost_files
+
+    retry = Limits(1800, 21600, attempts=3, retry_increase_s=600)
+    [f] = cost_files({"t.py": [300]}, 4, est_time_positive=False, limits=retry).files
+    assert (f.seconds, f.basis) == (3 * 2400, "per-file timeout")  # each attempt max(1800 + 600, 375)
+    assert "\u00d7 3 attempts" in f.note(retry) and "max(2400 s" in f.note(retry)
+    short = Limits(1800, 3600)
+    costing = cost_files({"a.py": [1], "b.py": [1], "c.py": [1]}, 4, est_time_positive=False, limits=short)
+    assert [f.seconds for f in costing.files] == [1800, 1800, 1800]
+    assert costing.seconds == 3600  # one runner holds its GPUs for the job's hour at most
+    sharded = cost_files({"a.py": [1], "b.py": [1], "c.py": [1]}, 4, est_time_positive=False, limits=short, shards=2)
+    assert sharded.seconds == 2 * 3600  # the longest shard (two files) is capped, x 2 runners
+    wide = cost_files({"a.py": [1], "b.py": [1], "c.py": [1]}, 4, est_time_positive=False,
+                      limits=Limits(1800, 21600), shards=2)
+    assert wide.seconds == 2 * 3600 and wide.gpu_hours == 8.0
+    assert cost_files({}, 4, est_time_positive=False, limits=short).seconds == 0
+
+
+@pytest.mark.parametrize("ests", [[-1], [0], [None], [300, 0], [float("nan")], ["fast"]])
 def test_an_est_time_the_runner_rejects_refuses_the_command(ests):
-    from bot.ondemand.cost import cost_files
+    from bot.ondemand.cost import Limits, cost_files
 
-    costing = cost_files({"tests/e2e/test_x.py": ests}, 4, est_time_positive=True, timeout_per_file_s=1800,
-                         p90_of=lambda f: 500.0)
+    costing = cost_files({"tests/e2e/test_x.py": ests}, 4, est_time_positive=True, limits=Limits())
     assert costing.refusal and "which the runner rejects" in costing.refusal and costing.files == []

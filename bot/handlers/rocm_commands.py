@@ -123,7 +123,7 @@ def run_rocm(pull: Pull, command: grammar.Command, comment: dict, key: str) -> N
         return
     selection = outcome.selection
     # the head's contract was read in the analysis child: its runner facts came back with the outcome
-    costing = cost_selection(selection, outcome, pull.config, pull.store_url, pull.repo)
+    costing = cost_selection(selection, outcome)
     if costing.refusal:
         _refuse(pull, comment, key, texts.not_selectable(login, costing.refusal, outcome.runnable),
                 f"cost: {costing.refusal}"[:300], suite=command.suite, files=list(command.files))
@@ -144,7 +144,7 @@ def run_rocm(pull: Pull, command: grammar.Command, comment: dict, key: str) -> N
     used = flow.budget_used(pull.store_url, pull.repo)
     if used + cost > limit + 1e-9:  # answered early; the dispatch decides again, atomically (store.reserve)
         _refuse(pull, comment, key, texts.over_budget(login, command.suite, cost, used, limit)
-                + texts.cost_notes(costing.notes(pull.config.calibration.hardware)),
+                + texts.cost_notes(costing.notes()),
                 f"over budget: {used:.2f} used + {cost:.2f} > {limit:.2f}", suite=command.suite, cost_gpu_hours=cost)
         return
     dispatch_cfg = selection.dispatch
