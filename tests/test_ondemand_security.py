@@ -468,6 +468,14 @@ for _name, _est, _says, _hours in (
         return c
 
 
+for _value in (".nan", ".inf"):
+    @case(f"non-finite-budget-{_value[1:]}-dispatches-nothing", dispatches=0, reactions=["eyes", "confused"],
+          reply="budgets.daily_gpu_hours must be a finite number",
+          config=CONFIG.replace("daily_gpu_hours: 64", f"daily_gpu_hours: {_value}"))
+    def _(od):  # noqa: F811 - issue 23: a NaN budget compares false with every cost and stopped nothing
+        return od.comment("/run-rocm nightly-stage-c-8-gpu-mi350", author="maint")[0]
+
+
 @case("a-stored-p90-does-not-lower-the-charge", dispatches=1, reply="charged 1800 s")
 def _(od):
     from bot.durations import ingest_job_log
