@@ -585,14 +585,50 @@ def _(od):
     return a
 
 
-@case("approver-deletes-the-approval-before-the-job-runs", dispatches=1, reply="Dispatched")
+@case("approver-deletes-the-approval-before-the-job-runs", dispatches=0, replies=1)
 def _(od):
+    """Issue 25 item 5: the comment is re-read before acting; a deleted approval approves nothing."""
     od.comment(RUN, author="bob")
     a, d = od.comment("/approve-rocm", author="maint", deliver=False)
-    od.sim.delete_comment(od.repo, a["id"])  # the eyes, the rocket: 404
+    od.sim.delete_comment(od.repo, a["id"])  # the eyes: 404
     od.world.deliver(d)
     od.world.drain()
-    assert "dispatch" in [e.action for e in store.audit_entries(od.world.settings.database_url)]
+    actions = [e.action for e in store.audit_entries(od.world.settings.database_url)]
+    assert "dispatch" not in actions and "approval" not in actions
+
+
+@case("a-command-deleted-before-the-job-runs-dispatches-nothing", dispatches=0, replies=0)
+def _(od):
+    c, d = od.comment(RUN, author="maint", deliver=False)
+    od.sim.delete_comment(od.repo, c["id"])
+    od.world.deliver(d)
+    od.world.drain()
+    assert store.requests_for_pull(od.world.settings.database_url, od.repo.full_name, od.pr.number) == []
+
+
+@case("a-command-edited-away-before-the-job-runs-dispatches-nothing", dispatches=0, replies=0)
+def _(od):
+    c, d = od.comment(RUN, author="maint", deliver=False)
+    od.sim.edit_comment(od.repo, c["id"], f"never mind\n\n> {RUN}")
+    od.world.deliver(d)
+    od.world.drain()
+    return c
+
+
+@case("a-command-only-in-an-images-alt-text-dispatches-nothing", dispatches=0, reactions=NO_REACTIONS, replies=0)
+def _(od):
+    return od.comment(f"![{RUN}](https://example.com/run.png)", author="maint")[0]
+
+
+@case("a-command-only-in-details-dispatches-nothing", dispatches=0, reactions=NO_REACTIONS, replies=0)
+def _(od):
+    return od.comment(f"<details>\n\n{RUN}\n\n</details>", author="maint")[0]
+
+
+@case("an-entity-slash-gets-the-look-alike-reply", dispatches=0, reactions=["eyes", "confused"],
+      reply="HTML entity `&#47;`")
+def _(od):
+    return od.comment(f"&#47;run-rocm {SUITE}", author="maint")[0]
 
 
 @case("pull-request-gone-before-the-job-ran", dispatches=0, reactions=NO_REACTIONS, replies=0)
