@@ -985,6 +985,24 @@ def test_the_limits_come_from_the_run_plan():
     assert Limits.of(run(runner_flags=("--max-attempts", "3"))).attempts == 1  # no retry without --enable-retry
 
 
+def test_the_limits_defaults_and_edges():
+    from bot.ondemand.cost import JOB, MAX_FILE_S, TIMEOUT, Limits
+    from checks.dispatch_plan import RunPlan
+
+    assert MAX_FILE_S == 21600  # GitHub's 360 minutes
+    assert Limits() == Limits(1800, 21600, 1, 0)  # miles' runner default, GitHub's job limit
+    base = dict(suite="s", runs_on=("x",), runner_gpus=4, shards=1, image="", image_days=0, timeout_per_file_s=900,
+                runner_flags=())
+    assert Limits.of(RunPlan(**base, job_timeout_min=1)).job_timeout_s == 60
+    assert Limits.of(RunPlan(**{**base, "runner_flags": ("--enable-retry", "--max-attempts=3=4")},
+                             job_timeout_min=60)).attempts == 2  # unreadable: the default
+    short = Limits(1800, 3600)
+    assert short.per_file(2879) == (3598.0, TIMEOUT)
+    assert short.per_file(2880) == (3600.0, JOB)  # exactly the job's limit
+    assert short.per_file(3000) == (3600.0, JOB)
+    assert short.per_file(None) == (3600.0, JOB)
+
+
 def test_retries_multiply_and_the_job_caps_the_charge():
     from bot.ondemand.cost import Limits, cost_files
 

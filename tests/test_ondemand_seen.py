@@ -154,3 +154,10 @@ def test_a_store_that_cannot_answer_is_not_seen(tmp_path):
 def test_pushed_at_before_the_comment_wins_over_a_later_noted_head(url):
     heads.note(url, REPO, NUMBER, A, iso(later(9)))
     assert unseen_head(url, REPO, NUMBER, pull(A, iso(later(-1))), T0) is None
+
+
+def test_the_noted_head_with_no_readable_time_is_left_as_noted(url):
+    """Not seen, and not noted again from the PR's updated_at: the noted push is this head's."""
+    heads.note(url, REPO, NUMBER, A, "0-unreadable")
+    assert unseen_head(url, REPO, NUMBER, pull(A, updated_at=iso(later(4))), T0) == Unseen(A, False)
+    assert heads.noted_head(url, REPO, NUMBER) == (A, "0-unreadable")
