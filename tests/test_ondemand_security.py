@@ -1001,6 +1001,16 @@ def test_the_limits_defaults_and_edges():
     assert short.per_file(2880) == (3600.0, JOB)  # exactly the job's limit
     assert short.per_file(3000) == (3600.0, JOB)
     assert short.per_file(None) == (3600.0, JOB)
+    from bot.ondemand.cost import FileCost
+
+    job = FileCost("t.py", None, 21600.0, JOB)
+    assert job.note(Limits()) == ("`t.py`: not a number, charged 21600 s, the GPU job's timeout "
+                                  "(360 min, the most any file can run)")
+    assert job.note() == "`t.py`: not a number, charged 21600 s, the GPU job's timeout (the most any file can run)"
+    timeout = FileCost("t.py", 90, 1800.0, TIMEOUT)
+    assert timeout.note() == "`t.py`: est_time=90, charged 1800 s, the runner's per-file timeout for it"
+    assert timeout.note(Limits(900, 3600, 2, 60)) == ("`t.py`: est_time=90, charged 1800 s, the runner's per-file "
+                                                      "timeout for it, max(960 s, 1.25 \u00d7 est_time) \u00d7 2 attempts")
 
 
 def test_retries_multiply_and_the_job_caps_the_charge():
