@@ -217,9 +217,10 @@ def test_requests_on_postgresql_keep_one_run_in_flight(pg_url):
     assert store.claim_step(pg_url, "k", "reply") and not store.claim_step(pg_url, "k", "reply")
 
 
-def test_a_warm_maintainer_command_costs_ten_github_calls(od):
+def test_a_warm_maintainer_command_costs_eleven_github_calls(od):
     """Pinned: the PR's check has read the head; the command then needs its head, the trusted
-    configuration, the default branch's commit and tree (whose CI the run plan copies: its files
+    configuration, the comment re-read just before acting on it (issue 25: deleted or edited, it acts
+    on nothing), the default branch's commit and tree (whose CI the run plan copies: its files
     are the blobs the check read already, and the external consumer is cached), the permission,
     the dispatch, and the four writes the PR sees."""
     od.world.deliver(od.sim.webhook("pull_request", "opened", app=od.world.app, repo=od.repo, pull=od.pr, sender="bob"))
@@ -227,7 +228,8 @@ def test_a_warm_maintainer_command_costs_ten_github_calls(od):
     before = len(od.sim.requests_log)
     od.comment(f"/run-rocm {SUITE}", author="maint")
     calls = [r["operation"] for r in od.sim.requests_log[before:]]
-    assert calls == ["pulls/get", "reactions/create-for-issue-comment", "repos/get-content", "git/get-ref",
+    assert calls == ["pulls/get", "reactions/create-for-issue-comment", "repos/get-content", "issues/get-comment",
+                     "git/get-ref",
                      "git/get-tree", "repos/get-collaborator-permission-level", "actions/create-workflow-dispatch", "checks/create",
                      "reactions/create-for-issue-comment", "issues/create-comment"]
 
