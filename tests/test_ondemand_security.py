@@ -941,6 +941,7 @@ def test_a_file_is_charged_the_most_the_job_lets_it_run(ests, seconds, basis):
     [f] = costing.files
     assert (f.seconds, f.basis) == (seconds, basis)
     assert costing.seconds == seconds and costing.gpu_hours == gpu_hours(seconds, 4) > 0
+    assert costing.as_details() == [["tests/e2e/test_x.py", seconds, basis]]  # what the request keeps
     [note] = costing.notes()  # the reply shows every file's basis
     assert note.startswith("`tests/e2e/test_x.py`: ") and f"charged {seconds:g} s" in note
     assert ("the runner's per-file timeout" if basis == "per-file timeout" else "the GPU job's timeout") in note
