@@ -10,9 +10,17 @@ and the on-demand attack from another installation: a read-only user's PR of 20 
 Anchor: the same ordinary check with no attack running, measured first in the same run.
 
     .venv/bin/python bench/adversarial.py [--attacks NAME ...] [--pad-kb KB] [--outage-s S]
+        [--fairness-repeat N [--fairness-pad-kb KB] [--fairness-unshared] [--only-fairness]]
 
 Targets: the ordinary check completes within 5 s of its delivery under every attack; the serving
 process stays under 1 GB.
+
+Fair analysis (--fairness-repeat N, issue 23): the on-demand attack of 20 files of 574 KiB and
+six commands, N times with each file's registration before its padding and N times after it, each
+beside an ordinary check of another installation; figures are that check's time and its ratio to
+the same check alone (N times on the same `serve`), as median (min..max). --fairness-unshared
+measures the same with the analysis slots not shared (the behaviour before bot/analysis_slots.py).
+Target: the ordinary check within 5 s.
 
 Then the Redis outage: `serve` with REDIS_URL through a TCP proxy in front of the real Redis
 (CI_REGISTRAR_TEST_REDIS, else redis://127.0.0.1:6379/0), two worker threads, the path cut for
@@ -48,7 +56,32 @@ def main(argv=None) -> dict:
     parser.add_argument("--attacks", nargs="*", default=ALL_ATTACKS + [ONDEMAND_ATTACK])
     parser.add_argument("--pad-kb", type=int, default=3500, help="KiB of padding per test file of the on-demand attack")
     parser.add_argument("--outage-s", type=float, default=30.0, help="Redis outage length; 0 skips it")
+    parser.add_argument("--fairness-repeat", type=int, default=0,
+                        help="Fair analysis: the on-demand attack this many times in each variant, each beside an "
+                             "ordinary check of another installation, against that check alone; 0 skips it")
+    parser.add_argument("--fairness-pad-kb", type=int, default=574, help="KiB of padding per file in that measurement")
+    parser.add_argument("--fairness-unshared", action="store_true",
+                        help="Also measure with the slots not shared (CI_REGISTRAR_ANALYSIS_SLOTS=64): the old behaviour")
+    parser.add_argument("--only-fairness", action="store_true", help="Run the fairness measurement only")
     args = parser.parse_args(argv)
+    fairness = []
+    if args.fairness_repeat > 0:
+        configs = [("shared slots", {})] + ([("unshared (slots=64)", {"CI_REGISTRAR_ANALYSIS_SLOTS": 64})]
+                                            if args.fairness_unshared else [])
+        fairness = [ondemand_fairness(name, env, args.fairness_repeat, args.fairness_pad_kb) for name, env in configs]
+        for f in fairness:
+            print(f"fair analysis, {f['config']}: ordinary check alone {f['alone_s']['median']:.3f} s "
+                  f"({f['alone_s']['min']:.3f}..{f['alone_s']['max']:.3f})")
+            for v in f["variants"]:
+                print(f"  beside the on-demand attack ({f['files']} files of {f['pad_kb']} KiB, {f['commands']} commands, "
+                      f"registration {v['registration']}): {v['ordinary_s']['median']:.3f} s "
+                      f"({v['ordinary_s']['min']:.3f}..{v['ordinary_s']['max']:.3f}), ratio to alone "
+                      f"{v['ratio']['median']:.2f} ({v['ratio']['min']:.2f}..{v['ratio']['max']:.2f}); "
+                      f"target {TARGET_S} s: {'met' if v['ordinary_s']['max'] <= TARGET_S else 'MISSED'}")
+    if args.only_fairness:
+        result = {"bench": "adversarial", "fairness": fairness}
+        print(json.dumps(result))
+        return result
     sim = GitHubSimulator().start()
     with tempfile.TemporaryDirectory() as tmp:
         arena = Arena(sim, Path(tmp))
@@ -99,9 +132,55 @@ def main(argv=None) -> dict:
               f"ready again {o['ready_again_s']} s and all done {o['drained_s']} s after the cut ended")
     result = {"bench": "adversarial", "anchor_s": round(anchor, 3), "worst_ordinary_s": round(worst, 3),
               "worst_ratio": round(worst / anchor, 2), "peak_rss_mb": round(peak, 1), "target_s": TARGET_S,
-              "target_mb": TARGET_MB, "attacks": rows, "redis_outages": outages}
+              "target_mb": TARGET_MB, "attacks": rows, "redis_outages": outages, "fairness": fairness}
     print(json.dumps(result))
     return result
+
+
+def _spread(values) -> dict:
+    import statistics
+
+    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3), "max": round(max(values), 3),
+            "n": len(values)}
+
+
+def ondemand_fairness(config: str, env: dict, repeat: int, pad_kb: int, files: int = 20, commands: int = 6) -> dict:
+    """Issue 23's measurement: an ordinary check of one installation while another attacks through
+    /run-rocm (`files` files of `pad_kb` KiB, `commands` commands), `repeat` times with the
+    registration before the padding and `repeat` times after it, against the same check alone
+    (`repeat` times, after one cold run), on a fresh `serve` with `env`."""
+    from tests.adversarial_support import Arena
+    from tests.simulator import GitHubSimulator
+    from tests.test_service_support import wait_for
+
+    sim = GitHubSimulator().start()
+    with tempfile.TemporaryDirectory() as tmp:
+        arena = Arena(sim, Path(tmp), **env)
+        try:
+            def alone() -> float:
+                pr = arena.ordinary_pr()
+                started = time.monotonic()
+                arena.service.deliver(sim, arena.opened(arena.miles, pr))
+                assert wait_for(lambda: arena.completed(arena.miles, pr.head_sha), timeout=120)
+                return time.monotonic() - started
+
+            alone()  # cold: caches warm up
+            alone_s = [alone() for _ in range(repeat)]
+            variants = []
+            for last in (False, True):
+                took = []
+                for _ in range(repeat):
+                    outcome = arena.ondemand_attack(files=files, pad_bytes=pad_kb * 1024, commands=commands,
+                                                    register_last=last)
+                    took.append(outcome.ordinary_s if outcome.ordinary_s is not None else float("inf"))
+                anchor = _spread(alone_s)["median"]
+                variants.append({"registration": "last" if last else "first", "ordinary_s": _spread(took),
+                                 "ratio": _spread([t / anchor for t in took])})
+        finally:
+            arena.close()
+            sim.stop()
+    return {"config": config, "files": files, "pad_kb": pad_kb, "commands": commands, "alone_s": _spread(alone_s),
+            "variants": variants}
 
 
 def redis_outage(kind: str, seconds: float) -> dict:

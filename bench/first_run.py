@@ -3,11 +3,16 @@ own collector, as whole processes on a real tree.
 
     python bench/first_run.py --target miles --tree /tmp/miles            # an exported checkout
     python bench/first_run.py --target sglang --git-dir sglang.git --commit HEAD
+    python bench/first_run.py --target miles --tree /tmp/miles --regular-install
+
+--regular-install measures a regular install of this checkout (`pip install .` into a new virtual
+environment: bytecode compiled, as a user's pip does) instead of the development one; figures
+for the docs are taken that way.
 
 With --git-dir the commit is exported as bench/fidelity.py does (for sglang only the directories
 its runner reads, plus `.github` with docs/configs/sglang.yml as `.github/ci-registrar.yml`).
-Each round runs, in turn: the target's collector (bench/fidelity_collector.py --timing-only, the
-runner's own discovery and collect_tests), `ci-registrar check --format json` with a new empty
+Each round runs, in turn: the target's own collector, as is (bench/target_collector.py: miles'
+`collect_tests(discover_ci_files())`, sglang's run_suite glob and `collect_tests`), `ci-registrar check --format json` with a new empty
 --cache-dir (cold), and the same with the cache the cold run left (warm). Rounds alternate the
 three so that a machine whose speed drifts moves them together; figures are per process: wall
 time and CPU (user + system, of the process and its children), median with min and max over
@@ -36,7 +41,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.fidelity import COLLECTOR, TARGETS, export  # noqa: E402
+from bench.fidelity import TARGETS, export  # noqa: E402
+from bench.target_collector import command as collector_command  # noqa: E402
 
 
 def timed(cmd: list[str], cwd: str | None = None) -> tuple[float, float, str]:
@@ -64,10 +70,16 @@ def main(argv=None) -> dict:
     ap.add_argument("--commit", default="HEAD")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--engine", default=shutil.which("ci-registrar") or str(ROOT / ".venv" / "bin" / "ci-registrar"))
+    ap.add_argument("--regular-install", action="store_true", help="time a `pip install .` of this checkout")
     a = ap.parse_args(argv)
     target = TARGETS[a.target]
     work = Path(tempfile.mkdtemp(prefix="first-run-"))
     try:
+        if a.regular_install:
+            venv = work / "venv"
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+            subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", str(ROOT)], check=True)
+            a.engine = str(venv / "bin" / "ci-registrar")
         if a.git_dir:
             tree = work / "tree"
             tree.mkdir()
@@ -79,9 +91,14 @@ def main(argv=None) -> dict:
             tree = Path(a.tree)
         else:
             ap.error("give --tree or --git-dir")
-        collector = [sys.executable, str(COLLECTOR), "--runner", target["runner"], "--register-module", target["register_module"], "--timing-only"]
+        collector = collector_command(a.target)
         engine = [a.engine, "check", "--format", "json", "--repo", str(tree)]
-        timed(collector, cwd=str(tree))  # one round unmeasured: bytecode written, files in the page cache
+        # one round unmeasured (bytecode written, files in the page cache), and the yardstick
+        # checked: the target's collector and the engine count the same registrations
+        collected = int(timed(collector, cwd=str(tree))[2].strip().splitlines()[-1])
+        reported = len(json.loads(timed(engine + ["--no-cache"])[2])["registrations"])
+        if collected != reported:
+            raise SystemExit(f"the target's collector found {collected} registrations, the engine {reported}")
         rounds = {"collector": [], "cold": [], "warm": []}
         identical = True
         for n in range(a.runs + 1):
@@ -97,6 +114,7 @@ def main(argv=None) -> dict:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     out = {"target": a.target, "tree": str(tree) if a.tree else f"{a.git_dir}@{a.commit}", "runs": a.runs,
+           "registrations": collected, "regular_install": a.regular_install,
            "cold_and_warm_reports_identical": identical}
     print(f"{a.target}: {out['tree']}, {a.runs} alternated rounds (median, min .. max)")
     for name, values in rounds.items():

@@ -269,6 +269,27 @@ def run_check_bounded(
     head_shas = {p: sha for p in head_paths if (sha := head_blob_sha(p))} if scan_cache is not None and head_blob_sha else None
     listings = {"head": head_paths,
                 "base": list(base.paths()) if base is not None and getattr(base, "listed", True) else None}
+    from bot import analysis_slots
+
+    # One of the analysis slots shared between installations (bot/analysis_slots.py): taken before
+    # the child starts, paused (SIGSTOP) and taken again when the job must yield, freed at the end.
+    with analysis_slots.held(_installation(), log=log) as slot:
+        return _run_child(slot, engine, listings, base, head_shas, changed, config_text, limits, memory_bytes,
+                          timeout_s, consumers_from, arguments, trees, scan_cache, log)
+
+
+def _installation():
+    from bot.routing import CURRENT_JOB
+
+    job = CURRENT_JOB.get()
+    return job.installation_id if job is not None else None
+
+
+YIELD_CHECK_S = 0.1  # how often a running analysis asks whether it must give its slot up
+
+
+def _run_child(slot, engine, listings, base, head_shas, changed, config_text, limits, memory_bytes, timeout_s,
+               consumers_from, arguments, trees, scan_cache, log):
     answers_r, answers_w = os.pipe()
     try:
         proc = subprocess.Popen([sys.executable, "-m", "bot.analysis", str(answers_w)], stdin=subprocess.PIPE,
@@ -288,11 +309,25 @@ def run_check_bounded(
                               "consumers_from": consumers_from, "arguments": arguments})
         except (BrokenPipeError, OSError):
             pass  # the child is gone already: its exit status says why, below
+        next_check = time.monotonic() + YIELD_CHECK_S
         while True:
+            if slot is not None and time.monotonic() >= next_check:
+                if slot.must_yield():
+                    # Another installation has waited its turn: this analysis stops where it is
+                    # (its memory kept, its clock stopped) until the slot comes back to it.
+                    _signal(proc, signal.SIGSTOP)
+                    try:
+                        slot.yield_and_wait()
+                    finally:
+                        _signal(proc, signal.SIGCONT)
+                next_check = time.monotonic() + YIELD_CHECK_S
             started = time.monotonic()
-            ready = parent_conn.poll(max(timeout_s - computing, 0))
+            wait = max(timeout_s - computing, 0)
+            ready = parent_conn.poll(wait if slot is None else min(wait, YIELD_CHECK_S))
             computing += time.monotonic() - started
             if not ready:
+                if computing < timeout_s:
+                    continue  # a tick to ask the scheduler, not the limit
                 return LimitExceeded("timeout_s", timeout_s, f"it ran longer than {timeout_s:g} s", last_file)
             try:
                 message = parent_conn.recv()
@@ -335,6 +370,13 @@ def run_check_bounded(
         if proc.poll() is None:
             proc.kill()
         proc.wait(5)
+
+
+def _signal(proc, signum) -> None:
+    try:
+        proc.send_signal(signum)
+    except (ProcessLookupError, OSError):
+        pass  # it ended meanwhile: the next read says how
 
 
 def _index_call(fn, argument, fallback, log):

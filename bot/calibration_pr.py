@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from bot.github.retry import GitHubError
 from bot.logging import get_logger
 from checks.config import CONFIG_PATH, load_config
+from checks.wording import plural
 
 if TYPE_CHECKING:  # the policy, the edits (libcst) and the shards load only when a refresh runs
     from checks.calibration import Decision, Plan
@@ -96,7 +97,7 @@ def render_body(plan: "Plan", windows, uses, registrations, changes_print: str, 
         regs = [r for r in registrations if r.suite == suite and r.disabled is None and r.est_time is not None]
         before = sum(r.est_time for r in regs)
         after = sum(new_of.get(r.file, r.est_time) for r in regs)
-        lines += ["", f"Suite total est_time: {before:g} s -> {after:g} s over {len(regs)} file(s)."]
+        lines += ["", f"Suite total est_time: {before:g} s -> {after:g} s over {plural(len(regs), 'file')}."]
         for use in [u for u in uses if u.suite == suite and u.shards >= 1]:
             def predicted(est_of):
                 items = []
@@ -108,7 +109,7 @@ def render_body(plan: "Plan", windows, uses, registrations, changes_print: str, 
             timeout = (use.timeout_minutes or 360) * 60
             old_worst = predicted(lambda r: r.est_time)
             new_worst = predicted(lambda r: new_of.get(r.file, r.est_time))
-            lines.append(f"- {use.consumer}: {use.shards} shard(s), timeout {timeout // 60} min; predicted heaviest shard "
+            lines.append(f"- {use.consumer}: {plural(use.shards, 'shard')}, timeout {timeout // 60} min; predicted heaviest shard "
                          f"{old_worst / 60:.0f} min -> {new_worst / 60:.0f} min"
                          + (" (over the timeout)" if new_worst > timeout else ""))
         lines.append("")
@@ -174,7 +175,7 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
         raise
     base_tree = client.tree(repo, head)["sha"]
     new_tree = client.create_tree(repo, base_tree, entries)
-    message = f"Calibrate {len(plan.changes)} est_time value(s) from stored {params.hardware} durations\n\n" + "\n".join(
+    message = f"Calibrate {plural(len(plan.changes), 'est_time value')} from stored {params.hardware} durations\n\n" + "\n".join(
         f"{d.registration.file}:{d.registration.anchor('est_time').line}: {_fmt(d.old)} -> {_fmt(d.new)} ({d.reason})"
         for d in plan.changes)
     commit = client.create_commit(repo, message, new_tree, [head])

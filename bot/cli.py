@@ -31,33 +31,6 @@ SUBCOMMANDS = {
     "run-plan": "bot.commands.run_plan:run_plan",
 }
 
-# Top-level modules of the `app` extra (pyproject.toml) -> the distribution to name in the error.
-APP_MODULES = {
-    "flask": "flask", "werkzeug": "flask", "gidgethub": "gidgethub", "github": "PyGithub",
-    "requests": "requests", "structlog": "structlog", "prometheus_client": "prometheus-client",
-    "huey": "huey", "redis": "redis", "psycopg": "psycopg", "gunicorn": "gunicorn", "jwt": "PyJWT",
-}
-
-
-# Top-level modules of the `store` extra: the commands that read or write the store need them.
-STORE_MODULES = {"sqlalchemy": "SQLAlchemy", "alembic": "alembic", "mako": "alembic"}
-
-
-def missing_extra(exc: ModuleNotFoundError) -> str | None:
-    """The one-line explanation when `exc` is a dependency of an extra, else None."""
-    top = (exc.name or "").split(".")[0]
-    if top in STORE_MODULES:
-        return (f"this command needs the store's dependencies ({STORE_MODULES[top]} is not installed): "
-                "pip install 'ci-registrar[store]'")
-    if top not in APP_MODULES:
-        return None
-    if top == "psycopg":
-        return ("DATABASE_URL names PostgreSQL, whose driver (psycopg) is not installed: "
-                "pip install 'ci-registrar[postgres]' (or the whole App: 'ci-registrar[app]')")
-    return (f"this command needs the App's dependencies ({APP_MODULES[top]} is not installed): "
-            "pip install 'ci-registrar[app]'")
-
-
 class LazyGroup(click.Group):
     def list_commands(self, ctx):
         return sorted(SUBCOMMANDS)

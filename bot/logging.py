@@ -63,11 +63,15 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
-def configure(level: str = "INFO") -> None:
-    """JSON lines on stderr, for this process's structlog and stdlib loggers (huey, gunicorn) alike."""
+def configure(level: str | None = None) -> None:
+    """JSON lines on stderr, for this process's structlog and stdlib loggers (huey, gunicorn) alike,
+    at `level`, else CI_REGISTRAR_LOG_LEVEL, else INFO (bot.settings.log_level)."""
     global _configured
     if _configured:
         return
+    from bot.settings import log_level
+
+    level = level or log_level()
     _configured = True
     shared = [
         structlog.contextvars.merge_contextvars,

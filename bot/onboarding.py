@@ -79,9 +79,33 @@ def proxy_channel() -> str | None:
     return os.environ.get("CI_REGISTRAR_WEBHOOK_PROXY_URL") or None
 
 
-def manifest_for(public_url: str) -> dict:
+MAX_NAME_LENGTH = 34  # GitHub refuses a longer App name ("Name is too long (maximum is 34 characters)")
+NAME_PREFIX = "CI Registrar"
+
+
+def default_app_name(owner: str | None) -> str:
+    """A name no other App is likely to hold: App names are unique across GitHub, and the fixed
+    "CI Registrar" is taken by the first deployment. The owner's login where it is known (an
+    organisation), else a random suffix; at most 34 characters."""
+    tail = owner or secrets.token_hex(3)
+    room = MAX_NAME_LENGTH - len(NAME_PREFIX) - 3  # " (" and ")"
+    return f"{NAME_PREFIX} ({tail[:room]})"
+
+
+def app_name_problem(name: str) -> str | None:
+    """Why GitHub would refuse `name` as an App's name, or None."""
+    if not name.strip():
+        return "the App needs a name"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"the App's name has {len(name)} characters; GitHub takes at most {MAX_NAME_LENGTH}"
+    return None
+
+
+def manifest_for(public_url: str, name: str | None = None) -> dict:
     """The manifest for a service at `public_url`; webhooks go to the proxy channel when one is set."""
     manifest = load_manifest()
+    if name:
+        manifest["name"] = name
     base = public_url.rstrip("/")
     manifest["url"] = manifest.get("url") or base
     hook = proxy_channel() or base + "/webhook"
@@ -203,7 +227,7 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _valid_public_url(url: str) -> str | None:
+def valid_public_url(url: str) -> str | None:
     """Why `url` cannot be the App's public URL, or None."""
     parts = urlsplit(url)
     if parts.scheme not in ("https", "http") or not parts.netloc or any(c.isspace() for c in url):
@@ -250,7 +274,8 @@ def setup_page(settings):
         credentials=str(settings.credentials_path), public_url=suggested, public_url_fixed=bool(fixed),
         channel=channel, loopback=not fixed and not channel and _is_loopback(request.host), loopback_hint=LOOPBACK_HINT,
         csrf=_csrf(grant, browser), permissions=_manifest_rows(manifest),
-        events=manifest.get("default_events") or [], org=request.args.get("org", "")))
+        events=manifest.get("default_events") or [], org=request.args.get("org", ""),
+        max_name=MAX_NAME_LENGTH))
     response.set_cookie(BROWSER_COOKIE, browser, httponly=True, samesite="Lax", secure=request.is_secure,
                         max_age=STATE_TTL_S * 2)
     return response
@@ -269,10 +294,12 @@ def start():
         return render("message.html", status=403, title="Set-up needs the setup token", error=True,
                       message=NEEDS_TOKEN)
     public_url = os.environ.get("CI_REGISTRAR_PUBLIC_URL") or request.form.get("public_url", "").strip()
-    problem = _valid_public_url(public_url)
+    problem = valid_public_url(public_url)
     org = request.form.get("org", "").strip() if request.form.get("owner") == "organization" else ""
     if not problem and request.form.get("owner") == "organization" and not _ORG.fullmatch(org):
         problem = f"`{org[:60]}` is not an organisation login (letters, digits and single hyphens, up to 39)"
+    name = " ".join(request.form.get("name", "").split()) or default_app_name(org or None)
+    problem = problem or app_name_problem(name)
     if problem:
         return render("message.html", status=400, title="Cannot start the registration", error=True,
                       message=problem, link="/", link_text="Back to the set-up page")
@@ -283,7 +310,7 @@ def start():
     path = f"/organizations/{org}/settings/apps/new" if org else "/settings/apps/new"
     return render("onboarding_redirect.html", title="Registering on GitHub",
                   action=f"{base}{path}?{urlencode({'state': state})}",
-                  manifest=json.dumps(manifest_for(public_url)), owner=org or "your personal account")
+                  manifest=json.dumps(manifest_for(public_url, name)), owner=org or "your personal account")
 
 
 def _app_jwt(app_id: int, pem: str) -> str:

@@ -51,4 +51,7 @@ def error_page(exc: HTTPException):
 
 
 def register(app) -> None:
+    from bot.csrf import csrf_token
+
     app.register_error_handler(HTTPException, error_page)
+    app.jinja_env.globals["csrf_token"] = csrf_token  # the sign-out form in the base layout

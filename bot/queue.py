@@ -46,6 +46,11 @@ WAL_REWIND_BYTES = 64 * 1024 * 1024
 OUTAGE_PAUSE_S = 2.0  # a worker's longest wait between tries while its queue does not answer
 SUPERVISE_EVERY_S = 1.0
 REDIS_TIMEOUT_S = 2.0
+# The intake's and /readyz's Redis deadline: GitHub is answered (503 when the queue does not answer)
+# well within 1 s, so that its redelivery applies, where the workers' 2 s (and one retry) would
+# keep the delivery waiting for up to 5 s.
+INTAKE_TIMEOUT_S = 0.4
+INTAKE_TIMEOUT_ENV = "CI_REGISTRAR_INTAKE_TIMEOUT_S"
 BELL_WAIT_MAX_S = 0.5  # the longest blocking pop on the doorbell (the consumer's max_delay)
 
 
@@ -67,6 +72,11 @@ class _LeaseMixin:
         raise NotImplementedError
 
     def enqueue_unique(self, key: str, data: bytes) -> bool:
+        """The intake's write: bounded by the intake's deadline (intake_timeout_s) on Redis."""
+        raise NotImplementedError
+
+    def enqueue_intake(self, data: bytes) -> None:
+        """A job the intake queues (not a delivery): under the intake's deadline too."""
         raise NotImplementedError
 
     def forget(self, key: str) -> None:
@@ -76,7 +86,13 @@ class _LeaseMixin:
         raise NotImplementedError
 
     def ping(self) -> None:
+        """/readyz's question, under the intake's deadline on Redis."""
         raise NotImplementedError
+
+    def shared_client(self):
+        """The Redis client every worker process shares state through (bot/analysis_slots.py); None
+        for the embedded queue, whose processes share the data directory instead."""
+        return None
 
 
 class LeasedSqliteStorage(_LeaseMixin, SqliteStorage):
@@ -241,6 +257,9 @@ class LeasedSqliteStorage(_LeaseMixin, SqliteStorage):
             curs.execute("insert into task (queue, data, priority) values (?, ?, 0)", (self.name, self.to_blob(data)))
             return True
 
+    def enqueue_intake(self, data):
+        self.enqueue(data)
+
     def forget(self, key):
         self.sql("delete from seen where queue = ? and key = ?", (self.name, key), commit=True)
 
@@ -301,9 +320,8 @@ def redis_pool(url: str):
     """A connection pool whose every connect and command ends within redis_timeout_s.
 
     redis-py waits for ever by default: behind a network partition (a connection that stays open
-    and carries nothing), a worker's claim, the intake's enqueue and /readyz's ping would all hang.
-    One retry on a fresh connection covers a Redis restart; the intake still answers within
-    GitHub's 10 s.
+    and carries nothing), a worker's claim would hang. One retry on a fresh connection covers a
+    Redis restart. The intake and /readyz have a shorter deadline of their own (intake_pool).
     """
     from redis import ConnectionPool
     from redis.backoff import NoBackoff
@@ -314,6 +332,41 @@ def redis_pool(url: str):
     return ConnectionPool.from_url(
         url, socket_timeout=timeout + BELL_WAIT_MAX_S, socket_connect_timeout=timeout, socket_keepalive=True,
         health_check_interval=30, retry=Retry(NoBackoff(), 1), retry_on_error=[RedisConnectionError, RedisTimeoutError])
+
+
+def intake_timeout_s() -> float:
+    """How long the intake's queue write or /readyz's ping may take before it is answered 503."""
+    import math
+
+    raw = os.environ.get(INTAKE_TIMEOUT_ENV)
+    if raw in (None, ""):
+        return INTAKE_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{INTAKE_TIMEOUT_ENV}={raw!r}: expected a number of seconds") from None
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{INTAKE_TIMEOUT_ENV}={raw!r}: must be a finite number of seconds above 0")
+    return value
+
+
+def intake_pool(url: str):
+    """The intake's own connections: every connect and command ends within intake_timeout_s.
+
+    Separate from the workers' pool (redis_pool): a worker may wait seconds for its queue, a
+    webhook delivery may not. A connection the server reset is tried once more on a fresh one (a
+    Redis restart answers at once either way); a timeout is not retried, so a stalled queue costs
+    one deadline, then the answer is 503.
+    """
+    from redis import ConnectionPool
+    from redis.backoff import NoBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.retry import Retry
+
+    timeout = intake_timeout_s()
+    return ConnectionPool.from_url(
+        url, socket_timeout=timeout, socket_connect_timeout=timeout, socket_keepalive=True,
+        retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)))
 
 
 class LeasedRedisStorage(_LeaseMixin, RedisStorage):
@@ -329,6 +382,8 @@ class LeasedRedisStorage(_LeaseMixin, RedisStorage):
         if url:
             kwargs["connection_pool"] = redis_pool(url)
         super().__init__(name=name, **kwargs)
+        # The intake's writes and /readyz's ping: a short deadline of their own (intake_pool).
+        self.intake_conn = self.redis_client(connection_pool=intake_pool(url)) if url else self.conn
         self.inflight_key = f"huey.inflight.{self.name}"
         self.seen_prefix = f"huey.seen.{self.name}."
         self.bell_key = f"huey.bell.{self.name}"
@@ -362,7 +417,14 @@ class LeasedRedisStorage(_LeaseMixin, RedisStorage):
         return int(self._requeue(keys=[self.queue_key, self.inflight_key, self.bell_key], args=[now]))
 
     def enqueue_unique(self, key, data):
-        return bool(self._enqueue_unique(keys=[self.seen_prefix + key, self.queue_key, self.bell_key], args=[data, SEEN_TTL_S]))
+        return bool(self._enqueue_unique(keys=[self.seen_prefix + key, self.queue_key, self.bell_key],
+                                         args=[data, SEEN_TTL_S], client=self.intake_conn))
+
+    def enqueue_intake(self, data):
+        pipe = self.intake_conn.pipeline(transaction=True)
+        pipe.lpush(self.queue_key, data)
+        pipe.lpush(self.bell_key, "1")
+        pipe.execute()
 
     def enqueue(self, data, priority=None):
         super().enqueue(data, priority)
@@ -379,7 +441,10 @@ class LeasedRedisStorage(_LeaseMixin, RedisStorage):
         return self.conn.zcard(self.inflight_key)
 
     def ping(self):
-        self.conn.ping()
+        self.intake_conn.ping()
+
+    def shared_client(self):
+        return self.conn
 
     def flush_queue(self):
         super().flush_queue()
@@ -581,7 +646,8 @@ class JobQueue(Huey):
 
     def record_refusal(self, delivery_id: str, event: str, reason: str) -> None:
         """Queue the store record of a delivery the intake refused for its payload (no work runs)."""
-        self.enqueue(self.record_refused.s(delivery_id, event, reason))
+        self.storage.enqueue_intake(self.serialize_task(self.record_refused.s(delivery_id, event, reason)))
+        self.arrived.set()
 
     def forget_delivery(self, delivery_id: str) -> None:
         """Let a redelivery of this id run again (after its job failed for good)."""

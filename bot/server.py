@@ -161,6 +161,7 @@ def post_worker_init(worker):
 
     queue = get_queue(worker.wsgi)
     queue.runtime.shares.limit = share_for(jobs)  # one installation never holds every thread
+    queue.runtime.share_analysis_slots()  # and never every analysis slot, in any process
     # Poll at most every 0.5 s when idle; stop() waits out running jobs for the grace period.
     consumer = queue.create_consumer(workers=jobs, worker_type="thread", periodic=True, initial_delay=0.05,
                                      backoff=1.5, max_delay=0.5, check_worker_health=True,

@@ -15,6 +15,55 @@ from urllib.parse import urlsplit
 
 DEFAULT_API_URL = "https://api.github.com"
 CREDENTIALS_FILE = "credentials.json"
+DATABASE_SCHEMES = ("sqlite", "postgresql", "postgres", "postgresql+psycopg")
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+class SettingsError(ValueError):
+    """A setting from the environment that cannot work, with its one-line reason (a command prints
+    it and exits 2: bot/commands/errors.py). It never repeats the value: a URL may hold a password."""
+
+
+def _url_problem(name: str, url: str, schemes: tuple[str, ...], example: str) -> str | None:
+    scheme, sep, rest = url.partition("://")
+    if not sep or not scheme or not rest and scheme != "sqlite":
+        return f"{name} is not a URL (no scheme://): use {example}"
+    if scheme.lower() not in schemes:
+        return f"{name} names `{scheme[:20]}`, which CI Registrar cannot use: use {example}"
+    if scheme != "sqlite" and scheme != "unix":
+        try:
+            urlsplit(url).port  # noqa: B018 - a port that is not a number raises here
+        except ValueError:
+            return f"{name} has a port that is not a number: use {example}"
+    return None
+
+
+def check_database_url(url: str) -> str:
+    problem = _url_problem("DATABASE_URL", url, DATABASE_SCHEMES, "postgresql://user@host:5432/db or sqlite:////path/to/file.db")
+    if problem:
+        raise SettingsError(problem)
+    return url
+
+
+def check_redis_url(url: str | None) -> str | None:
+    if url is None:
+        return None
+    problem = _url_problem("REDIS_URL", url, REDIS_SCHEMES, "redis://host:6379/0")
+    if problem:
+        raise SettingsError(problem)
+    return url
+
+
+def log_level(env=None) -> str:
+    """CI_REGISTRAR_LOG_LEVEL (debug, info, warning, error or critical; default info), as logging spells it."""
+    env = os.environ if env is None else env
+    level = (env.get("CI_REGISTRAR_LOG_LEVEL") or "info").strip().lower()
+    if level == "warn":
+        level = "warning"
+    if level not in LOG_LEVELS:
+        raise SettingsError(f"CI_REGISTRAR_LOG_LEVEL is `{level[:20]}`: one of {', '.join(LOG_LEVELS)}")
+    return level.upper()
 
 
 @dataclass(frozen=True)
@@ -115,8 +164,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
     database_url = env.get("DATABASE_URL") or f"sqlite:///{data_dir / 'ci-registrar.db'}"
     return Settings(
         data_dir=data_dir,
-        database_url=normalise_database_url(database_url),
-        redis_url=env.get("REDIS_URL") or None,
+        database_url=normalise_database_url(check_database_url(database_url)),
+        redis_url=check_redis_url(env.get("REDIS_URL") or None),
         github_api_url=(env.get("GITHUB_API_URL") or creds.get("api_url") or DEFAULT_API_URL).rstrip("/"),
         app_id=env.get("GITHUB_APP_ID") or (str(creds["id"]) if creds.get("id") else None),
         private_key=private_key or creds.get("pem"),

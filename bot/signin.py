@@ -19,6 +19,7 @@ from urllib.parse import urlencode, urlsplit
 import requests
 from flask import Blueprint, redirect, request, session
 
+from bot.csrf import CSRF_KEY, csrf_ok
 from bot.pages import render
 from bot.settings import github_web_url, write_private
 from bot.web import get_settings
@@ -162,9 +163,20 @@ def login_callback():
 
 
 @blueprint.get("/logout")
+def logout_page():
+    """A link or another site's page can only show this: signing out takes the form's POST."""
+    return render("logout.html", title="Sign out")
+
+
+@blueprint.post("/logout")
 def logout():
     from bot.store import web_sessions
 
+    if not csrf_ok(request.form.get(CSRF_KEY)):
+        # Another site's form (or a stale page): nothing is changed.
+        return render("message.html", status=403, title="Not signed out", error=True,
+                      message="This sign-out did not come from this site's own form.", link="/logout",
+                      link_text="Sign out")
     web_sessions.delete(get_settings().database_url, session.get("sid"))
     session.clear()
     return redirect("/")

@@ -80,6 +80,13 @@ class Runtime:
                 self._github = GitHub(s.github_api_url, s.app_id, s.private_key, blob_dir=s.data_dir / "blobs")
             return self._github
 
+    def share_analysis_slots(self) -> None:
+        """This process runs jobs: its analyses take their slots from the scheduler every worker
+        process shares (bot/analysis_slots.py), in Redis with a Redis queue, else in the data directory."""
+        from bot import analysis_slots
+
+        analysis_slots.configure(self.settings, self.queue.storage.shared_client(), self.queue.name)
+
     def _reload_credentials(self) -> bool:
         """Onboarding may have written the credentials file since this process started."""
         from bot.settings import reload_credentials

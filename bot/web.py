@@ -103,28 +103,31 @@ def _dead_letters(settings) -> int | None:
 
 
 def _metrics_allowed() -> bool:
-    """With CI_REGISTRAR_METRICS_TOKEN set, the scraper sends it as a Bearer token; without it, only
-    this machine (loopback) may read /metrics: queue depth and per-repository counts are not public."""
+    """An internal client (CI_REGISTRAR_METRICS_ALLOW, default loopback; behind a proxy, the address
+    the configured proxy passes on: bot/client_address.py) reads /metrics as it is; anyone else
+    needs CI_REGISTRAR_METRICS_TOKEN as a Bearer token: queue depth and per-repository counts are
+    not public."""
     import hmac
-    import ipaddress
     import os
 
     from flask import request
 
+    from bot.client_address import is_internal
+
+    if is_internal(request.environ):
+        return True
     token = os.environ.get("CI_REGISTRAR_METRICS_TOKEN")
-    if token:
-        given = request.headers.get("Authorization", "")
-        return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
-    try:
-        return ipaddress.ip_address(request.remote_addr or "").is_loopback
-    except ValueError:
+    if not token:
         return False
+    given = request.headers.get("Authorization", "")
+    return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
 
 
 @blueprint.get("/metrics")
 def metrics_endpoint():
     if not _metrics_allowed():
-        return jsonify(error="metrics need CI_REGISTRAR_METRICS_TOKEN as a Bearer token (or a loopback client)"), 403
+        return jsonify(error="metrics need CI_REGISTRAR_METRICS_TOKEN as a Bearer token "
+                       "(or a client in CI_REGISTRAR_METRICS_ALLOW)"), 403
     try:
         queue = get_queue()
     except Exception:

@@ -9,6 +9,7 @@ from flask import Flask
 
 def create_app(settings=None, queue=None) -> Flask:
     from bot import dashboard, onboarding, pages, signin, status, web, webhooks
+    from bot.client_address import TrustedProxies
     from bot.settings import load_settings
 
     here = Path(__file__).resolve().parent
@@ -26,4 +27,6 @@ def create_app(settings=None, queue=None) -> Flask:
     pages.register(app)
     # Deliveries that pass every check skip Flask's per-request layers; the rest reach the view.
     app.wsgi_app = webhooks.IngressFastPath(app, app.wsgi_app)
+    # Outermost: the client's address from a configured proxy's headers, and only from it.
+    app.wsgi_app = TrustedProxies(app.wsgi_app)
     return app

@@ -26,6 +26,7 @@ from typing import Any, Iterable, Mapping
 
 from checks.durations import NOT_LOWERED, DurationStats, calibrate, duration_stats
 from checks.model import Backend, Registration
+from checks.wording import plural
 
 # What est_time on the calibration hardware declares: the ROCm family (miles' rocm, sglang's amd).
 CALIBRATED_FAMILIES = (Backend.ROCM,)
@@ -239,15 +240,15 @@ def decide(reg: Registration, window: Window | None, params: Any, bounds: Bounds
         return keep(NOT_LITERAL, "est_time is not a literal number")
     st = window.stats if window else DurationStats(0, None, None, None)
     if st.n < int(params.min_samples):
-        extra = f"; {window.excluded} run(s) of unmerged code not counted" if window and window.excluded else ""
-        return keep(TOO_FEW, f"{st.n} passing run(s) on {hardware} in the window, {params.min_samples} needed{extra}", st, window)
+        extra = f"; {plural(window.excluded, 'run')} of unmerged code not counted" if window and window.excluded else ""
+        return keep(TOO_FEW, f"{plural(st.n, 'passing run')} on {hardware} in the window, {params.min_samples} needed{extra}", st, window)
     verdict = calibrate(old, st, params, hardware=hardware, timeouts=window.timeouts, slowest=window.slowest,
                         timed_out_at=window.timed_out_at)
     if verdict.rule is None or verdict.suggested is None:
         return keep(TIMEOUT_IN_WINDOW if verdict.kind == NOT_LOWERED else FITS, verdict.message, st, window)
     new = max(verdict.suggested, bounds.minimum)
     if window.timeouts and new < old:
-        return keep(TIMEOUT_IN_WINDOW, f"{window.timeouts} run(s) timed out in the window: est_time is not lowered", st, window)
+        return keep(TIMEOUT_IN_WINDOW, f"{plural(window.timeouts, 'run')} timed out in the window: est_time is not lowered", st, window)
     if new < old and st.n < int(params.window_runs):
         # Raising needs min_samples runs; lowering a full window: a slow mode seen once in ten
         # runs is not yet in a window of three.

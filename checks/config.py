@@ -208,11 +208,17 @@ def _node_for_path(root: yaml.Node | None, path: str) -> yaml.Node | None:
     node = root
     for key, index in _PATH_PART.findall(path.removeprefix("$")):
         if isinstance(node, yaml.MappingNode) and key:
-            node = next((v for k, v in node.value if getattr(k, "value", None) == key), node)
+            node = next((v for k, v in node.value if _names_key(getattr(k, "value", None), key)), node)
         elif isinstance(node, yaml.SequenceNode) and index:
             i = int(index)
             node = node.value[i] if i < len(node.value) else node
     return node
+
+
+def _names_key(written, key: str) -> bool:
+    """The YAML key `written` is the one an error path calls `key`: itself, or a rule's name for its
+    code (`rules:` keys are read by name too, and validated as codes)."""
+    return written == key or (key in RULES and written == RULES[key].name)
 
 
 def _navigate(data, path: str):
@@ -265,7 +271,7 @@ def _resolve_dict_entry(data, err_path: str) -> str:
 def _unknown_field_node(node: yaml.Node | None, field: str) -> yaml.Node | None:
     if isinstance(node, yaml.MappingNode):
         for k, _v in node.value:
-            if getattr(k, "value", None) == field:
+            if _names_key(getattr(k, "value", None), field):
                 return k
     return node
 
@@ -375,20 +381,61 @@ def load_config(text: str | bytes | None, path: str = CONFIG_PATH, limits: Limit
     if data is None:
         return Config(), []
     data = _yaml11_severities(data)
+    findings = []
+    kept: dict[str, list[int]] = {}
     try:
         config = msgspec.convert(data, Config, strict=True)
     except msgspec.ValidationError as exc:
         # msgspec stops at the first error; a person fixing the file wants them all at once.
         errors = _every_schema_error(data) if isinstance(data, dict) else []
-        return Config(), [_schema_finding(path, root, part, message, shift)
-                          for message, shift, part in (errors or [(str(exc), None, data)])]
-    findings = []
+        findings = [_schema_finding(path, root, part, message, shift)
+                    for message, shift, part in (errors or [(str(exc), None, data)])]
+        # The other errors too, in the same run: the checks below on what is left once the parts
+        # of the wrong type are taken out (each section's checks read that section only).
+        rest = _without(data, errors, kept) if errors else None
+        if rest is None:
+            return Config(), findings
+        config = rest
     for err_path, message in _semantic_errors(config):
+        err_path = _original_index(err_path, kept)
         node = _node_for_path(root, err_path)
         if err_path.startswith("$.rules."):
             node = _unknown_field_node(_node_for_path(root, "$.rules"), err_path.removeprefix("$.rules."))
         findings.append(_at_node("REG900", path, node, f"invalid configuration: {message}"))
+    findings.sort(key=lambda f: (f.span.line, f.span.column))
     return (Config() if findings else config), findings
+
+
+def _without(data: dict, errors, kept: dict[str, list[int]]) -> Config | None:
+    """The configuration without the parts `_every_schema_error` refused, or None when what is left
+    still does not validate. `kept[key]`: the original index of each list entry left in section key."""
+    rest = dict(data)
+    dropped: dict[str, set[int]] = {}
+    for _message, shift, piece in errors:
+        ((key, value),) = piece.items()
+        if shift is not None:
+            dropped.setdefault(key, set()).add(shift[1])
+        elif isinstance(value, dict) and len(value) == 1 and isinstance(rest.get(key), dict) and len(data[key]) > 1:
+            rest[key] = {k: v for k, v in rest[key].items() if k not in value}
+        else:
+            rest.pop(key, None)
+    for key, indexes in dropped.items():
+        if isinstance(rest.get(key), list):
+            kept[key] = [i for i in range(len(data[key])) if i not in indexes]
+            rest[key] = [data[key][i] for i in kept[key]]
+    try:
+        return msgspec.convert(rest, Config, strict=True)
+    except msgspec.ValidationError:
+        return None
+
+
+def _original_index(err_path: str, kept: dict[str, list[int]]) -> str:
+    """`$.consumers[1].shards` of the configuration without refused entries -> its index in the file."""
+    m = re.match(r"\$\.([^.\[]+)\[(\d+)\]", err_path)
+    if not m or m.group(1) not in kept:
+        return err_path
+    original = kept[m.group(1)][int(m.group(2))]
+    return f"$.{m.group(1)}[{original}]" + err_path[m.end():]
 
 
 _SEVERITY_WORDS = ("failure", "warning", "notice", "off")
@@ -451,10 +498,35 @@ def _schema_finding(path: str, root, data, message: str, shift: tuple[str, int] 
         detail = where[0]
         if err_path.startswith("$.rules.") and detail.startswith(("Invalid enum value", "Expected `str`")):
             detail += f": a rule's severity is one of {', '.join(_SEVERITY_WORDS)}"
-        message = f"{detail} (at {err_path.removeprefix('$.') or 'top level'})"
+        detail += _boolean_hint(node, detail)
+        shown = err_path.removeprefix('$.') or 'top level'
+        if err_path.startswith("$.rules."):  # the rule as the file names it (`unknown-suite`, not REG010)
+            key = _unknown_field_node(_node_for_path(root, "$.rules"), err_path.removeprefix("$.rules."))
+            shown = f"rules.{key.value}" if isinstance(key, yaml.ScalarNode) else shown
+        message = f"{detail} (at {shown})"
     elif message.startswith("Expected `object`"):
         message = f"{message}: the configuration must be a mapping"
     return _at_node("REG900", path, node, f"invalid configuration: {message}")
+
+
+YAML11_BOOLEANS = {"yes": True, "no": False, "on": True, "off": False, "y": True, "n": False}
+
+
+def _boolean_hint(node, detail: str) -> str:
+    """Why a `yes`, `no`, `on` or `off` was refused, for a person used to YAML 1.1, where they are
+    booleans: this file reads YAML 1.2 (checks/yamlload.py), where only true and false are."""
+    written = node.value if isinstance(node, yaml.ScalarNode) and not node.style else None  # plain, not quoted
+    if not isinstance(written, str) or written.lower() not in YAML11_BOOLEANS:
+        return ""
+    if "`bool" in detail:
+        return (f"; `{written}` is a string here, not a boolean (this file is YAML 1.2: only true and false "
+                f"are booleans): write {str(YAML11_BOOLEANS[written.lower()]).lower()}")
+    if "Invalid enum value" in detail:
+        if written.lower() in _SEVERITY_WORDS:
+            return f"; write `{written.lower()}` in lower case"
+        return (f"; `{written}` is not a boolean in this file (YAML 1.2): write `off` (or false) to turn the rule "
+                "off, a severity to turn it on")
+    return ""
 
 
 def _limit_finding(path: str, limits: Limits, limit: str, measured: str) -> Finding:

@@ -29,6 +29,7 @@ from checks.runner import RunnerFacts, Source, anchor_sources, module_bindings a
 from checks.rules import make_finding
 from checks.source import decode_source, node_span
 from checks.suites import NearNames
+from checks.wording import plural
 
 # The register functions when the register module cannot be read (radixark/miles' layout). A
 # readable module declares its own: every top-level `def register_<name>_ci`, its backend from the
@@ -559,6 +560,6 @@ def _check_discovery_reads_files(contract: Contract, config: Config, paths: list
     globs = ", ".join(code(s.text or s.pattern) for s in contract.discovery[:6]) or "no glob"
     contract.findings.append(make_finding(
         "REG901", config.paths.suites_module, Span.at_line(line),
-        f"the runner's discovery ({where}: {globs}) reads no file of this tree, while {len(tests)} test file(s) exist "
+        f"the runner's discovery ({where}: {globs}) reads no file of this tree, while {plural(len(tests), 'test file')} exist "
         f"under the usual roots (e.g. {code(tests[0])}): no registration is checked; state the discovery with "
         "`paths.discovery`/`paths.test_roots` if the runner reads them from elsewhere", severity=Severity.FAILURE))

@@ -20,6 +20,7 @@ from datetime import date, datetime, timezone
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from checks.config import Calibration as _ConfigCalibration
+from checks.wording import plural
 
 OUTCOMES = ("PASS", "FAIL", "TIMEOUT")
 
@@ -500,7 +501,7 @@ def calibrate(
             return verdict(
                 NOT_LOWERED, None, None, None,
                 f"{base}; est_time {_s(est_time)} s is above max({over_factor:g} x p90, p90 + {over_slack_s:g} s) "
-                f"but not lowered: {timeouts} run(s) timed out in the window",
+                f"but not lowered: {plural(timeouts, 'run')} timed out in the window",
             )
         return verdict(
             OVER, "REG020", "warning", suggested,

@@ -11,6 +11,7 @@ from itertools import groupby
 
 from checks.model import Finding, Registration, Report, Severity, code
 from checks.rules import RULES
+from checks.wording import plural
 
 _TOOL_URI = "https://github.com/radixark/ci-registrar"
 
@@ -59,7 +60,7 @@ def summary_line(report: Report) -> str:
     regs = sum(1 for r in report.registrations if not r.implicit)
     if report.suppressed:
         counts.append(f"{len(report.suppressed)} suppressed")
-    return f"{report.files_checked} test file(s), {regs} registration(s): " + ", ".join(counts)
+    return f"{plural(report.files_checked, 'test file')}, {plural(regs, 'registration')}: " + ", ".join(counts)
 
 
 def to_text(report: Report) -> str:
@@ -74,6 +75,38 @@ def to_text(report: Report) -> str:
             elif f.suggestion is not None:
                 out.append(f"      suggestion: {f.suggestion}")
         out.append("")
+    out.append(summary_line(report))
+    return "\n".join(out)
+
+
+def to_brief_text(report: Report, verbose: bool = False) -> str:
+    """What a person reads at a commit (the pre-commit hook): failures first, in full; warnings and
+    notices summarised in one line by rule, or listed after the failures with `verbose`."""
+    failures = [f for f in report.findings if f.severity is Severity.FAILURE]
+    others = [f for f in report.findings if f.severity is not Severity.FAILURE]
+    shown = failures + (sorted(others, key=lambda f: (f.severity is not Severity.WARNING, f.file, f.span.line))
+                        if verbose else [])
+    out = []
+    for file, group in groupby(shown, key=lambda f: (f.severity is Severity.FAILURE, f.file)):
+        out.append(file[1])
+        for f in group:
+            out.append(f"  {f.span.line}:{f.span.column}  {f.severity.value:<7}  {f.rule}  {f.message}")
+            if f.fix is not None:
+                out.append("      fix:")
+                out.extend("        " + line for line in f.fix.text.split("\n"))
+            elif f.suggestion is not None:
+                out.append(f"      suggestion: {f.suggestion}")
+        out.append("")
+    if others and not verbose:
+        by_rule: dict[str, int] = {}
+        for f in others:
+            by_rule[f.rule] = by_rule.get(f.rule, 0) + 1
+        warnings = report.count(Severity.WARNING)
+        notices = report.count(Severity.NOTICE)
+        what = " and ".join(p for p in (plural(warnings, "warning") if warnings else "",
+                                         plural(notices, "notice") if notices else "") if p)
+        out.append(f"{what} not shown ({', '.join(f'{rule} x{n}' for rule, n in sorted(by_rule.items()))}): "
+                   "--verbose lists them")
     out.append(summary_line(report))
     return "\n".join(out)
 
@@ -338,11 +371,11 @@ def check_run_conclusion(report: Report) -> str:
 
 def check_run_title(report: Report) -> str:
     skipped = limited_files(report)
-    unread = f"{len(skipped)} file(s) skipped at an analysis limit ({LIMIT_RULE})" if skipped else ""
+    unread = f"{plural(len(skipped), 'file')} skipped at an analysis limit ({LIMIT_RULE})" if skipped else ""
     if report.failed:
-        title = f"{report.count(Severity.FAILURE)} registration problem(s) would stop tests from running"
+        title = f"{plural(report.count(Severity.FAILURE), 'registration problem')} would stop tests from running"
         return f"{title}; {unread}" if unread else title
-    counts = f"{report.count(Severity.WARNING)} warning(s), {report.count(Severity.NOTICE)} notice(s)"
+    counts = f"{plural(report.count(Severity.WARNING), 'warning')}, {plural(report.count(Severity.NOTICE), 'notice')}"
     if unread:
         return f"Not fully checked: {unread}; {counts}"
     if report.findings:

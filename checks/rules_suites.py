@@ -1,6 +1,7 @@
 """Rules about suites: REG010 unknown suite, REG011 hardware, REG012 nightly namespace moves,
 REG013 no consumer, REG014 stale consumer, REG015 consumer without registrations, REG016 nightly
-flag no consumer selects, REG030 suite over its job timeout, REG040 GPU count."""
+flag no consumer selects, REG040 GPU count; REG030 (suite over its job timeout) is
+checks/ruleset/reg030_suite_over_budget.py."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from collections import defaultdict
 from checks.model import code, Backend, Change, Finding, Registration, Report, Severity
 from checks.registrations import gpu_count_from_name
 from checks.rules import make_finding
+from checks.ruleset import reg030_suite_over_budget
 from checks.suites import HardwareIndex, is_nightly, parse_suite_name
-from checks.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES
+from checks.wording import article, backend_name, plural
 
 
 def _q(s: str) -> str:
@@ -30,7 +32,7 @@ def apply(ctx, checked: set[str], base_ctx, report: Report, durations_index=None
             findings.extend(_per_registration(ctx, reg, consumers_of, hardware))
     findings.extend(_stale_consumers(ctx, hardware))
     findings.extend(_consumers_without_registrations(ctx))
-    findings.extend(_budgets(ctx, checked, consumers_of, durations_index))
+    findings.extend(reg030_suite_over_budget.check(ctx, checked, consumers_of, durations_index))
     return findings
 
 
@@ -55,9 +57,9 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
         checked = contract.suite_checked_backends is None or reg.backend in contract.suite_checked_backends
         what = f"suite {code(suite)}" + (" (composed from `stage=` and `runner_config=`)" if composed else "")
         if checked:
-            parts = [f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}), so this registration never runs"]
+            parts = [f"{what} is not {article(backend_name(reg.backend.value) + ' suite')} in the inventory ({ctx.config.paths.suites_module}), so this registration never runs"]
         else:
-            parts = [f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}); the runner does not validate {reg.backend.value} suites against it, so only a job that passes this exact suite name runs the test"]
+            parts = [f"{what} is not {article(backend_name(reg.backend.value) + ' suite')} in the inventory ({ctx.config.paths.suites_module}); the runner does not validate {backend_name(reg.backend.value)} suites against it, so only a job that passes this exact suite name runs the test"]
         if owners:
             parts.append(f"{code(suite)} belongs to {', '.join(b.value for b in owners)}")
         # did-you-mean and fixes keep the GPU count and hardware the name states (b200 never
@@ -85,17 +87,17 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
                 flags = f"--hw {use.hw} " if use.hw else ""
                 flags += f"--suite {suite}" + (" --nightly" if use.nightly else "")
                 where = f"{use.file}:{use.span.line}" if use.file else use.consumer
-                parts[0] = (f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}); "
+                parts[0] = (f"{what} is not {article(backend_name(reg.backend.value) + ' suite')} in the inventory ({ctx.config.paths.suites_module}); "
                             f"the runner ({contract.unknown_suite_warns}) only prints \"Unknown suite\" and runs it anyway, "
                             f"and {where} runs it ({code(flags)}), so the test runs: add the suite to the inventory")
             elif reg.file in getattr(ctx, "direct_runs", {}):
                 severity = Severity.WARNING
-                parts[0] = (f"{what} is not a {reg.backend.value} suite in the inventory ({ctx.config.paths.suites_module}) "
+                parts[0] = (f"{what} is not {article(backend_name(reg.backend.value) + ' suite')} in the inventory ({ctx.config.paths.suites_module}) "
                             f"and no job runs it, so the runner never selects this registration; "
                             f"{ctx.direct_runs[reg.file]} runs the file itself, so the test runs: register it in a suite that job runs, or drop the registration")
             else:
                 parts[0] += (f"; the runner ({contract.unknown_suite_warns}) only warns about an unknown suite, "
-                             f"but no workflow runs {code(suite)} for {reg.backend.value}" + (" with `--nightly`" if reg.nightly else " without `--nightly`"))
+                             f"but no workflow runs {code(suite)} for {backend_name(reg.backend.value)}" + (" with `--nightly`" if reg.nightly else " without `--nightly`"))
         out.append(
             make_finding("REG010", reg.file, span, "; ".join(parts), severity=severity, suggestion=_q(fix_to) if fix_to else None)
         )
@@ -147,7 +149,7 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
         if scan is not None and scan.num_gpus_constant is not None:
             own, source = scan.num_gpus_constant[0], "its NUM_GPUS constant"
         if own is not None and own != parsed.gpus:
-            out.append(make_finding("REG040", reg.file, span, f"suite {code(suite)} runs on {parsed.gpus} GPU(s) but the test says it needs {own} ({source})"))
+            out.append(make_finding("REG040", reg.file, span, f"suite {code(suite)} runs on {plural(parsed.gpus, 'GPU')} but the test says it needs {own} ({source})"))
     return out
 
 
@@ -265,70 +267,3 @@ def shard_totals(est_times: list[tuple[str, float]], shards: int) -> list[float]
     from checks.shards import Item, partition
 
     return sorted((s.est_total for s in partition([Item(f, e, e) for f, e in est_times], shards)), reverse=True)
-
-
-def _budgets(ctx, checked: set[str], consumers_of, durations_index=None) -> list[Finding]:
-    """REG030: the runner's partition replayed by est_time, each shard's time predicted from
-    measured p90 (est_time where there is none); an overloaded suite gets the est_times that
-    rebalance it, or the shard count it needs."""
-    from checks.shards import Item, heaviest, minutes, partition, rebalance, shards_needed
-
-    out = []
-    params = ctx.config.calibration
-
-    def item(reg: Registration) -> tuple[Item, float | None, float | None]:
-        if durations_index:
-            from checks.rules_calibration import calibrated_seconds, policy_suggestion
-
-            measured = calibrated_seconds(durations_index, reg, params.min_samples)
-            if measured is not None:
-                return (Item(reg.file, reg.est_time, measured, True),
-                        policy_suggestion(durations_index, reg, params, flagged_only=True),
-                        policy_suggestion(durations_index, reg, params))
-        return Item(reg.file, reg.est_time, reg.est_time), None, None
-
-    by_suite: dict[str, list[Registration]] = defaultdict(list)
-    for reg in ctx.registrations():
-        if reg.suite and reg.disabled is None and reg.est_time is not None:
-            by_suite[reg.suite].append(reg)
-    for suite, regs in sorted(by_suite.items()):
-        if not any(r.file in checked for r in regs):
-            continue
-        for use in consumers_of.get(suite, []):
-            if use.shards < 1:
-                continue  # a shard count over the `shards` cap: REG902 said REG030 is not checked
-            timeout = use.timeout_minutes or GITHUB_DEFAULT_TIMEOUT_MINUTES
-            triples = [item(r) for r in regs]
-            items = [i for i, _f, _a in triples]
-            # What calibration changes anyway (REG020's flags) first; every measured file only if that is not enough.
-            flagged = {i.file: f for i, f, _a in triples if f is not None}
-            proposals = {i.file: a for i, _f, a in triples if a is not None}
-            shards = partition(items, use.shards)
-            worst = heaviest(shards)
-            measured = sum(1 for i in items if i.measured)
-            if worst.predicted <= timeout * 60:
-                continue
-            where = ctx.contract.find_suite(suite)
-            file, span = (where.file, where.span) if where else (regs[0].file, regs[0].anchor("suite"))
-            timeout_note = f"{timeout} min" + ("" if use.timeout_minutes else " (GitHub's default job timeout)")
-            message = (
-                f"suite {code(suite)} holds {sum(i.seconds for i in items):.0f} s over {len(regs)} file(s); its longest of {use.shards} shard(s) needs {worst.predicted:.0f} s, over the {timeout_note} timeout of {use.consumer}"
-                + ((" (measured p90 for every file)" if measured == len(items) else f" (measured p90 for {measured} file(s), est_time for the rest)") if measured else " (totals from est_time)")
-            )
-            if use.shards > 1:
-                others = ", ".join(minutes(s.predicted) for s in shards if s.index != worst.index)
-                message += (f"; the runner's split by est_time puts {', '.join(code(f) for f in worst.files)} in shard "
-                            f"{worst.index} (--auto-partition-id {worst.index}, {minutes(worst.predicted)}; the other(s): {others})")
-            if proposals:
-                fix = rebalance(items, use.shards, timeout * 60, flagged) if flagged else None
-                if fix is None:
-                    fix = rebalance(items, use.shards, timeout * 60, proposals)
-                if fix is not None and fix.est_times:
-                    message += ("; est_time " + ", ".join(f"{code(f)} {next(i.est_time for i in items if i.file == f):g} -> {v:g}" for f, v in sorted(fix.est_times.items()))
-                                + " rebalance it: predicted shards " + ", ".join(minutes(s.predicted) for s in fix.shards)
-                                + " (`ci-registrar calibrate`)")
-                elif fix is None:
-                    need = shards_needed(items, timeout * 60, proposals)
-                    message += ("; no est_time rebalances it: " + (f"{need} shards would fit" if need else "one file alone exceeds the timeout"))
-            out.append(make_finding("REG030", file, span, message))
-    return out

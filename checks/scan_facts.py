@@ -56,7 +56,7 @@ from checks.registrations import FileScan
 from checks.tree import git_blob_sha  # noqa: F401  (part of this module's key API)
 
 # Bump when scan_file's output or the facts layout changes.
-ENGINE_FACTS_VERSION = 3  # 2: composed suites and the __main__ block are facts too; 3: suppression comments
+ENGINE_FACTS_VERSION = 4  # 2: composed suites and the __main__ block are facts too; 3: suppression comments; 4: bare ones
 
 # Contract fields a scan never reads (the inventory feeds the suite rules, not scan_file; the
 # findings and the did-you-mean memo are the contract's own). Everything else is fingerprinted,
@@ -102,7 +102,7 @@ def _canonical(value):
 # The modules whose code decides what scan_file returns: their source is part of every key, so an
 # engine change (an upgrade, or an edit in a development checkout) never reads facts of another.
 _ENGINE_MODULES = ("checks.registrations", "checks.model", "checks.source", "checks.contract", "checks.rules",
-                   "checks.suites", "checks.limits", "checks.scan_facts")
+                   "checks.suites", "checks.limits", "checks.scan_facts", "checks.suppressions")
 
 
 @functools.lru_cache(maxsize=1)

@@ -7,6 +7,10 @@ report's findings for `report.suppressed`, with the comment's reason: renderers 
 suppressed (JSON `suppressed`, SARIF `suppressions`), and it counts toward no exit status. A code
 in a comment that suppresses nothing is a REG005 notice. Findings that say the result cannot be
 trusted (REG900-REG902) are never suppressed.
+
+Only whole codes and names are taken: a code prefix (`ignore[REG01]`, which `--select` accepts)
+would silence rules nobody named, so it gets a notice explaining the syntax, and so does a bare
+`# ci-registrar: ignore` (a blanket ignore would hide the next, unrelated finding too).
 """
 
 from __future__ import annotations
@@ -15,10 +19,13 @@ import re
 from dataclasses import dataclass
 
 from checks.model import Finding, Report, Span
-from checks.rules import UNSELECTABLE, make_finding, resolve_rules
+from checks.rules import RULES, UNSELECTABLE, make_finding
 
 MARK = "ci-registrar:"
-_COMMENT = re.compile(r"#\s*ci-registrar:\s*ignore\[([^\]]*)\]\s*(.*?)\s*$")
+# `ignore[...]` with its reason; a bare or malformed `ignore` too (its body None), to explain it.
+_COMMENT = re.compile(r"#\s*ci-registrar:\s*ignore(?:\[([^\]]*)\])?(.*?)\s*$")
+SYNTAX = ("`# ci-registrar: ignore[REG010]` or `ignore[unknown-suite]`: whole rule codes or names, "
+          "comma-separated, then the reason")
 
 
 @dataclass(frozen=True)
@@ -42,21 +49,43 @@ def marks(text: str) -> list[list]:
         return out
     for number, line in enumerate(text.split("\n"), start=1):
         if MARK in line and (match := _COMMENT.search(line)) is not None:
-            out.append([number, match.start() + 1, match.group(1), match.group(2)])
+            if match.group(1) is None and match.group(2)[:1].isalnum():
+                continue  # `ignore` was the start of another word (`ignored`, `ignores`)
+            out.append([number, match.start() + 1, match.group(1), match.group(2).strip()])
     return out
+
+
+def _rule_code(selector: str) -> str | None:
+    """The code a whole code or rule name stands for (case-insensitive), else None."""
+    upper = selector.upper()
+    if upper in RULES:
+        return upper
+    return next((code for code, r in RULES.items() if r.name.lower() == selector.lower()), None)
 
 
 def _suppressions(path: str, found: list[list]) -> tuple[list[Suppression], list[Finding]]:
     out, problems = [], []
     for number, column, body, reason in found:
+        at = Span(number, column, number, column + 1)
+        if body is None:
+            problems.append(make_finding("REG005", path, at, "unused suppression: a bare `ci-registrar: ignore` "
+                                         f"suppresses nothing; name what it ignores: {SYNTAX}"))
+            continue
         written = tuple(part.strip() for part in str(body).split(",") if part.strip())
+        if not written:
+            problems.append(make_finding("REG005", path, at, f"unused suppression: `ignore[]` names no rule; write {SYNTAX}"))
         codes: list[str] = []
         for selector in written:
-            resolved, unknown = resolve_rules([selector])
-            codes += sorted(resolved)
-            if unknown:
-                problems.append(make_finding("REG005", path, Span(number, column, number, column + 1),
-                                             f"unused suppression: `{selector}` is no rule code or name"))
+            code = _rule_code(selector)
+            if code is not None:
+                codes.append(code)
+            elif selector.upper().startswith("REG") and any(c.startswith(selector.upper()) for c in RULES):
+                whole = ", ".join(c for c in RULES if c.startswith(selector.upper()))
+                problems.append(make_finding("REG005", path, at, f"unused suppression: `{selector}` is a code prefix "
+                                             f"({whole}); a suppression takes {SYNTAX}"))
+            else:
+                problems.append(make_finding("REG005", path, at, f"unused suppression: `{selector}` is no rule code "
+                                             f"or name; write {SYNTAX}"))
         out.append(Suppression(path, int(number), int(column), tuple(dict.fromkeys(codes)), written, str(reason)))
     return out, problems
 

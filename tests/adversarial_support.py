@@ -189,10 +189,11 @@ class Arena:
                        self.service.peak_rss_mb(), {i: states.get(i) for i in ids})
 
     def ondemand_attack(self, files: int = ONDEMAND_FILES, pad_bytes: int = ONDEMAND_PAD_BYTES, commands: int = 6,
-                        settle_s: float = 120.0) -> Outcome:
+                        settle_s: float = 120.0, register_last: bool = False) -> Outcome:
         """A read-only user's PR of `files` padded test files registered in a dispatchable ROCm suite,
         then `commands` whole-suite `/run-rocm` comments on it (each selection reads every file),
-        then an ordinary PR on another installation. `attack_runs` are the replies to the commands."""
+        then an ordinary PR on another installation. `attack_runs` are the replies to the commands.
+        `register_last`: the registration after the padding (the scan reads each file to its end)."""
         default_branch = self.evil.head("main")
         self.evil.commit({CONFIG_PATH: ONDEMAND_CONFIG}, branch="main", parent=default_branch)
         self.evil.add_workflow("rocm-on-demand.yml", name="ROCm on demand", dispatchable=True)
@@ -202,9 +203,9 @@ class Arena:
         padding = padding[: padding.rfind("\n") + 1]
         branch = f"ondemand-{self.rounds}"
         self.rounds += 1
-        self.evil.commit({f"tests/e2e/test_padded_{i}.py": test_file(
-            f'register_rocm_ci(est_time=60, suite="{ONDEMAND_SUITE}", labels=["short"])') + padding
-            for i in range(files)}, branch=branch, parent=self.evil.head("main"))
+        registered = test_file(f'register_rocm_ci(est_time=60, suite="{ONDEMAND_SUITE}", labels=["short"])')
+        self.evil.commit({f"tests/e2e/test_padded_{i}.py": padding + registered if register_last else registered + padding
+                          for i in range(files)}, branch=branch, parent=self.evil.head("main"))
         pr = self.sim.open_pull_request(self.evil, branch, "main", author="eve")
         opened = self.opened(self.evil, pr)
         # Commands are written once the App has seen the head (one written before is refused as

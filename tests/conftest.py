@@ -87,6 +87,7 @@ SERIAL = (
     "tests/test_limits.py::test_bounded_run_stops_at_its_time_limit",
     "tests/test_limits.py::test_bounded_run_stops_at_its_memory_limit",
     "tests/test_service_intake_limits.py",
+    "tests/test_intake_deadline.py",  # 503 before a bound 10x the intake's deadline
     "tests/test_service_kill.py",
     "tests/test_failure_modes.py::test_an_outage_on_check_run_updates_longer_than_the_old_budget_still_completes_the_run",
     "tests/test_ondemand_workflow.py::test_listed_files_run_one_by_one_and_their_lines_are_ingestible",  # 5 s per file

@@ -276,7 +276,7 @@ def test_the_mi35x_timeout_of_june_2026_is_predicted_and_its_shard_named():
     # the two slowest files share shard 0, as they did: 66 min predicted against 17 for shard 1
     assert ("`test/registered/amd/test_deepseek_r1_mxfp4_8gpu.py`, `test/registered/amd/test_kimi_k25_mxfp4_bcg_mi35x.py`, "
             "`test/registered/cuda_graph/breakable/test_breakable_cuda_graph.py` in shard 0 (--auto-partition-id 0, 66 min; "
-            "the other(s): 17 min)") in f.message
+            "the other: 17 min)") in f.message
 
 
 def test_the_proposed_est_times_bring_every_mi35x_shard_under_the_timeout():

@@ -76,8 +76,8 @@ def test_open_update_in_place_and_close_when_nothing_is_left(github_sim, tmp_pat
     assert commit.parents == [main_before] and commit.author == "ci-registrar[bot]"
     assert "### `stage-c-test-large-8-gpu-amd-mi35x`" in pr.body
     assert f"| `{KIMI}` | 3600 | 740 | 10 | 637 | 642 | over-estimated |" in pr.body
-    assert "Suite total est_time: 14520 s -> 6300 s over 5 file(s)." in pr.body  # 1310 + 740 + 3600 + 450 + 200
-    assert ".github/workflows/pr-test-amd.yml: 2 shard(s), timeout 60 min; predicted heaviest shard 66 min -> 44 min" in pr.body
+    assert "Suite total est_time: 14520 s -> 6300 s over 5 files." in pr.body  # 1310 + 740 + 3600 + 450 + 200
+    assert ".github/workflows/pr-test-amd.yml: 2 shards, timeout 60 min; predicted heaviest shard 66 min -> 44 min" in pr.body
 
     # the same data again: nothing written
     mark = len(sim.requests_log)
@@ -224,7 +224,7 @@ def test_a_maintainers_command_refreshes_it_now_and_anyone_elses_is_refused(gith
     assert _comment(world, "`/calibrate-est-time` in a sentence is not the command", "maint") == replies
     replies = _comment(world, "/calibrate-est-time", "maint")
     (cal,) = [p for p in sim.pulls.values() if p.head_ref == BRANCH]
-    assert replies[-1] == f"@maint opened the calibration pull request #{cal.number} (4 est_time value(s))."
+    assert replies[-1] == f"@maint opened the calibration pull request #{cal.number} (4 est_time values)."
     assert b"est_time=740" in world.repo.files(world.repo.head(BRANCH))[KIMI]
 
 

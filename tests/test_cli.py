@@ -64,7 +64,7 @@ def test_the_base_install_has_no_service_dependency():
 
 BLOCK_STORE = (
     "import sys\n"
-    "from bot.cli import APP_MODULES, STORE_MODULES\n"
+    "from bot.commands.errors import APP_MODULES, STORE_MODULES\n"
     "class Block:\n"
     "    def find_spec(self, name, path=None, target=None):\n"
     "        if name.split('.')[0] in {**APP_MODULES, **STORE_MODULES}:\n"
@@ -104,14 +104,16 @@ def test_the_install_recipes_ask_for_the_app_extra_where_the_service_runs():
 
     hooks = {h["id"]: h for h in yaml.safe_load(text)}
     assert "rev: v0.2.0" in text
-    assert hooks["ci-registrar"]["entry"] == "ci-registrar check --repo ."
-    assert hooks["ci-registrar-fix"]["entry"] == "ci-registrar check --repo . --fix"
-    assert all(h["language"] == "python" and h["pass_filenames"] is False for h in hooks.values())
+    assert hooks["ci-registrar"]["entry"] == "ci-registrar check --brief"
+    assert hooks["ci-registrar-fix"]["entry"] == "ci-registrar check --brief --fix"
+    # the staged files, in one process (the check reads the whole tree once)
+    assert all(h["language"] == "python" and h["pass_filenames"] is True and h["require_serial"] is True
+               for h in hooks.values())
 
 
 BLOCK_APP = (
     "import sys\n"
-    "from bot.cli import APP_MODULES\n"
+    "from bot.commands.errors import APP_MODULES\n"
     "class Block:\n"
     "    def find_spec(self, name, path=None, target=None):\n"
     "        if name.split('.')[0] in APP_MODULES:\n"
@@ -242,7 +244,7 @@ def test_fix_writes_the_fixes_and_reports_what_is_left(tmp_path):
     })
     done = cli("check", "--repo", str(repo), "--fix")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "fixed 2 finding(s) in 2 file(s)" in done.stderr
+    assert "fixed 2 findings in 2 files" in done.stderr
     assert (repo / PPO).read_text() == test_file(GOOD)
     fixed_other = (repo / other).read_bytes()
     assert b'suite="stage-c-4-gpu-mi350"' in fixed_other and b"\r\n" in fixed_other and b"\n" not in fixed_other.replace(b"\r\n", b"")

@@ -164,6 +164,8 @@ def test_first_run_in_chromium_matches_the_readme(github_sim, tmp_path, served, 
     # With the proxy channel the public URL is filled in and the owner defaults to the user: one click.
     assert browser.find_element(By.NAME, "public_url").get_attribute("value") == served.base
     assert browser.find_element(By.CSS_SELECTOR, "input[value=personal]").is_selected()
+    # App names are unique across GitHub: the user names theirs (left empty: a random suffix).
+    browser.find_element(By.NAME, "name").send_keys(f"CI Registrar ({USER})")
     shows_no_secret()
     steps.shoot("set-up")
 

@@ -90,11 +90,26 @@ def test_the_simulated_form_refuses_what_github_refuses(fresh):
         "Default permissions have invalid access levels: metadata=admin": {"default_permissions": {"metadata": "admin"}},
         "Hook url is not a valid URL": {"hook_attributes": {"url": "not a url"}},
         "Redirect url is not a valid URL": {"redirect_url": "javascript:alert(1)"},
+        # GitHub's own rules for the name, booleans and keys (issue 27)
+        "Name can't be blank": {"name": ""},
+        "Name is too long (maximum is 34 characters)": {"name": "CI Registrar (a-very-long-organisation)"},
+        "Public must be true or false": {"public": "false"},
+        "Hook active must be true or false": {"hook_attributes": {"url": "https://ci.example.org/webhook", "active": 1}},
+        "Unknown manifest keys: permissions": {"permissions": {"checks": "write"}},
+        "Unknown hook attributes: secret": {"hook_attributes": {"url": "https://ci.example.org/webhook", "secret": "x"}},
     }
     for message, change in cases.items():
         answer = requests.post(f"{sim.web_url}/settings/apps/new", data={"manifest": json.dumps({**good, **change})},
                                allow_redirects=False, timeout=10)
         assert answer.status_code == 422 and message in answer.text, (message, answer.status_code, answer.text)
+    nameless = {k: v for k, v in good.items() if k != "name"}
+    answer = requests.post(f"{sim.web_url}/settings/apps/new", data={"manifest": json.dumps(nameless)},
+                           allow_redirects=False, timeout=10)
+    assert answer.status_code == 422 and "Name can't be blank" in answer.text
+    thirty_four = {**good, "name": "CI Registrar (" + "x" * 19 + ")"}
+    assert len(thirty_four["name"]) == 34
+    assert requests.post(f"{sim.web_url}/settings/apps/new", data={"manifest": json.dumps(thirty_four)},
+                         allow_redirects=False, timeout=10).status_code == 302
     issue_comment_via_pulls = {**good, "default_permissions": {"pull_requests": "write"}, "default_events": ["issue_comment"]}
     assert requests.post(f"{sim.web_url}/settings/apps/new", data={"manifest": json.dumps(issue_comment_via_pulls)},
                          allow_redirects=False, timeout=10).status_code == 302
@@ -357,3 +372,36 @@ def test_with_a_proxy_channel_one_click_registers_an_app_that_receives_webhooks_
     assert manifest["hook_attributes"]["url"] == "https://smee.io/ci-registrar-dev"
     assert manifest["redirect_url"] == "http://127.0.0.1:3000/onboarding/callback"
     assert client.get(_to_github(started.data.decode())).status_code == 200
+
+
+def test_the_set_up_page_names_the_app_uniquely_per_owner(fresh):
+    """App names are unique across GitHub: the fixed "CI Registrar" is taken by the first
+    deployment, so the form asks for a name and defaults to one of the owner's."""
+    _sim, app, data_dir = fresh
+    client, page = _setup_client(app, data_dir)
+    assert 'name="name"' in page and 'maxlength="34"' in page
+    _, manifest = _form(_start(client, page, org="radixark").data.decode())
+    assert manifest["name"] == "CI Registrar (radixark)"
+    _, manifest = _form(_start(client, page, org="a-very-long-organisation-login-of-39ch").data.decode())
+    assert manifest["name"].startswith("CI Registrar (a-very-long-organi") and len(manifest["name"]) == 34
+    personal = {_form(_start(client, page).data.decode())[1]["name"] for _ in range(2)}
+    assert len(personal) == 2 and all(re.fullmatch(r"CI Registrar \([0-9a-f]{6}\)", n) for n in personal)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    form = {"csrf": csrf, "public_url": PUBLIC, "owner": "personal", "org": "", "name": "  Registrar   of radixark "}
+    _, manifest = _form(client.post("/onboarding/start", data=form).data.decode())
+    assert manifest["name"] == "Registrar of radixark"
+    refused = client.post("/onboarding/start", data={**form, "name": "x" * 35})
+    assert refused.status_code == 400 and "at most 34" in refused.data.decode()
+
+
+def test_the_manifest_command_names_the_app(tmp_path):
+    from click.testing import CliRunner
+
+    from bot.commands.service import manifest as manifest_command
+
+    named = CliRunner().invoke(manifest_command, ["--url", "https://ci.example.org", "--name", "CI Registrar (acme)"])
+    assert named.exit_code == 0 and json.loads(named.output)["name"] == "CI Registrar (acme)"
+    default = json.loads(CliRunner().invoke(manifest_command, ["--url", "https://ci.example.org"]).output)["name"]
+    assert re.fullmatch(r"CI Registrar \([0-9a-f]{6}\)", default)
+    too_long = CliRunner().invoke(manifest_command, ["--url", "https://ci.example.org", "--name", "y" * 35])
+    assert too_long.exit_code == 2

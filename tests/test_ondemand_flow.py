@@ -355,7 +355,7 @@ def test_an_8_gpu_suite_in_two_shards_dispatches_once_and_both_shards_land_in_on
     # cost: 8 GPUs x 2 shards x the longer shard (each file on its own shard, charged its per-file
     # timeout: max(1800, 1.25 x 1200) = 1800 s)
     [reply] = od.replies()
-    assert "8.00 GPU-hours" in reply and "2 shards of 8 GPU(s)" in reply
+    assert "8.00 GPU-hours" in reply and "2 shards of 8 GPUs" in reply
     [started] = od.check_runs("MI350 · ")
     assert "Runs on `self-hosted`, `amd`, `mi350`, `8gpu` in 2 parallel shards." in started["output"]["summary"]
     # each shard's job runs its partition and prints its own [i/n] lines
@@ -366,7 +366,7 @@ def test_an_8_gpu_suite_in_two_shards_dispatches_once_and_both_shards_land_in_on
     assert [j["name"] for j in jobs] == ["Validate the request", "MI350 shard 0 / run", "MI350 shard 1 / run"]
     [run] = od.check_runs("MI350 · ")
     assert run["status"] == "completed" and run["conclusion"] == "failure"
-    assert run["output"]["title"] == "failure: 1 of 2 test file(s) passed"
+    assert run["output"]["title"] == "failure: 1 of 2 test files passed"
     summary = run["output"]["summary"]
     assert summary.count("| `tests/") == 2 and BIG_TEST in summary and other in summary  # one table, both shards
     from bot.durations import export_records
@@ -397,7 +397,7 @@ def test_a_shard_that_reported_nothing_leaves_its_files_visible(sharded):
                   conclusion="failure", shard_conclusions=["success", "failure"])
     [other] = [f for f in _eight_gpu_files(od) if f != BIG_TEST]
     [run] = od.check_runs("MI350 · ")
-    assert run["output"]["title"] == "failure: 1 of 2 test file(s) passed"
+    assert run["output"]["title"] == "failure: 1 of 2 test files passed"
     assert f"| `{other}` | NO RESULT |  | 800 s | not in any job's log |" in run["output"]["summary"]
     from bot.durations import export_records
 
@@ -421,12 +421,12 @@ def test_a_shard_whose_log_answers_404_never_yields_a_successful_check(sharded):
     od.world.drain()
     [run] = od.check_runs("MI350 · ")
     assert run["status"] == "completed" and run["conclusion"] == "neutral"
-    assert run["output"]["title"] == "neutral: 1 of 2 test file(s) passed; 1 shard log(s) not read"
+    assert run["output"]["title"] == "neutral: 1 of 2 test files passed; 1 shard log not read"
     summary = run["output"]["summary"]
     assert "MI350 shard 1 / run" in summary and "404" in summary
     assert f"| `{PPO_TEST}` | NO RESULT |  | 800 s | its shard's log could not be read (MI350 shard 1 / run) |" in summary
     [entry] = [e for e in store.audit_entries(od.world.settings.database_url) if e.action == "completion"]
-    assert entry.detail.startswith("neutral: 1 of 2 passed; 1 shard log(s) not read")
+    assert entry.detail.startswith("neutral: 1 of 2 passed; 1 shard log not read")
 
 
 def test_a_log_that_keeps_answering_500_ends_neutral_after_bounded_retries(sharded):

@@ -3,6 +3,7 @@ suite typo makes the hook run (its `files:` pattern matches what is staged) and 
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -22,6 +23,13 @@ LAYOUTS = {
                "test/registered/attention/test_create_kvindices.py",
                'suite="stage-b-test-1-gpu-small-amd"', 'suite="stage-b-test-1-gpu-smal-amd"'),
 }
+
+
+def _hook(repo, hook, staged, *args):
+    """The hook as pre-commit runs it: its entry, its args, then the staged files its `files` matches."""
+    files = [f for f in staged if re.search(hook["files"], f)] if hook.get("pass_filenames", True) else []
+    return subprocess.run([sys.executable, "-m", "bot.cli", *hook["entry"].split()[1:], *args, *files], cwd=repo,
+                          capture_output=True, text=True, timeout=120)
 
 
 def _git(cwd, *args) -> str:
@@ -52,8 +60,7 @@ def test_a_staged_suite_typo_runs_the_hook_and_fails_it(tmp_path, layout, hook_i
     assert [f for f in staged if re.search(hook["files"], f)], (hook["files"], staged)
     entry = hook["entry"].split()
     assert entry[0] == "ci-registrar"
-    run = subprocess.run([sys.executable, "-m", "bot.cli", *entry[1:]], cwd=repo, capture_output=True, text=True,
-                         timeout=120)
+    run = _hook(repo, hook, staged)
     said = run.stdout + run.stderr
     if "--fix" in entry:
         # The fix hook writes the correction; pre-commit then fails the commit on the changed file.
@@ -61,7 +68,11 @@ def test_a_staged_suite_typo_runs_the_hook_and_fails_it(tmp_path, layout, hook_i
         assert _git(repo, "diff", "--name-only").split() == [path]
     else:
         assert run.returncode == 1, said
-        assert path in said and typo.split('"')[1] in said
+        assert path in said
+        # the typo's REG010: a failure in full (miles), or in sglang (whose runner only warns about an
+        # unknown suite) a warning, counted in the one-line summary and listed with --verbose
+        assert typo.split('"')[1] in said or "REG010 x1" in said, said
+        assert typo.split('"')[1] in _hook(repo, hook, staged, "--verbose").stdout
 
 
 @pytest.mark.parametrize("path", [
@@ -79,3 +90,39 @@ def test_the_hooks_files_pattern_covers_every_supported_layout(path):
 def test_the_hooks_skip_what_cannot_change_a_registration(path):
     for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text()):
         assert not re.search(hook["files"], path), (hook["id"], path)
+
+
+def test_the_hook_reports_the_staged_files_failures_first_and_warnings_in_one_line(tmp_path):
+    """sglang: its HEAD has warnings all over the tree; a commit that stages one typo sees that
+    failure first, and the warnings of the staged file as one line (all of them with --verbose)."""
+    source, config, path, good, typo = LAYOUTS["sglang"]
+    [hook] = [h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text()) if h["id"] == "ci-registrar"]
+    repo = tmp_path / "sglang"
+    shutil.copytree(source, repo)
+    (repo / ".github").mkdir()
+    shutil.copy(config, repo / ".github" / "ci-registrar.yml")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "excerpt")
+    whole = subprocess.run([sys.executable, "-m", "bot.cli", "check", "--format", "json"], cwd=repo,
+                           capture_output=True, text=True, timeout=120)
+    everywhere = {f["file"] for f in json.loads(whole.stdout)["findings"]}
+    assert len(everywhere) > 3  # the tree has findings in many files: the hook must not print them
+    target = repo / path
+    target.write_text(target.read_text().replace(good, typo) + "\n# a comment\n")
+    _git(repo, "add", path)
+    staged = _git(repo, "diff", "--cached", "--name-only").split()
+
+    run = _hook(repo, hook, staged)
+    assert run.returncode == 1, run.stderr
+    lines = run.stdout.strip().splitlines()
+    assert lines[0] == path and "  failure  " in lines[1], run.stdout  # a failure first
+    assert all(not line.startswith(f) for f in everywhere - {path} for line in lines)
+    assert "  warning  " not in run.stdout and len(lines) < 12
+    assert re.search(r"^\d+ warnings? (and \d+ notices? )?not shown \(REG\d{3} x\d+.*\): --verbose lists them$", lines[-2]), lines
+    verbose = _hook(repo, hook, staged, "--verbose")
+    assert verbose.stdout.splitlines()[:2] == lines[:2]
+    # the typo's REG010 is a warning in sglang (its runner only warns about an unknown suite)
+    assert "  warning  REG010  " in verbose.stdout and typo.split('"')[1] in verbose.stdout
+    assert "not shown" not in verbose.stdout
+    assert verbose.stdout.index("  failure  ") < verbose.stdout.index("  warning  ")

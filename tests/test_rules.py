@@ -710,7 +710,25 @@ def test_reg030_over_budget_with_auto_partition_shards():
     assert f.file == "tests/ci/run_suite.py"
     assert span(f) == (17, 9, 17, 30)  # the suite's entry in CI_SUITES
     assert f.severity is Severity.WARNING
-    assert "2 shard(s)" in f.message and "12000 s" in f.message and "180 min" in f.message
+    assert "2 shards" in f.message and "12000 s" in f.message and "180 min" in f.message
+
+
+def test_reg030_one_finding_per_suite_naming_every_workflow_it_overruns():
+    # the same 4 x 6000 s suite in three workflows: 2 shards / 180 min (12000 s > 10800 s), one
+    # shard / 300 min (24000 s > 18000 s) and 4 shards / 120 min (6000 s < 7200 s: it fits there)
+    base = miles_tree()[".github/workflows/pr-test-rocm.yml"]
+    one = base.replace("timeout-minutes: 180", "timeout-minutes: 300").replace(
+        " --auto-partition-id ${{ matrix.part }} --auto-partition-size 2", "").replace("part: [0, 1]", "part: [0]")
+    four = base.replace("timeout-minutes: 180", "timeout-minutes: 120").replace(
+        "--auto-partition-size 2", "--auto-partition-size 4").replace("part: [0, 1]", "part: [0, 1, 2, 3]")
+    report = check(**_rocm_files(4, 6000), **{".github/workflows/nightly-rocm.yml": one, ".github/workflows/weekly-rocm.yml": four})
+    f = only(report.findings, "REG030")
+    assert span(f) == (17, 9, 17, 30)
+    assert "it overruns the job timeout in 2 workflows: " in f.message, f.message
+    assert ".github/workflows/nightly-rocm.yml (longest of 1 shard 24000 s, timeout 300 min)" in f.message
+    assert ".github/workflows/pr-test-rocm.yml (longest of 2 shards 12000 s, timeout 180 min)" in f.message
+    assert "weekly-rocm.yml" not in f.message
+    assert "(s)" not in f.message
 
 
 def test_reg030_under_budget_thanks_to_shards():

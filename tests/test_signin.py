@@ -3,6 +3,7 @@ sees only the installations and repositories GitHub says they can see. /metrics 
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -61,7 +62,9 @@ def test_a_maintainer_signs_in_and_sees_their_repository_only(world):
     assert "acme/secret-project" not in page and "acme" not in page
     assert client.get("/durations").status_code == 200
     assert client.get("/audit").status_code == 200
-    client.get("/logout")
+    assert client.get("/logout").status_code == 200 and client.get("/").status_code == 200  # GET: a form only
+    token = re.search(r'name="csrf" value="([^"]+)"', client.get("/logout").data.decode()).group(1)
+    assert client.post("/logout", data={"csrf": token}).status_code == 302
     assert client.get("/").status_code == 302
 
 
@@ -100,7 +103,7 @@ def test_metrics_need_the_token_or_a_loopback_client(world, monkeypatch):
     assert client.get("/metrics").status_code == 200  # the test client is 127.0.0.1
     assert client.get("/metrics", environ_base={"REMOTE_ADDR": "203.0.113.9"}).status_code == 403
     monkeypatch.setenv("CI_REGISTRAR_METRICS_TOKEN", "s3cret")
-    assert client.get("/metrics").status_code == 403
+    assert client.get("/metrics", environ_base={"REMOTE_ADDR": "203.0.113.9"}).status_code == 403
     ok = client.get("/metrics", headers={"Authorization": "Bearer s3cret"}, environ_base={"REMOTE_ADDR": "203.0.113.9"})
     assert ok.status_code == 200 and b"ci_registrar" in ok.data
     assert client.get("/healthz").status_code == 200 and client.get("/readyz").status_code == 200

@@ -91,3 +91,32 @@ def test_json_and_sarif_carry_the_suppression(tmp_path):
         jsonschema.validate(sarif, schema)
     text = _cli(tmp_path, "text").stdout
     assert "REG010" not in text and "1 suppressed" in text
+
+
+# -- only whole codes and names; a bare or malformed ignore explains the syntax (issue 27) --------
+
+
+def _notices(report):
+    return [f.message for f in report.findings if f.rule == "REG005"]
+
+
+def test_a_code_prefix_suppresses_nothing_and_gets_one_notice_explaining_the_syntax():
+    report = _report(TYPO + "  # ci-registrar: ignore[REG01]")
+    assert "REG010" in _rules(report) and report.suppressed == []
+    [notice] = _notices(report)  # one, not one "unused" per code the prefix would cover
+    assert "`REG01` is a code prefix (REG010, REG011" in notice and "whole rule codes or names" in notice
+    assert "`# ci-registrar: ignore[REG010]`" in notice
+
+
+@pytest.mark.parametrize("comment", ["# ci-registrar: ignore", "# ci-registrar: ignore  the suite comes later",
+                                     "# ci-registrar: ignore[]"])
+def test_a_bare_or_empty_ignore_suppresses_nothing_and_says_how_to_write_one(comment):
+    report = _report(f"{TYPO}  {comment}")
+    assert "REG010" in _rules(report) and report.suppressed == []
+    [notice] = _notices(report)
+    assert "`# ci-registrar: ignore[REG010]` or `ignore[unknown-suite]`" in notice
+
+
+def test_a_word_that_starts_with_ignore_is_no_suppression():
+    report = _report(GOOD + "  # ci-registrar: ignored here once, see #812")
+    assert _notices(report) == []

@@ -15,27 +15,30 @@ from pathlib import Path
 import click
 
 from bot.commands.errors import fail as _fail_command
+from checks.wording import plural
 
 
 def _fail(message: str) -> None:
     _fail_command("calibrate", message)
 
 
-def _records_from_file(path: str) -> list[dict]:
+def _records_from_file(path: str, repository: str | None) -> list[dict]:
+    """The measurements of a `--durations-file` (checks/durations_file.py reads every shape)."""
+    from checks.durations_file import DurationsFileError, read_durations_file
+
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        _fail(f"cannot read {path}: {exc.strerror or exc}")
-    except ValueError as exc:
-        _fail(f"{path} is not JSON: {exc}")
-    if isinstance(data, dict) and isinstance(data.get("measurements"), list):
-        data = data["measurements"]
-    if not isinstance(data, list) or not all(isinstance(r, dict) and {"file", "elapsed_s", "outcome"} <= set(r) for r in data):
-        _fail(f"{path} is not a `durations export` list of measurements ({{file, elapsed_s, outcome, hardware, measured_at, ...}})")
-    return data
+        found = read_durations_file(path)
+        records = found.records("calibrate")
+    except DurationsFileError as exc:
+        _fail(str(exc))
+    problem = found.unknown_repository(repository)
+    if problem:
+        _fail(problem)
+    return records
 
 
 def _records_from_store(repository: str | None) -> list[dict]:
+    from bot.commands.check import require_stored_repository
     from bot.durations import export_records
     from bot.settings import load_settings
     from bot.store.measurements import NO_STORE, open_for_reading, sqlite_path
@@ -44,6 +47,7 @@ def _records_from_store(repository: str | None) -> list[dict]:
     if open_for_reading(url) is None:  # reading never creates a store
         click.echo(f"ci-registrar calibrate: {NO_STORE.format(path=sqlite_path(url))}", err=True)
         return []
+    require_stored_repository("calibrate", url, repository)
     return export_records(url, repository=repository)
 
 
@@ -77,15 +81,16 @@ def _table(plan, suites: list[str]) -> str:
 
 
 @click.command()
-@click.option("--repo", "repo", default=".", show_default=True, help="Root of the repository checkout.")
+@click.option("--repo", "repo", default=None,
+              help="Root of the repository checkout (default: the one holding the current directory, found as `check` finds it).")
 @click.option("--durations", "from_store", is_flag=True, help="Use the durations store (DATABASE_URL or the data directory).")
-@click.option("--durations-file", type=click.Path(dir_okay=False), default=None, help="Use a `durations export` JSON file instead of the store.")
+@click.option("--durations-file", type=click.Path(dir_okay=False), default=None, help="Use a `durations export` file (JSON or CSV) instead of the store.")
 @click.option("--repository", default=None, metavar="OWNER/NAME", help="Whose stored durations to use (default: every repository in the store or file).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--diff", "show_diff", is_flag=True, help="Print the changes as a unified diff and change no file; exit 1 when there is a change.")
 @click.option("--write", "write", is_flag=True, help="Write the new est_time values into the files.")
 @click.option("--as-of", "as_of", default=None, metavar="TIME", help="Judge the window as of this ISO-8601 time (default: now).")
-def calibrate(repo: str, from_store: bool, durations_file: str | None, repository: str | None, fmt: str,
+def calibrate(repo: str | None, from_store: bool, durations_file: str | None, repository: str | None, fmt: str,
               show_diff: bool, write: bool, as_of: str | None) -> None:
     """Propose est_time values from stored durations (docs/calibration.md). Exit 2: usage or environment error."""
     from checks.calibration import Bounds, Plan, build_windows, decide_all, stats_rows
@@ -95,9 +100,9 @@ def calibrate(repo: str, from_store: bool, durations_file: str | None, repositor
     from checks.engine import check_tree
     from checks.tree import DirectoryTree
 
-    root = Path(repo)
-    if not root.is_dir():
-        _fail(f"{repo} is not a readable directory")
+    from bot.commands.root import checkout
+
+    root = checkout("calibrate", repo)
     if show_diff and write:
         _fail("--diff and --write exclude each other (--diff previews what --write writes)")
     if (durations_file is None) == (not from_store):
@@ -109,14 +114,25 @@ def calibrate(repo: str, from_store: bool, durations_file: str | None, repositor
         except ValueError:
             _fail(f"--as-of {as_of!r} is not an ISO-8601 time")
         now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
-    records = _records_from_file(durations_file) if durations_file else _records_from_store(repository)
+    records = _records_from_file(durations_file, repository) if durations_file else _records_from_store(repository)
 
     tree = DirectoryTree(root)
+    from bot.commands.root import is_target, not_target
+
+    if not is_target(tree):
+        _fail(not_target(root))
     config, config_findings = load_config(tree.read(CONFIG_PATH))
     if config_findings:
         _fail(f"{CONFIG_PATH}: {config_findings[0].message}")
     params = config.calibration
     windows = build_windows(records, params, now=now, repository=repository)
+    if records or durations_file:
+        from checks.durations_file import nothing_read
+
+        mine = [r for r in records if repository is None or r.get("repository") in (None, repository)]
+        notice = nothing_read(durations_file or "the store", mine, len(windows), params.hardware, repository)
+        if notice:
+            click.echo(f"ci-registrar calibrate: {notice}", err=True)
     report = check_tree(tree, durations=stats_rows(windows, params.hardware), fixes=False)
     bounds = Bounds.of(read_contract(tree, config))
     plan = Plan(decide_all(report.registrations, windows, params, bounds))
@@ -135,7 +151,7 @@ def calibrate(repo: str, from_store: bool, durations_file: str | None, repositor
     if write:
         for e in edits:
             (root / e.path).write_text(e.after, encoding="utf-8")
-        click.echo(f"ci-registrar calibrate: {len(plan.changes)} est_time value(s) changed in {len(edits)} file(s)", err=True)
+        click.echo(f"ci-registrar calibrate: {plural(len(plan.changes), 'est_time value')} changed in {plural(len(edits), 'file')}", err=True)
     if fmt == "json":
         click.echo(json.dumps(plan.as_json(), indent=1))
     else:

@@ -13,6 +13,8 @@ from pathlib import Path
 import click
 
 from bot.commands.errors import fail as _fail_command, git_failure
+from bot.commands.root import is_target
+from checks.wording import plural
 
 FAIL_ON = {"failure": ("failure",), "warning": ("failure", "warning")}
 
@@ -21,17 +23,26 @@ def _fail(message: str) -> None:
     _fail_command("check", message)
 
 
-def _durations_from_file(path: str) -> list[dict]:
-    import json
+def _durations_from_file(path: str, repository: str | None):
+    """`check_tree`'s durations from a `--durations-file` (checks/durations_file.py reads every shape)."""
+    from checks.durations_file import DurationsFileError, read_durations_file
 
     try:
-        rows = json.loads(Path(path).read_text())
-    except OSError as exc:
-        _fail(f"cannot read {path}: {exc.strerror}")
-    except ValueError as exc:
-        _fail(f"{path} is not JSON: {exc}")
-    if not isinstance(rows, list) or not all(isinstance(r, dict) and "file" in r for r in rows):
-        _fail(f"{path} is not a `durations show --format json` list of {{file, backend, hardware, n, median, p90, max}} objects")
+        found = read_durations_file(path)
+    except DurationsFileError as exc:
+        _fail(str(exc))
+    problem = found.unknown_repository(repository)
+    if problem:
+        _fail(problem)
+
+    def rows(config) -> list[dict]:
+        out = found.check_rows(config.calibration, repository=repository)
+        used = sum(1 for r in out if (r.get("hardware") or None) == config.calibration.hardware)
+        notice = found.nothing_read(used, config.calibration.hardware, repository)
+        if notice:
+            click.echo(f"ci-registrar check: {notice}", err=True)
+        return out
+
     return rows
 
 
@@ -45,31 +56,22 @@ def _durations_from_store(repository: str | None):
         if open_for_reading(url) is None:  # reading never creates a store
             click.echo(f"ci-registrar check: {NO_STORE.format(path=sqlite_path(url))}", err=True)
             return []
+        require_stored_repository("check", url, repository)
         return check_rows(url, repository=repository, params=config.calibration)
 
     return rows
 
 
-def _is_target(tree) -> bool:
-    """A repository the check applies to: it has the configuration or the register module."""
-    from checks.config import CONFIG_PATH, load_config
+def require_stored_repository(command: str, url: str, repository: str | None) -> None:
+    """Exit 2 when `--repository` names none of the store's repositories (a typo reads nothing)."""
+    if repository is None:
+        return
+    from bot.store.measurements import repositories
 
-    text = tree.read(CONFIG_PATH)
-    if text is not None:
-        return True
-    config, _ = load_config(None)
-    return tree.read(config.paths.register_module) is not None
-
-
-def repository_root(start: Path) -> Path:
-    """The checkout holding `start`: the nearest directory upwards with a `.git`, as git finds it
-    (`start` itself when there is none)."""
-    start = start.resolve()
-    here = start if start.is_dir() else start.parent
-    for candidate in (here, *here.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return here
+    stored = repositories(url)
+    if repository not in stored:
+        _fail_command(command, f"--repository {repository}: the store holds no durations of it; it holds: "
+                               + (", ".join(stored) if stored else "none yet (`ci-registrar durations import`)"))
 
 
 def _named_paths(root: Path, paths: tuple[str, ...]) -> list[str]:
@@ -91,7 +93,8 @@ def _named_paths(root: Path, paths: tuple[str, ...]) -> list[str]:
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--repo", "repo", default=None,
               help="Root of the repository checkout (default: found from PATH, else from the current directory, "
-                   "walking up to the directory with `.git` as git does).")
+                   "walking up to the directory with `.git`, or without one the directory with "
+                   ".github/ci-registrar.yml).")
 @click.option("--base", "base", default=None, help="Base git revision: check the diff base..head.")
 @click.option("--head", "head", default=None, help="Head git revision (with --base; default HEAD).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]), default="text", show_default=True)
@@ -101,8 +104,8 @@ def _named_paths(root: Path, paths: tuple[str, ...]) -> list[str]:
 @click.option("--diff", "show_diff", is_flag=True, help="Print the fixes as a unified diff on stdout and change no file; exit 1 when there is something to fix.")
 @click.option("--fail-on", type=click.Choice(sorted(FAIL_ON)), default="failure", show_default=True, help="Exit 1 when a reported finding is at least this severe.")
 @click.option("--durations", "from_store", is_flag=True, help="Judge est_time (REG020/REG021) against the durations store (DATABASE_URL or the data directory).")
-@click.option("--durations-file", type=click.Path(dir_okay=False), default=None, help="Judge est_time against a `durations show --format json` file.")
-@click.option("--repository", default=None, metavar="OWNER/NAME", help="With --durations: whose stored durations to use (default: every repository in the store).")
+@click.option("--durations-file", type=click.Path(dir_okay=False), default=None, help="Judge est_time against a `durations export` file (JSON or CSV; a `durations show --format json` file works too).")
+@click.option("--repository", default=None, metavar="OWNER/NAME", help="With --durations or --durations-file: whose durations to use (default: every repository in the store or file).")
 @click.option("--consumers-from", "consumers_from", multiple=True, type=click.Path(dir_okay=False), metavar="PATH",
               help="A local copy of a configured external consumer's workflow (matched by file name to `consumers:` in "
                    ".github/ci-registrar.yml; one matching none counts as one more consumer). Repeatable. Without it, "
@@ -114,6 +117,9 @@ def _named_paths(root: Path, paths: tuple[str, ...]) -> list[str]:
               help="Report none of these rules (codes, prefixes or names), on top of the configuration's `off`.")
 @click.option("--extend-ignore", "extend_ignore", multiple=True, metavar="RULES",
               help="The same as --ignore (ruff's spelling for adding to the ignored rules).")
+@click.option("--brief", is_flag=True,
+              help="Text: failures first and in full, warnings and notices summarised in one line (the pre-commit hook's output).")
+@click.option("-v", "--verbose", is_flag=True, help="With --brief: list the warnings and notices too, after the failures.")
 @click.option("--list-rules", is_flag=True, help="Print the rule registry and exit (see also `ci-registrar rule`).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Keep each file's parsed facts here, by content hash (default: one directory per checkout under $CI_REGISTRAR_CACHE_DIR, else $XDG_CACHE_HOME/ci-registrar, else ~/.cache/ci-registrar).")
 @click.option("--no-cache", is_flag=True, help="Parse every file again; read and write no scan cache.")
@@ -121,7 +127,7 @@ def _named_paths(root: Path, paths: tuple[str, ...]) -> list[str]:
 def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str | None, fmt: str, output: str | None, new_only: bool, apply_fixes: bool,
           show_diff: bool, fail_on: str, from_store: bool, durations_file: str | None, repository: str | None,
           consumers_from: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...],
-          extend_ignore: tuple[str, ...], list_rules: bool, cache_dir: str | None, no_cache: bool, jobs: int | None) -> None:
+          extend_ignore: tuple[str, ...], brief: bool, verbose: bool, list_rules: bool, cache_dir: str | None, no_cache: bool, jobs: int | None) -> None:
     """Check the CI registrations of a checkout; with PATHs, report only the findings in those files
     and directories (the whole checkout is still read: suites and consumers live elsewhere).
     Exit 0: no failure; 1: failures; 2: usage or environment error."""
@@ -135,11 +141,10 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
     from checks.parallel import available_workers
     from checks.tree import DirectoryTree, GitError, GitRevisionTree, changed_paths
 
-    if repo is None:
-        repo = str(repository_root(Path(paths[0]) if paths else Path.cwd()))
-    root = Path(repo)
-    if not root.is_dir():
-        _fail(f"{repo} is not a readable directory")
+    from bot.commands.root import checkout
+
+    root = checkout("check", repo, Path(paths[0]) if paths else None)
+    repo = str(root)
     named = _named_paths(root, paths) if paths else None
     if named is not None and "" in named:
         named = None  # the root itself: everything
@@ -156,7 +161,7 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
 
     durations = None
     if durations_file is not None:
-        durations = _durations_from_file(durations_file)
+        durations = _durations_from_file(durations_file, repository)
     elif from_store:
         durations = _durations_from_store(repository)
 
@@ -204,29 +209,28 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
                 changed = changed_paths(root, base_tree.commit, head_tree.commit)
             except GitError as exc:
                 _fail(git_failure(root, str(exc)))
-            if not _is_target(head_tree):
+            if not is_target(head_tree):
                 _not_target()
             added.update(p for p, b in changed.items() if b is None)
             diff.update(base=base_tree, changed=changed)
             return head_tree, check_tree(head_tree, base=base_tree, changed=changed, durations=durations, fixes=fixes,
                                          scan_cache=scan_cache, consumers_from=external, workers=workers)
         tree = DirectoryTree(root)
-        if not _is_target(tree):
+        if not is_target(tree):
             _not_target()
         return tree, check_tree(tree, durations=durations, fixes=fixes, scan_cache=scan_cache, consumers_from=external, workers=workers)
 
     def _not_target():
-        from checks.config import Config
+        from bot.commands.root import not_target
 
-        _fail(f"{repo} is not a target repository: it has neither .github/ci-registrar.yml nor "
-              f"{Config().paths.register_module} (set paths.register_module in .github/ci-registrar.yml)")
+        _fail(not_target(repo))
 
     def base_report():
         """The base checked whole, with its own configuration: what was there before the diff."""
         from checks.model import Report
 
         try:
-            if not _is_target(diff["base"]):
+            if not is_target(diff["base"]):
                 return Report()
             return check_tree(diff["base"], durations=durations, fixes=False, scan_cache=scan_cache, consumers_from=external, workers=workers)
         except GitError as exc:
@@ -254,7 +258,7 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
     except PermissionError as exc:
         _fail(f"cannot read {exc.filename}: permission denied")
 
-    text = _render(report, fmt, root)
+    text = _render(report, fmt, root, brief=brief, verbose=verbose)
     if output:
         try:
             Path(output).write_text(text + "\n", encoding="utf-8")
@@ -312,13 +316,16 @@ def _fix(root: Path, tree, report, run, *, rerun: bool, keep_new=None):
         if keep_new is not None:
             report.findings = keep_new(report)
     if fixed_total:
-        click.echo(f"ci-registrar check: fixed {fixed_total} finding(s) in {len(written_all)} file(s): "
+        click.echo(f"ci-registrar check: fixed {plural(fixed_total, 'finding')} in {plural(len(written_all), 'file')}: "
                    + ", ".join(sorted(written_all)), err=True)
     return report
 
 
-def _render(report, fmt: str, root: Path) -> str:
-    from checks.render import RENDERERS, to_sarif
+def _render(report, fmt: str, root: Path, *, brief: bool = False, verbose: bool = False) -> str:
+    from checks.render import RENDERERS, to_brief_text, to_sarif
+
+    if brief and fmt == "text":
+        return to_brief_text(report, verbose)
 
     if fmt == "sarif":
         return to_sarif(report, srcroot=root.resolve().as_uri() + "/")

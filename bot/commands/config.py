@@ -15,12 +15,29 @@ def config():
 
 @config.command()
 @click.argument("path", required=False)
-@click.option("--repo", default=".", show_default=True, help="Repository root PATH defaults under.")
-def validate(path: str | None, repo: str) -> None:
-    """Validate PATH (default: REPO/.github/ci-registrar.yml). Exit 0 valid, 1 invalid, 2 unreadable."""
+@click.option("--repo", default=None,
+              help="Repository root PATH defaults under (default: the checkout holding the current directory, "
+                   "found as `check` finds it).")
+def validate(path: str | None, repo: str | None) -> None:
+    """Validate PATH (default: the checkout's .github/ci-registrar.yml; a checkout without one uses the
+    defaults, which are valid). Exit 0 valid, 1 invalid, 2 unreadable."""
+    from bot.commands.root import checkout
     from checks.config import CONFIG_PATH, load_config
 
-    target = Path(path) if path else Path(repo) / CONFIG_PATH
+    if path:
+        target = Path(path)
+    else:
+        root = checkout("config validate", repo)
+        target = root / CONFIG_PATH
+        if not target.exists():
+            from bot.commands.errors import fail
+            from bot.commands.root import is_target, not_target
+            from checks.tree import DirectoryTree
+
+            if not is_target(DirectoryTree(root)):
+                fail("config validate", not_target(root))
+            click.echo(f"{root}: no {CONFIG_PATH}, the defaults apply (`ci-registrar config defaults`): valid")
+            return
     try:
         data = target.read_bytes()
     except OSError as exc:

@@ -15,6 +15,33 @@ import click
 SHALLOW_HINT = "shallow clone? use `fetch-depth: 0` with actions/checkout"
 
 
+# Top-level modules of the `app` extra (pyproject.toml) -> the distribution to name in the error.
+APP_MODULES = {
+    "flask": "flask", "werkzeug": "flask", "gidgethub": "gidgethub", "github": "PyGithub",
+    "requests": "requests", "structlog": "structlog", "prometheus_client": "prometheus-client",
+    "huey": "huey", "redis": "redis", "psycopg": "psycopg", "gunicorn": "gunicorn", "jwt": "PyJWT",
+}
+
+
+# Top-level modules of the `store` extra: the commands that read or write the store need them.
+STORE_MODULES = {"sqlalchemy": "SQLAlchemy", "alembic": "alembic", "mako": "alembic"}
+
+
+def missing_extra(exc: ModuleNotFoundError) -> str | None:
+    """The one-line explanation when `exc` is a dependency of an extra, else None."""
+    top = (exc.name or "").split(".")[0]
+    if top in STORE_MODULES:
+        return (f"this command needs the store's dependencies ({STORE_MODULES[top]} is not installed): "
+                "pip install 'ci-registrar[store]'")
+    if top not in APP_MODULES:
+        return None
+    if top == "psycopg":
+        return ("DATABASE_URL names PostgreSQL, whose driver (psycopg) is not installed: "
+                "pip install 'ci-registrar[postgres]' (or the whole App: 'ci-registrar[app]')")
+    return (f"this command needs the App's dependencies ({APP_MODULES[top]} is not installed): "
+            "pip install 'ci-registrar[app]'")
+
+
 def fail(command: str, message: str) -> None:
     click.echo(f"ci-registrar {command}: {message}", err=True)
     sys.exit(2)
@@ -43,10 +70,11 @@ def _first_reason(exc: BaseException) -> str:
 
 def environment_error(exc: BaseException) -> str | None:
     """A one-line explanation for an environment failure, or None when `exc` is a bug to show."""
-    from bot.cli import missing_extra
-
     if isinstance(exc, ModuleNotFoundError):
         return missing_extra(exc)
+    settings = sys.modules.get("bot.settings")
+    if settings is not None and isinstance(exc, settings.SettingsError):
+        return str(exc)
     sqlalchemy_exc = sys.modules.get("sqlalchemy.exc")
     if sqlalchemy_exc is not None and isinstance(exc, (sqlalchemy_exc.OperationalError, sqlalchemy_exc.InterfaceError)):
         from bot.settings import load_settings

@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from bot.commands.errors import fail as _fail_command
+from checks.wording import plural
 
 
 def _fail(message: str) -> None:
@@ -41,7 +42,7 @@ def run_plan(suite: str, more_files: tuple[str, ...], repo: str | None, files: t
              config_path: str | None, consumers_from: tuple[str, ...]) -> None:
     """Print the plan `/run-rocm SUITE [FILE...]` would dispatch from this checkout: runner labels,
     image, shards, timeouts, command, files, GPUs, GPU-hours and the job it copies."""
-    from bot.commands.check import repository_root
+    from bot.commands.root import checkout
     from bot.ondemand.cost import Limits, cost_files
     from bot.ondemand.selection import NotSelectable, select
     from checks.config import CONFIG_PATH, load_config
@@ -51,9 +52,7 @@ def run_plan(suite: str, more_files: tuple[str, ...], repo: str | None, files: t
     from checks.target_ci import read_target_ci
     from checks.tree import DirectoryTree
 
-    root = Path(repo) if repo is not None else repository_root(Path.cwd())
-    if not root.is_dir():
-        _fail(f"{repo} is not a readable directory")
+    root = checkout("run-plan", repo)
     tree = DirectoryTree(root)
     if config_path is not None:
         try:
@@ -100,6 +99,6 @@ def run_plan(suite: str, more_files: tuple[str, ...], repo: str | None, files: t
     click.echo(f"/run-rocm {suite}" + (" " + " ".join(listed) if listed else "") + ":")
     for line in plan_lines(view):
         click.echo(f"  {line}")
-    click.echo(f"  {len(view['files'])} test file(s):")
+    click.echo(f"  {plural(len(view['files']), 'test file')}:")
     for name in view["files"]:
         click.echo(f"    {name}")

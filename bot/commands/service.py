@@ -29,6 +29,7 @@ def _consumer(queue, threads: int):
     from bot.fairness import share_for
 
     queue.runtime.shares.limit = share_for(threads)  # one installation never holds every thread
+    queue.runtime.share_analysis_slots()  # and never every analysis slot, in any process
     # Poll at most every 0.5 s when idle: the Redis claim is a non-blocking script.
     # SIGTERM is graceful (what systemd, Docker and Heroku send), bounded by the grace period.
     return queue.create_consumer(workers=threads, worker_type="thread", periodic=True, initial_delay=0.05,
@@ -104,8 +105,19 @@ def _secure_data_dir(settings) -> None:
 
 @click.command()
 @click.option("--url", "public_url", required=True, help="This service's public base URL (webhooks arrive at URL/webhook).")
-def manifest(public_url):
-    """Print the GitHub App manifest for a deployment at URL (to register the App by hand)."""
-    from bot.onboarding import manifest_for
+@click.option("--name", default=None, metavar="NAME",
+              help="The App's name, unique across GitHub, at most 34 characters (default: CI Registrar (<random>)).")
+def manifest(public_url, name):
+    """Print the GitHub App manifest for a deployment at URL (to register the App by hand).
+    Exit 2: URL is not an absolute http(s) URL."""
+    from bot.commands.errors import fail
+    from bot.onboarding import app_name_problem, default_app_name, manifest_for, valid_public_url
 
-    click.echo(json.dumps(manifest_for(public_url), indent=2))
+    problem = valid_public_url(public_url)
+    if problem:
+        fail("manifest", f"--url {public_url[:100]!r}: {problem}")
+    name = default_app_name(None) if name is None else " ".join(name.split())
+    if app_name_problem(name):
+        fail("manifest", f"--name: {app_name_problem(name)}")
+
+    click.echo(json.dumps(manifest_for(public_url, name), indent=2))

@@ -14,6 +14,7 @@ from bot.handlers.rocm_commands import is_human_command_comment, still_says
 from bot.ondemand import flow, grammar, texts
 from bot.ondemand.flow import Pull, react, reply
 from bot.ondemand.permissions import authority
+from checks.wording import plural
 
 router = Router()
 
@@ -30,8 +31,8 @@ def is_calibrate_command(body: str | None) -> bool:
 def answer(login: str, outcome: calibration_pr.Outcome, repo: str) -> str:
     link = f"#{outcome.number}" if outcome.number else None
     return {
-        "opened": f"@{login} opened the calibration pull request {link} ({outcome.changes} est_time value(s)).",
-        "updated": f"@{login} updated the calibration pull request {link} in place ({outcome.changes} est_time value(s)).",
+        "opened": f"@{login} opened the calibration pull request {link} ({plural(outcome.changes, 'est_time value')}).",
+        "updated": f"@{login} updated the calibration pull request {link} in place ({plural(outcome.changes, 'est_time value')}).",
         "unchanged": f"@{login} the calibration pull request {link} is up to date: the stored durations give the same values.",
         "closed": f"@{login} nothing is left to calibrate: closed {link}.",
         "nothing": f"@{login} nothing to calibrate: every est_time fits the stored durations.",

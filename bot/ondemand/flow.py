@@ -29,6 +29,7 @@ from bot.store import ondemand as store
 from checks.config import CONFIG_PATH, Config, load_config
 from checks.dispatch_plan import partition
 from checks.durations import parse_job_log, runner_timeout
+from checks.wording import plural
 
 BUDGET_WINDOW = dt.timedelta(hours=24)
 RETRYABLE = (store.PENDING, store.APPROVED, "failed")
@@ -651,7 +652,7 @@ def finish(job, request, run: dict, run_client) -> None:
                 if ran.get("status") == "completed" and ran.get("conclusion") != "skipped"]
     logs, unread = _read_logs(run_client, run_repo, ran_jobs)
     if any(retry for _ran, _why, retry in unread) and not _last_attempt(job):
-        raise TransientError(f"{sum(1 for u in unread if u[2])} shard log(s) of run {run['id']} not served yet")
+        raise TransientError(f"{plural(sum(1 for u in unread if u[2]), 'shard log')} of run {run['id']} not served yet")
     latest: dict[str, dict] = {}
     for ran in ran_jobs:
         text = logs.get(ran["id"])
@@ -691,7 +692,7 @@ def finish(job, request, run: dict, run_client) -> None:
     if store.transition(job.store_url, request.id, [store.DISPATCHED], store.COMPLETED, completed_at=store.now()):
         detail = f"{conclusion}: {sum(1 for r in rows if r['status'] == 'PASS')} of {len(rows)} passed"
         if not_read:
-            detail += f"; {len(not_read)} shard log(s) not read"
+            detail += f"; {plural(len(not_read), 'shard log')} not read"
         store.audit(job.store_url, repository=request.repository, action="completion", pull_number=request.pull_number,
                     head_sha=request.head_sha, suite=request.suite, files=requested_files(request),
                     cost_gpu_hours=request.cost_gpu_hours, run_id=int(run["id"]), request_id=request.id,

@@ -15,6 +15,7 @@ import re
 
 from bot.ondemand.grammar import GRAMMAR
 from checks.dispatch_plan import plan_lines
+from checks.wording import plural
 
 REQUEST_CHECK = "MI350 run request · {suite}"
 RUN_CHECK = "MI350 · {suite}"
@@ -76,7 +77,7 @@ def plan_block(view: dict | None) -> str:
 def waiting(user: str, suite: str, head_sha: str, files_with_est, cost: float, gpus: int, note: str | None,
             costed: list[str] | None = None, plan: dict | None = None) -> str:
     text = (f"@{user} your request to run `{suite}` on {head_sha[:7]} is waiting for a maintainer "
-            f"({len(files_with_est)} test file(s), about {hours(cost)} GPU-hours on {gpus} GPU(s)).\n\n"
+            f"({plural(len(files_with_est), 'test file')}, about {hours(cost)} GPU-hours on {plural(gpus, 'GPU')}).\n\n"
             f"A maintainer approves it with `/approve-rocm` or the **Approve run** button of the "
             f"\u201c{REQUEST_CHECK.format(suite=suite)}\u201d check, or refuses it with `/deny-rocm [reason]`. "
             f"An approval holds for this commit only: a new push makes the request stale.\n\n"
@@ -100,8 +101,8 @@ def dispatched(suite: str, head_sha: str, number: int, run_url: str | None, file
 
 def _cost_basis(gpus: int, shards: int) -> str:
     if shards <= 1:
-        return f"{gpus} GPU(s) \u00d7 the most each file may run"
-    return f"{shards} shards of {gpus} GPU(s) \u00d7 the longest shard, each file at the most it may run"
+        return f"{plural(gpus, 'GPU')} \u00d7 the most each file may run"
+    return f"{shards} shards of {plural(gpus, 'GPU')} \u00d7 the longest shard, each file at the most it may run"
 
 
 def in_flight(user: str, suite: str, run_url: str | None, requester: str) -> str:
@@ -211,7 +212,7 @@ def run_started_output(suite: str, head_sha: str, run_url: str | None, files_wit
                        plan: dict | None = None) -> dict:
     """plan: the dispatch's run plan (bot.ondemand.flow.details), to say where it runs."""
     link = f"[workflow run]({run_url})" if run_url else "the workflow run"
-    return {"title": f"Running on MI350 ({len(files_with_est)} test file(s))",
+    return {"title": f"Running on MI350 ({plural(len(files_with_est), 'test file')})",
             "summary": f"`{suite}` on {head_sha}: {link}. Estimated {hours(cost)} GPU-hours.{_where(plan)}\n\n"
                        + _selected_table(files_with_est)}
 
@@ -251,7 +252,7 @@ def run_finished_output(suite: str, conclusion: str, run_url: str | None, rows: 
     if not_read:
         unread = ("\n\nNot every shard's log could be read, so this run is not counted as a pass:\n"
                   + "\n".join(f"- {code(line)}" for line in not_read))
-    title = f"{conclusion}: {passed} of {len(rows)} test file(s) passed"
+    title = f"{conclusion}: {passed} of {plural(len(rows), 'test file')} passed"
     if not_read:
-        title += f"; {len(not_read)} shard log(s) not read"
+        title += f"; {plural(len(not_read), 'shard log')} not read"
     return {"title": title, "summary": f"`{suite}`: {link} finished with `{conclusion}`.{unread}\n\n{body}"}

@@ -11,7 +11,7 @@ register_rocm_ci(est_time=600, suite="nightly-stage-c-4-gpu-mi35", labels=["long
 ```
 Reports:
 
-> suite `nightly-stage-c-4-gpu-mi35` is not a rocm suite in the inventory (tests/ci/run_suite.py), so this registration never runs; did you mean `nightly-stage-c-4-gpu-mi350` or `stage-c-4-gpu-mi350`?
+> suite `nightly-stage-c-4-gpu-mi35` is not a ROCm suite in the inventory (tests/ci/run_suite.py), so this registration never runs; did you mean `nightly-stage-c-4-gpu-mi350` or `stage-c-4-gpu-mi350`?
 
 ## How to fix
 Use a suite from the inventory for that backend (`CI_SUITES` in the suites module). The finding

@@ -11,7 +11,7 @@ register_rocm_ci(est_time=600, suite="nightly-stage-c-4-gpu-mi350", labels=["lon
 ```
 Reports:
 
-> suite `nightly-stage-c-4-gpu-mi350` runs on 4 GPU(s) but the test says it needs 2 (its file name)
+> suite `nightly-stage-c-4-gpu-mi350` runs on 4 GPUs but the test says it needs 2 (its file name)
 
 ## How to fix
 Register the file in the suite whose GPU count matches the test (a `2xGPU` file in a `-2-gpu-`

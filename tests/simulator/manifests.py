@@ -48,6 +48,13 @@ EVENT_PERMISSIONS = {
 
 URL_KEYS = ("url", "redirect_url", "setup_url")
 MAX_CALLBACK_URLS = 10
+# The keys of an App manifest ("Registering a GitHub App from a manifest", GitHub's docs); another
+# is refused rather than ignored, so a misspelt key never silently drops a setting.
+MANIFEST_KEYS = ("name", "url", "hook_attributes", "redirect_url", "callback_urls", "setup_url", "description",
+                 "public", "default_events", "default_permissions", "request_oauth_on_install", "setup_on_update")
+HOOK_KEYS = ("url", "active")
+BOOLEAN_KEYS = ("public", "request_oauth_on_install", "setup_on_update")
+MAX_NAME_LENGTH = 34  # github.com: "Name is too long (maximum is 34 characters)"
 
 
 @lru_cache(maxsize=1)
@@ -74,12 +81,28 @@ def manifest_errors(manifest) -> list[str]:
     if not isinstance(manifest, dict):
         return ["manifest must be a JSON object"]
     errors = []
+    unknown_keys = sorted(k for k in manifest if k not in MANIFEST_KEYS)
+    if unknown_keys:
+        errors.append(f"Unknown manifest keys: {', '.join(unknown_keys)}")
+    name = manifest.get("name")
+    if not isinstance(name, str) or not name.strip():
+        errors.append("Name can't be blank")
+    elif len(name) > MAX_NAME_LENGTH:
+        errors.append(f"Name is too long (maximum is {MAX_NAME_LENGTH} characters)")
+    for key in BOOLEAN_KEYS:
+        if key in manifest and not isinstance(manifest[key], bool):
+            errors.append(f"{key.replace('_', ' ').capitalize()} must be true or false")
     if not manifest.get("url"):
         errors.append("Url can't be blank")
     hook = manifest.get("hook_attributes") or {}
     if not isinstance(hook, dict):
         errors.append("hook_attributes must be an object")
         hook = {}
+    unknown_hook = sorted(k for k in hook if k not in HOOK_KEYS)
+    if unknown_hook:
+        errors.append(f"Unknown hook attributes: {', '.join(unknown_hook)}")
+    if "active" in hook and not isinstance(hook["active"], bool):
+        errors.append("Hook active must be true or false")
     if hook.get("active", True) and not hook.get("url"):
         errors.append("Hook url can't be blank")
     for key in URL_KEYS:

@@ -1,0 +1,174 @@
+"""The architecture, as the import graph shows it (docs/architecture.md draws the same picture).
+
+Every module of app.py, bot/ and checks/ is read with `ast` (never imported), and every import
+in it, at top level or inside a function, is an edge. Two properties are kept:
+
+- no import circle: no module reaches itself through imports, however deep;
+- imports only point down the roles below: `checks/` (the analysis library, also the command
+  line's) knows nothing of the App; infrastructure (settings, logging, metrics) knows only the
+  library; the adapters (the store, the GitHub client) know infrastructure; the worker knows the
+  adapters; the web process may hand work to the worker (enqueue, the embedded worker of the
+  single-process mode) but the worker never reaches into the web; the command line and app.py
+  sit on top.
+
+A new module must be given a role here; that is the point at which its place is decided.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# role -> the module names (a name covers its submodules) that play it
+ROLES: dict[str, tuple[str, ...]] = {
+    "library": ("checks",),
+    "infrastructure": ("bot.settings", "bot.logging", "bot.metrics", "bot.payloads"),
+    "adapters": ("bot.store", "bot.github"),
+    "worker": (
+        "bot.tasks", "bot.queue", "bot.routing", "bot.handlers", "bot.analysis", "bot.checkruns",
+        "bot.suggestions", "bot.sources", "bot.durations", "bot.calibration_pr", "bot.fairness",
+        "bot.ondemand", "bot.analysis_slots",
+    ),
+    "web": (
+        "bot.server", "bot.webapp", "bot.web", "bot.webhooks", "bot.signin", "bot.onboarding",
+        "bot.dashboard", "bot.status", "bot.pages", "bot.proxy", "bot.client_address", "bot.csrf",
+    ),
+    "command line": ("bot.cli", "bot.commands"),
+    "entry point": ("app", "bot"),
+}
+
+# role -> the roles its modules may import (besides their own)
+MAY_IMPORT: dict[str, set[str]] = {
+    "library": set(),
+    "infrastructure": {"library"},
+    "adapters": {"infrastructure", "library"},
+    "worker": {"adapters", "infrastructure", "library"},
+    "web": {"worker", "adapters", "infrastructure", "library"},
+    "command line": {"web", "worker", "adapters", "infrastructure", "library"},
+    "entry point": {"web"},
+}
+
+
+def _modules() -> dict[str, Path]:
+    paths = [ROOT / "app.py", *ROOT.glob("bot/**/*.py"), *ROOT.glob("checks/**/*.py")]
+    found = {}
+    for path in paths:
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the project's modules it imports (the nearest existing module of each name)."""
+    modules = _modules()
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                edges.update(resolve(alias.name) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(anchor + ([node.module] if node.module else []))
+                for alias in node.names:
+                    edges.add(resolve(f"{base}.{alias.name}") or resolve(base))
+        edges.discard(None)
+        edges.discard(module)
+        graph[module] = edges
+    return graph
+
+
+def role_of(module: str) -> str | None:
+    best = None
+    for role, names in ROLES.items():
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and (best is None or len(name) > len(best[1])):
+                best = (role, name)
+    return best[0] if best else None
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    circles.append(sorted(component))
+    return circles
+
+
+def test_no_import_circle():
+    assert import_circles(import_graph()) == []
+
+
+def test_the_circle_finder_finds_a_circle():
+    # the property above is only as good as the finder: a -> b -> c -> a is one circle, d is not in it
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_circles(graph) == [["a", "b", "c"]]
+
+
+def test_every_module_has_a_role():
+    assert [m for m in import_graph() if role_of(m) is None] == []
+
+
+def test_imports_point_down_the_roles():
+    upward = []
+    for module, imported in sorted(import_graph().items()):
+        role = role_of(module)
+        for target in sorted(imported):
+            target_role = role_of(target)
+            if target_role != role and target_role not in MAY_IMPORT[role]:
+                upward.append(f"{module} ({role}) imports {target} ({target_role})")
+    assert upward == []
+
+
+def test_an_upward_import_is_seen(tmp_path):
+    # the checker on a made-up edge: the library importing the store is refused
+    role, target_role = role_of("checks.engine"), role_of("bot.store.db")
+    assert (role, target_role) == ("library", "adapters")
+    assert target_role not in MAY_IMPORT[role]
