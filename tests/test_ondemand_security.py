@@ -933,6 +933,8 @@ def fresh_pg_url():
     ([17280], 21600, "job timeout"),  # exactly the job's limit
     ([17279], 21598, "per-file timeout"),  # int(1.25 x 17279) = 21598: one below
     ([300, -5], 3600, "per-file timeout"),  # one bad registration does not hide behind a good one
+    ([8640, 8640], 21600, "job timeout"),  # two registrations of 10,800 s each: exactly the job's limit
+    ([17000, 17000], 21600, "job timeout"),  # 21,250 s each: together past the job's limit
 ])
 def test_a_file_is_charged_the_most_the_job_lets_it_run(ests, seconds, basis):
     from bot.ondemand.cost import Limits, cost_files, gpu_hours
@@ -984,6 +986,15 @@ def test_the_limits_come_from_the_run_plan():
     retry = Limits.of(run(runner_flags=("--enable-retry", "--max-attempts=0", "--retry-timeout-increase", "-9")))
     assert (retry.attempts, retry.retry_increase_s) == (1, 0)
     assert Limits.of(run(runner_flags=("--max-attempts", "3"))).attempts == 1  # no retry without --enable-retry
+
+
+@pytest.mark.parametrize("ests, shown", [([300], "est_time=300"), ([300, 200], "est_time=500"),
+                                         ([None], "not a number"), ([300, None], "not a number")])
+def test_the_note_shows_the_est_time_as_registered(ests, shown):
+    from bot.ondemand.cost import Limits, cost_files
+
+    [note] = cost_files({"t.py": ests}, 4, est_time_positive=False, limits=Limits()).notes()
+    assert note.startswith(f"`t.py`: {shown}, charged ")
 
 
 def test_the_limits_defaults_and_edges():
