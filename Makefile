@@ -23,9 +23,8 @@ run: install
 # ports and tmp directories (tests/conftest.py). PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) * 2 )))
 
-# Every test, in two runs side by side (tests/run.sh): the parallel one at low CPU priority, and
-# beside it, at normal priority, the tests that assert on wall time (marked `serial`,
-# tests/conftest.py), one at a time; the exit status is the worse of the two.
+# Every test, in one pytest-xdist run (tests/run.sh). No test depends on the machine's speed
+# (tests/patience.py); bench/suite_under_load.py runs this with every core kept busy.
 test: install
 	bash tests/services.sh
 	bash tests/run.sh $(PYTEST_WORKERS) $(PYTEST_ARGS)

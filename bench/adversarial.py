@@ -87,13 +87,7 @@ def main(argv=None) -> dict:
         arena = Arena(sim, Path(tmp))
         try:
             # The anchor: an ordinary check with nothing else running (twice: the first warms caches).
-            anchors = []
-            for _ in range(2):
-                pr = arena.ordinary_pr()
-                started = time.monotonic()
-                arena.service.deliver(sim, arena.opened(arena.miles, pr))
-                wait_for(lambda: arena.completed(arena.miles, pr.head_sha), timeout=60)
-                anchors.append(time.monotonic() - started)
+            anchors = [arena.anchor_s() for _ in range(2)]
             anchor = anchors[-1]
             rows = []
             for attack in args.attacks:
@@ -200,7 +194,7 @@ def redis_outage(kind: str, seconds: float) -> dict:
         # The default job lease (60 s): a claim that reached Redis late waits it out.
         rig = RedisOutage(sim, Path(tmp), url, name, threads=2)
         try:
-            out = rig.run(kind, seconds, settle_s=180)
+            out = rig.run(kind, seconds)
         finally:
             rig.close()
             sim.stop()

@@ -203,7 +203,7 @@ def memory(files: int, tests: int, checks: int, prs: int = 20) -> dict[str, floa
                 delivery = w.sim.webhook("pull_request", "synchronize" if n else "opened", app=w.world.app,
                                          repo=w.repo, pull=pr, sender="bob")
                 assert w.world.deliver(delivery).status_code == 202
-                wait_for(lambda: any(r["status"] == "completed" for r in w.sim.check_runs(w.repo, pr.head_sha)), timeout=120)
+                wait_for(lambda: any(r["status"] == "completed" for r in w.sim.check_runs(w.repo, pr.head_sha)))
 
             push_and_wait(opened[0], 0)
             idle = rss_mb(proc.pid)

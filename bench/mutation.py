@@ -10,7 +10,7 @@ report lists each one so that a person can say which.
 
 Run on demand, not in CI (a few minutes per module on a quiet machine):
 
-    .venv/bin/python bench/mutation.py [--modules grammar suites ...] [--sample N] [--jobs N]
+    .venv/bin/python bench/mutation.py [--modules grammar suites ...] [--sample N] [--jobs N] [--lines 12,40]
 
 Prints killed/survived per module and each survivor (line, operator, the mutated line), then one
 JSON line of the figures. The original module must pass its tests first (else nothing is measured).
@@ -55,6 +55,22 @@ TARGETS = {
         "test_retries_multiply_and_the_job_caps_the_charge",
         "test_an_est_time_the_runner_rejects_refuses_the_command")) + (
         "tests/test_dispatch_plan.py::test_cost_is_runner_gpus_times_shards_times_the_longest_shard",)),
+    # the calibration pull request's branch and pull request handling (issue 25 items 4 and 6);
+    # render_body and the schedule (run, sweep) are left to the calibration tests, not mutated
+    "calibration_pr": Target("bot/calibration_pr.py",
+                             ("tests/test_calibration_branch.py", "tests/test_calibration_branch_edges.py",
+                              "tests/test_calibration_pr.py", "tests/test_calibration_refresh.py",
+                              "-k", "not command and not schedule"),
+                             frozenset({"_MARK", "_HELD", "_marker", "fingerprint", "refresh", "_by_app", "is_app_commit",
+                                        "_foreign_commits", "_branch_head", "_who", "_mode", "held_comment", "_hold",
+                                        "verdicts", "changed_verdicts", "after_ingest"})),
+    # issue 25: the calibration policy and the verdict maths it rests on (pure, tested in-process)
+    "calibration": Target("checks/calibration.py", ("tests/test_calibration_units.py", "tests/test_calibration.py",
+                                                    "-k", "not cli")),
+    "durations-policy": Target("checks/durations.py", ("tests/test_calibration_units.py",),
+                               frozenset({"MAX_ELAPSED_S", "elapsed_problem", "percentile", "duration_stats", "_round_up",
+                                          "suggest_est_time", "runner_timeout", "calibrate", "estimate_from_other_backend",
+                                          "_param", "_stats_of", "_s", "_since_date"})),
 }
 
 _COMPARE_SWAPS = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,
@@ -276,9 +292,10 @@ def _wait(pid: int, timeout: float) -> bool | None:
         time.sleep(0.02)
 
 
-def check_module(name: str, target: Target, sample: int | None, seed: int, jobs: int) -> dict:
+def check_module(name: str, target: Target, sample: int | None, seed: int, jobs: int,
+                 lines: frozenset[int] = frozenset()) -> dict:
     source = (ROOT / target.module).read_text()
-    every = mutants(source, target.only)
+    every = [m for m in mutants(source, target.only) if not lines or m.line in lines]
     rendered = [(m, text) for m in every if (text := render(source, m)) is not None]
     if sample is not None and sample < len(rendered):
         rendered = random.Random(seed).sample(rendered, sample)
@@ -324,6 +341,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--modules", nargs="*", default=list(TARGETS), choices=list(TARGETS))
     parser.add_argument("--sample", type=int, default=None, help="mutants per module, sampled (default: all)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--lines", default="", help="only the mutants on these lines (comma-separated): the "
+                                                    "survivors of an earlier run, against tests added since")
     parser.add_argument("--jobs", type=int, default=2, help="mutants tested at once (one repository copy each)")
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     args = parser.parse_args(argv)
@@ -339,7 +358,8 @@ def main(argv=None) -> dict:
     rows = []
     for name in args.modules:
         print(f"{name}: {TARGETS[name].module} against {' '.join(TARGETS[name].tests)}", flush=True)
-        rows.append(check_module(name, TARGETS[name], args.sample, args.seed, args.jobs))
+        rows.append(check_module(name, TARGETS[name], args.sample, args.seed, args.jobs,
+                                 frozenset(int(n) for n in args.lines.split(",") if n.strip())))
     print()
     print(f"{'module':32} {'mutants':>8} {'killed':>7} {'survived':>9} {'killed %':>9}")
     for r in rows:

@@ -9,6 +9,13 @@ commit, the branch ref) and shown in one pull request:
 - open, and nothing left to change: closed, with a comment saying why;
 - closed by someone else with these very values: left closed, until the values change again.
 
+The branch is the App's only while it is: only a pull request the App's bot opened is ever
+updated, and only while every commit on its branch (beyond the default branch) was made by the App
+through the API (its bot as author and committer, with GitHub's signature). Once anyone else has
+pushed, the App holds: one comment with the values it would write, nothing else, until the pull
+request is closed or the branch is back on an App commit. A branch of that name holding anyone
+else's commits, or with anyone else's pull request open from it, is never moved.
+
 The body carries a fingerprint of the values it proposes (an HTML comment), so none of this needs
 state of its own. The policy and the edits are checks/ (checks/calibration.py,
 checks/calibration_edits.py); this module only reads and writes GitHub.
@@ -37,25 +44,30 @@ log = get_logger("ci_registrar.calibration")
 BRANCH = "ci-registrar/calibrate-est-time"
 TITLE = "Calibrate est_time from stored MI355X durations"
 _MARK = re.compile(r"<!-- ci-registrar calibration: ([0-9a-f]{16}|none) -->")
+_HELD = re.compile(r"<!-- ci-registrar calibration held: [0-9a-f]{40} [0-9a-f]{16} -->")
 CLOSED_NOTICE = ("Nothing is left to calibrate: every est_time this pull request changed now fits the stored "
                  "durations (or was changed on the default branch). Closing it; a new one opens when values drift.")
 NO_PERMISSION = ("The calibration pull request needs the App's `contents: write` permission (to commit the new "
                  "est_time values on the branch `{branch}`), which this installation has not granted. Nothing was "
                  "changed. Run `ci-registrar calibrate --durations --write` on a checkout instead (docs/calibration.md).")
+BRANCH_TAKEN = ("The branch `{branch}` holds work that is not the App's ({who}), so the App neither moves it nor "
+                "opens its pull request from it. Delete the branch (or point it back at a commit of the App's) and the "
+                "next refresh opens the calibration pull request.")
 
 
 @dataclass
 class Outcome:
-    action: str  # opened | updated | unchanged | closed | kept-closed | nothing | no-permission
+    action: str  # opened | updated | unchanged | closed | kept-closed | nothing | no-permission | held | branch-taken
     number: int | None = None
     changes: int = 0
     message: str = ""
     every_days: float = 7  # the repository's calibration.pull_request_every_days
+    verdicts: str | None = None  # what this refresh decided per file (verdicts()), None: decided nothing
 
 
-def _outcome_with(every_days: float):
+def _outcome_with(every_days: float, verdicts_json: str | None = None):
     def make(action: str, number: int | None = None, changes: int = 0, message: str = "") -> Outcome:
-        return Outcome(action, number, changes, message, every_days)
+        return Outcome(action, number, changes, message, every_days, verdicts_json)
     return make
 
 
@@ -78,6 +90,7 @@ def _fmt(v) -> str:
 def render_body(plan: "Plan", windows, uses, registrations, changes_print: str, params) -> str:
     """The table per suite (file, old, new, n, p90, max, why) and each suite's totals before and
     after, against its consumers' timeouts and shard counts, the view REG030 takes."""
+    from checks.calibration import window_for
     from checks.shards import Item, heaviest, partition
 
     lines = [
@@ -93,7 +106,10 @@ def render_body(plan: "Plan", windows, uses, registrations, changes_print: str, 
     for suite in sorted(by_suite):
         lines += [f"### `{suite}`", "", "| file | old | new | n | p90 | max | why |", "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
         for d in by_suite[suite]:
-            lines.append(f"| `{d.registration.file}` | {_fmt(d.old)} | {_fmt(d.new)} | {d.n} | {_fmt(d.p90)} | {_fmt(d.max)} | {d.reason} |")
+            why = d.reason
+            if getattr(d, "one_run", False):  # one slow pass sets the value: say so, with the run to look at
+                why += " (driven by a single run" + (f": [{d.run.rsplit('/', 1)[-1]}]({d.run})" if d.run else "") + ")"
+            lines.append(f"| `{d.registration.file}` | {_fmt(d.old)} | {_fmt(d.new)} | {d.n} | {_fmt(d.p90)} | {_fmt(d.max)} | {why} |")
         regs = [r for r in registrations if r.suite == suite and r.disabled is None and r.est_time is not None]
         before = sum(r.est_time for r in regs)
         after = sum(new_of.get(r.file, r.est_time) for r in regs)
@@ -102,7 +118,7 @@ def render_body(plan: "Plan", windows, uses, registrations, changes_print: str, 
             def predicted(est_of):
                 items = []
                 for r in regs:
-                    w = windows.get((r.file, r.backend.family))
+                    w = window_for(windows, r, params)
                     seconds = w.stats.p90 if w and w.stats.n >= params.min_samples else est_of(r)
                     items.append(Item(r.file, est_of(r), seconds))
                 return heaviest(partition(items, use.shards)).predicted
@@ -123,7 +139,7 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
     require_enabled: do nothing (`disabled`) unless the default branch's configuration sets
     `calibration.pull_requests` (tests pass False to exercise the cycle on any configuration)."""
     from bot.sources import GitHubTree
-    from checks.calibration import Bounds, Plan, build_windows, decide_all, stats_rows
+    from checks.calibration import Bounds, Plan, build_suite_windows, decide_all, stats_rows
     from checks.calibration_edits import plan_edits
     from checks.engine import build_context, check_tree
 
@@ -142,16 +158,27 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
                                            f"{CONFIG_PATH}: the App opens no calibration pull request")
     if callable(records):
         records = records()
-    windows = build_windows(records, params, now=now, repository=repo)
-    report = check_tree(tree, config_text=tree.read(CONFIG_PATH), durations=stats_rows(windows, params.hardware), fixes=False)
+    from checks.timeout_model import with_runner_timeout
+
+    params = with_runner_timeout(params, tree.read, config.paths.register_module)  # the default branch's runner
+    windows = build_suite_windows(records, params, now=now, repository=repo, default_branch=default)
+    report = check_tree(tree, config_text=tree.read(CONFIG_PATH), durations=stats_rows(windows), fixes=False)
     ctx, _paths, _findings = build_context(tree, config)
     plan = Plan(decide_all(report.registrations, windows, params, Bounds.of(ctx.contract)))
     changes_print = fingerprint(plan.changes)
+    outcome = _outcome_with(params.pull_request_every_days, verdicts(plan, Bounds.of(ctx.contract)))
 
+    bot = client.github.bot_login()
     pulls = client.pulls_from(repo, f"{owner}:{BRANCH}")
-    latest = pulls[0] if pulls else None
+    mine = [p for p in pulls if _by_app(p, bot)]  # a pull request someone else opened is never ours
+    strangers_open = [p for p in pulls if not _by_app(p, bot) and p["state"] == "open"]
+    latest = mine[0] if mine else None
     open_pr = latest if latest and latest["state"] == "open" else None
 
+    if open_pr is not None:
+        foreign = _foreign_commits(client, repo, default, open_pr["head"]["sha"], bot)
+        if foreign:  # someone else pushed to it: theirs now, until closed or back on an App commit
+            return _hold(client, repo, open_pr, plan, foreign, bot, outcome)
     if not plan.changes:
         if open_pr is None:
             return outcome("nothing")
@@ -164,34 +191,196 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
     if open_pr is None and latest is not None and not latest.get("merged_at") and _marker(latest.get("body")) == changes_print:
         return outcome("kept-closed", latest["number"], len(plan.changes))  # a maintainer closed it: not again
 
+    branch_head = open_pr["head"]["sha"] if open_pr is not None else _branch_head(client, repo)
+    if open_pr is None and branch_head is not None:
+        # The branch outlived the App's pull requests, or was made by someone else: the App moves
+        # it only when nothing on it (beyond the default branch) is anyone else's work, and no one
+        # else's pull request is open from it.
+        foreign = _foreign_commits(client, repo, default, branch_head, bot)
+        if foreign or strangers_open:
+            return outcome("branch-taken", None, len(plan.changes), BRANCH_TAKEN.format(
+                branch=BRANCH, who=_who(foreign) if foreign else f"pull request #{strangers_open[0]['number']}"))
+
     edits = plan_edits(plan.changes, lambda path: tree.read(path).decode("utf-8"))
+    listing = client.tree(repo, head)
     try:
-        entries = [{"path": e.path, "mode": "100644", "type": "blob", "sha": client.create_blob(repo, e.after.encode("utf-8"))}
-                   for e in edits]
+        entries = [{"path": e.path, "mode": _mode(client, repo, listing, e.path), "type": "blob",
+                    "sha": client.create_blob(repo, e.after.encode("utf-8"))} for e in edits]
     except GitHubError as exc:
         if exc.status in (403, 404):
             return outcome("no-permission", open_pr["number"] if open_pr else None, len(plan.changes),
                            NO_PERMISSION.format(branch=BRANCH))
         raise
-    base_tree = client.tree(repo, head)["sha"]
-    new_tree = client.create_tree(repo, base_tree, entries)
+    new_tree = client.create_tree(repo, listing["sha"], entries)
     message = f"Calibrate {plural(len(plan.changes), 'est_time value')} from stored {params.hardware} durations\n\n" + "\n".join(
         f"{d.registration.file}:{d.registration.anchor('est_time').line}: {_fmt(d.old)} -> {_fmt(d.new)} ({d.reason})"
         for d in plan.changes)
+    # No author, no committer: GitHub names the App's bot as both and signs the commit, which is
+    # how the next refresh tells the App's commits from anyone else's.
     commit = client.create_commit(repo, message, new_tree, [head])
     body = render_body(plan, windows, ctx.uses, report.registrations, changes_print, params)
-    if open_pr is not None:
+    if branch_head is None:
+        client.create_ref(repo, BRANCH, commit)
+    else:
+        # Only the App's own commits are replaced (checked above, one request earlier: GitHub's
+        # ref update has no compare-and-set, so a push in between is the one thing not caught).
         client.update_ref(repo, BRANCH, commit, force=True)
+    if open_pr is not None:
         client.update_pull(repo, open_pr["number"], {"title": TITLE, "body": body})
         return outcome("updated", open_pr["number"], len(plan.changes))
-    try:
-        client.create_ref(repo, BRANCH, commit)
-    except GitHubError as exc:
-        if exc.status != 422:  # the branch of an earlier, closed pull request: moved, not created
-            raise
-        client.update_ref(repo, BRANCH, commit, force=True)
     pr = client.create_pull(repo, title=TITLE, head=f"{owner}:{BRANCH}", base=default, body=body)
     return outcome("opened", pr["number"], len(plan.changes))
+
+
+# -- whose branch it is -----------------------------------------------------------------------------
+def _by_app(pull: dict, bot: str) -> bool:
+    user = pull.get("user") or {}
+    return user.get("login") == bot and user.get("type") == "Bot"
+
+
+def is_app_commit(commit: dict, bot: str) -> bool:
+    """Made by the App through the API: authored and committed by its bot account AND carrying
+    GitHub's verified signature. GitHub links a commit to an account by email alone, so a pushed
+    commit can name the bot; only GitHub signs the commits its API makes for an App ("bot
+    signatures", never with a custom author or committer)."""
+    return ((commit.get("author") or {}).get("login") == bot and (commit.get("committer") or {}).get("login") == bot
+            and bool(((commit.get("commit") or {}).get("verification") or {}).get("verified")))
+
+
+def _foreign_commits(client, repo: str, default: str, head_sha: str, bot: str) -> list[dict]:
+    """The commits on the branch (beyond the default branch) that are not the App's; all of them
+    when GitHub cannot list them all (over 250: someone's history, certainly not the App's)."""
+    compared = client.compare(repo, default, head_sha)
+    commits = compared.get("commits") or []
+    if compared.get("total_commits", len(commits)) > len(commits):
+        return commits or [{"sha": head_sha}]
+    return [c for c in commits if not is_app_commit(c, bot)]
+
+
+def _branch_head(client, repo: str) -> str | None:
+    try:
+        return client.branch_head(repo, BRANCH)
+    except GitHubError as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def _who(commits: list[dict]) -> str:
+    """`abc1234` by alice, ...: the commits as a maintainer finds them."""
+    def name(c):
+        return ((c.get("author") or {}).get("login") or ((c.get("commit") or {}).get("author") or {}).get("name")
+                or "an unknown author")
+    return ", ".join(f"`{c['sha'][:7]}` by {name(c)}" for c in commits[:5]) + (
+        f" and {len(commits) - 5} more" if len(commits) > 5 else "")
+
+
+def _mode(client, repo: str, listing: dict, path: str) -> str:
+    """The file's mode on the default branch, so an executable test stays executable. A listing
+    GitHub cut short is walked one directory at a time instead."""
+    for entry in listing["tree"]:
+        if entry["path"] == path:
+            return entry["mode"]
+    if not listing.get("truncated"):
+        raise ValueError(f"{path} is not in the default branch's tree")
+    sha, parts = listing["sha"], path.split("/")
+    for depth, part in enumerate(parts):
+        entry = next((e for e in client.tree_level(repo, sha)["tree"] if e["path"] == part), None)
+        if entry is None:
+            raise ValueError(f"{path} is not in the default branch's tree")
+        if depth == len(parts) - 1:
+            return entry["mode"]
+        sha = entry["sha"]
+    raise ValueError(path)  # unreachable: an empty path is no file
+
+
+def held_comment(plan: "Plan", foreign: list[dict], head_sha: str, changes_print: str) -> str:
+    lines = [f"Someone other than CI Registrar pushed to `{BRANCH}` ({_who(foreign)}). The App no longer "
+             "updates, retitles, closes or force-pushes this pull request: that would overwrite their work. It "
+             "resumes when the branch is back on a commit of the App's, or once this pull request is closed and "
+             "the branch deleted (a new pull request then).", ""]
+    if plan.changes:
+        lines += ["The values it would write now:", "", "| file | line | old | new | why |", "| --- | ---: | ---: | ---: | --- |"]
+        lines += [f"| `{d.registration.file}` | {d.registration.anchor('est_time').line} | {_fmt(d.old)} | {_fmt(d.new)} | {d.reason} |"
+                  for d in plan.changes]
+    else:
+        lines.append("It would write nothing now: every est_time fits the stored durations.")
+    lines += ["", f"<!-- ci-registrar calibration held: {head_sha} {changes_print} -->"]
+    return "\n".join(lines)
+
+
+def _hold(client, repo: str, pr: dict, plan: "Plan", foreign: list[dict], bot: str, outcome) -> Outcome:
+    """One comment per pull request with what the App would write; edited in place when that or
+    the branch changes, never posted again on each refresh."""
+    body = held_comment(plan, foreign, pr["head"]["sha"], fingerprint(plan.changes))
+    earlier = next((c for c in client.issue_comments(repo, pr["number"])
+                    if (c.get("user") or {}).get("login") == bot and _HELD.search(c.get("body") or "")), None)
+    if earlier is None:
+        client.comment(repo, pr["number"], body)
+    elif earlier["body"] != body:
+        client.edit_comment(repo, earlier["id"], body)
+    return outcome("held", pr["number"], len(plan.changes), f"someone else pushed to {BRANCH}: {_who(foreign)}")
+
+
+# -- after an ingest: did a REG020 verdict change? ------------------------------------------------
+@dataclass(frozen=True)
+class _Seen:
+    """A registration as the last refresh saw it on the default branch: what decide() reads."""
+    file: str
+    backend: "object"
+    est_time: float
+    suite: str | None = None
+    disabled: None = None
+    implicit: bool = False
+
+
+def verdicts(plan: "Plan", bounds) -> str:
+    """Each calibrated file's REG020 verdict at this refresh (flagged: calibrate changes it), with
+    what re-deciding it needs that the store does not hold: its est_time, suite and the bound."""
+    seen = [[d.registration.file, d.registration.backend.family.value, d.old, d.registration.suite, d.changed]
+            for d in plan.decisions if d.old is not None and d.registration.disabled is None]
+    return json.dumps({"minimum": bounds.minimum, "files": sorted(seen, key=lambda row: (row[0], row[1]))},
+                      sort_keys=True)
+
+
+def changed_verdicts(verdicts_json: str, records, params, *, now: datetime, repository: str) -> list[str]:
+    """The files whose REG020 verdict the stored durations `records` now give differs from the
+    one of the last refresh (same est_time, same policy: checks.calibration.decide)."""
+    from checks.calibration import Bounds, build_windows, decide
+    from checks.model import Backend
+
+    seen = json.loads(verdicts_json)
+    windows = build_windows(records, params, now=now, repository=repository)
+    bounds = Bounds(seen["minimum"])
+    out = []
+    for file, family, est, suite, flagged in seen["files"]:
+        reg = _Seen(file, Backend(family), est, suite)
+        if decide(reg, windows.get((file, reg.backend)), params, bounds).changed != flagged:
+            out.append(file)
+    return out
+
+
+def after_ingest(store_url: str, repo: str, params, *, now: datetime | None = None) -> list[str]:
+    """Called after durations were stored for `repo` (params: its default branch's `calibration:`).
+    A REG020 verdict changed: the next worker pass refreshes the calibration pull request, at most
+    once per `ingest_refresh_every_hours`. Returns the changed files when it asked, else []."""
+    from datetime import timedelta, timezone
+
+    from bot.durations import export_records
+    from bot.store import calibration as runs
+
+    if not params.pull_requests or params.ingest_refresh_every_hours <= 0:
+        return []
+    now = now or datetime.now(timezone.utc)
+    every = timedelta(hours=params.ingest_refresh_every_hours)
+    seen, asked_at = runs.last_verdicts(store_url, repo)
+    if seen is None or (asked_at is not None and now - asked_at < every):
+        return []  # no refresh yet (the schedule does the first), or asked within the interval
+    changed = changed_verdicts(seen, export_records(store_url, repository=repo), params, now=now, repository=repo)
+    if changed and runs.request(store_url, repo, seen, now, every):
+        log.info("calibration refresh asked by an ingest", repository=repo, files=changed[:5])
+        return changed
+    return []
 
 
 # -- when it runs -----------------------------------------------------------------------------------
@@ -205,7 +394,7 @@ def run(github, store_url: str, installation_id: int, repo: str, *, now: datetim
     now = now or datetime.now(timezone.utc)
     client = github.for_installation(installation_id)
     outcome = refresh(client, repo, lambda: export_records(store_url, repository=repo), now=now)
-    runs.record(store_url, repo, outcome.action, outcome.number, now, outcome.every_days)
+    runs.record(store_url, repo, outcome.action, outcome.number, now, outcome.every_days, outcome.verdicts)
     if outcome.action == "no-permission":
         log.warning("calibration pull request needs contents: write", repository=repo)
     else:

@@ -11,9 +11,10 @@ import csv
 import hashlib
 import io
 import json
+import math
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Annotated, Any, Iterable, Literal, Mapping, Sequence
 
@@ -38,6 +39,8 @@ from bot.store.measurements import (  # noqa: F401  (the statistics are this ser
     utc as _utc,
 )
 from checks.durations import (
+    MAX_ELAPSED_S,
+    elapsed_problem,
     parse_job_log,
 )
 from checks.hardware import hardware_for_labels
@@ -46,7 +49,7 @@ from checks.hardware import hardware_for_labels
 FIELDS = (
     "repository", "file", "backend", "suite", "hardware", "elapsed_s", "outcome", "attempt",
     "exit_code", "timeout_after_s", "est_time", "run_id", "job_id", "head_sha", "workflow",
-    "measured_at", "source", "event",
+    "measured_at", "source", "event", "head_branch", "head_repository",
 )
 REQUIRED_FIELDS = ("repository", "file", "elapsed_s", "outcome")
 # Accepted spellings of a column (the runner's own words on the left).
@@ -109,6 +112,8 @@ def ingest_job_log(
     measured_at: datetime | None = None,
     name: str | None = None,
     event: str | None = None,
+    head_branch: str | None = None,
+    head_repository: str | None = None,
 ) -> IngestResult:
     """Parse one Actions job log and store its per-file measurements (idempotently).
 
@@ -118,7 +123,9 @@ def ingest_job_log(
     backend / suite: if not given, read from the runner's `--hw` / `--suite` in the log (else rocm).
     measured_at: for lines without an Actions timestamp (default: now).
     run_id / job_id: the natural key; without them 0 and a hash of the log stand in.
-    event: the workflow run's GitHub event (`pull_request` marks a PR head's run: not merged code).
+    event / head_branch / head_repository: the workflow run's GitHub `event`, `head_branch` and
+    `head_repository.full_name`: calibration counts only the default branch's runs from the
+    configured events, never a fork's (docs/calibration.md).
     """
     result = IngestResult(source=name or f"{repository} run {run_id} job {job_id}")
     parsed = parse_job_log(log_text)
@@ -155,6 +162,8 @@ def ingest_job_log(
             "measured_at": r.timestamp or fallback,
             "source": source,
             "event": event,
+            "head_branch": head_branch,
+            "head_repository": head_repository,
         }
         for r in parsed.records
     ]
@@ -210,6 +219,8 @@ class MeasurementItem(msgspec.Struct, kw_only=True, forbid_unknown_fields=False)
     measured_at: datetime | None = None
     source: str | None = None
     event: Annotated[str, msgspec.Meta(max_length=32)] | None = None
+    head_branch: Annotated[str, msgspec.Meta(max_length=255)] | None = None
+    head_repository: Annotated[str, msgspec.Meta(max_length=200)] | None = None
     runner_labels: list[str] | str | None = None
 
 
@@ -271,6 +282,13 @@ def _row_from_item(item: Mapping[str, Any], defaults: Mapping[str, Any], mapping
         if field and field.group(1) in data:
             raise ValueError(f"{field.group(1)} {data[field.group(1)]!r}: {message.split(' - at ')[0]}") from None
         raise ValueError(message.replace("Object missing required field", "missing")) from None
+    for name in ("elapsed_s", "timeout_after_s"):
+        value = getattr(m, name)
+        problem = None if value is None and name != "elapsed_s" else elapsed_problem(value, name)
+        if problem:  # infinity, NaN, 0 or more than a week: never stored (nor shown, nor proposed)
+            raise ValueError(problem)
+    if m.est_time is not None and (not math.isfinite(m.est_time) or m.est_time > MAX_ELAPSED_S):
+        raise ValueError(f"est_time {m.est_time!r} is not a finite number of seconds up to 7 days")
     hardware = m.hardware
     if hardware is None and m.runner_labels:
         labels = m.runner_labels.split(",") if isinstance(m.runner_labels, str) else m.runner_labels
@@ -282,6 +300,7 @@ def _row_from_item(item: Mapping[str, Any], defaults: Mapping[str, Any], mapping
         "est_time": m.est_time, "run_id": m.run_id, "job_id": m.job_id, "head_sha": m.head_sha,
         "workflow": m.workflow, "runner_labels": None, "measured_at": m.measured_at,
         "source": m.source or defaults.get("source") or "import", "event": m.event,
+        "head_branch": m.head_branch, "head_repository": m.head_repository,
     }
 
 
@@ -413,25 +432,28 @@ def export_records(target: Session | str, *, repository: str | None = None) -> l
     return [_as_record(m) for m in select_measurements(target, repository=repository, by_repository=True)]
 
 
-def check_rows(target: Session | str, *, repository: str | None, params: Any) -> list[dict]:
+def check_rows(target: Session | str, *, repository: str | None, params: Any, default_branch: str | None = None,
+               now: datetime | None = None) -> list[dict]:
     """The rows REG020/REG021/REG030 judge est_time against (checks.engine.check_tree's `durations`).
 
-    `params`: the configuration's `calibration:` section. The same reads as `ci-registrar
-    calibrate` (docs/calibration.md): the window of passing runs of merged code unless
-    include_unmerged, and beside it the slowest run of floor_days and the window's timeouts.
-    One transaction for both, so a check sees one state of the store. Plain data (JSON-able): the
-    App hands it to the analysis child, which never touches the store.
+    `params`: the configuration's `calibration:` section. The windows are `ci-registrar
+    calibrate`'s, built by the same function (checks.calibration.build_windows) from the same
+    records: the default branch's runs from the configured events, on each calibration hardware
+    the configuration names, with the slowest run and the timeouts of floor_days beside them. One
+    read, so a check sees one state of the store. Plain data (JSON-able): the App hands it to the
+    analysis child, which never touches the store.
     """
+    from checks.calibration import build_suite_windows, stats_rows
+
+    now = _utc(now)
+    since = now - timedelta(days=float(max(params.floor_days, params.window_days)))
+    by_repo: dict[str, list[dict]] = {}
+    for m in select_measurements(target, repository=repository, since=since, outcomes=("PASS", "TIMEOUT")):
+        by_repo.setdefault(m.repository, []).append(_as_record(m))
     out = []
-    with session_for(target) as session:
-        extra = floor_stats(session, repository=repository, hardware=params.hardware, params=params)
-        for row in query_stats(session, repository=repository, hardware=params.hardware, params=params,
-                               merged_only=not params.include_unmerged):
-            item = row.as_json()
-            item["since"] = row.since.isoformat() if row.since else None
-            item["values"] = row.values  # a lowered est_time's finding counts the runs it would cut
-            item.update(extra.get((row.repository, row.hardware, row.backend, row.file), {}))
-            out.append(item)
+    for repo, records in sorted(by_repo.items()):
+        windows = build_suite_windows(records, params, now=now, repository=repo, default_branch=default_branch)
+        out.extend({**row, "repository": repo} for row in stats_rows(windows))
     return out
 
 

@@ -21,10 +21,12 @@ The policy, in order:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, Iterable, Mapping
 
-from checks.durations import NOT_LOWERED, DurationStats, calibrate, duration_stats
+from checks.durations import NOT_LOWERED, DurationStats, _round_up, calibrate, duration_stats, elapsed_problem
+from checks.hardware import same_hardware_key
 from checks.model import Backend, Registration
 from checks.wording import plural
 
@@ -50,15 +52,50 @@ NOT_LITERAL = "est-time-not-literal"
 NOT_CALIBRATED = "not-calibrated-backend"
 
 
-def origin_of(record: Mapping[str, Any]) -> str:
-    """merged, pr-head or on-demand: whose code a stored run ran."""
+OTHER_BRANCH = "other-branch"
+OTHER_EVENT = "other-event"
+FORK = "fork"
+DEFAULT_EVENTS = ("schedule", "push")
+
+
+def origin_of(record: Mapping[str, Any], events: Iterable[str] = DEFAULT_EVENTS, branch: str | None = None) -> str:
+    """Whose code a stored run ran: merged (it counts), pr-head, on-demand, fork, other-event or other-branch.
+
+    Only the default branch's runs (`branch`) from `events` are merged code. A record with neither
+    `event` nor `head_branch` predates both (an operator's import of an older export): it counts, as
+    it did before the store kept them; a `schedule` run without its branch ran the default branch
+    (GitHub schedules only there); a `push` without its branch does not count. `branch` None: any
+    branch (no default branch known).
+    """
     source = str(record.get("source") or "")
     if source.startswith("on-demand"):
         return ON_DEMAND
     event = record.get("event")
     if event in UNMERGED_EVENTS:
         return PR_HEAD
+    head_repo, repo = record.get("head_repository"), record.get("repository")
+    if head_repo and repo and str(head_repo).lower() != str(repo).lower():
+        return FORK
+    head = record.get("head_branch")
+    if event is None and head is None:
+        return MERGED
+    if head is None and event == "schedule":
+        head = branch  # GitHub runs scheduled workflows on the default branch only (rows stored before 0012)
+    if event not in tuple(events):
+        return OTHER_EVENT
+    if branch is not None and head != branch:
+        return OTHER_BRANCH
     return MERGED
+
+
+def run_url(record: Mapping[str, Any]) -> str | None:
+    """The Actions run a stored measurement came from (for a pull request body), when it has one."""
+    run_id = record.get("run_id")
+    if not run_id:
+        return None
+    source = str(record.get("source") or "")
+    repo = source.split(":", 1)[1] if source.startswith("workflow_run:") else record.get("repository")
+    return f"https://github.com/{repo}/actions/runs/{run_id}" if repo else None
 
 
 def _time(value: Any) -> datetime:
@@ -78,67 +115,111 @@ class Window:
     """One (file, backend family)'s window on the calibration hardware."""
 
     passing: tuple[float, ...]  # elapsed seconds, newest first (the last window_runs)
-    timeouts: int = 0  # TIMEOUT attempts within window_days
-    excluded: int = 0  # passing runs of unmerged code left out
+    timeouts: int = 0  # TIMEOUT attempts within floor_days (remembered as long as a pass)
+    excluded: int = 0  # passing runs of unmerged code, other branches, events or forks left out
     since: date | None = None
     slowest: float | None = None  # the slowest passing run within floor_days (every one, not only the last N)
-    timed_out_at: float | None = None  # the longest TIMEOUT attempt within window_days
+    timed_out_at: float | None = None  # the longest TIMEOUT attempt within floor_days
+    slowest_run: str | None = None  # the Actions run of `slowest` (a raise it alone drives names it)
+    given: DurationStats | None = None  # statistics of a row without its values (`durations show` JSON)
 
     @property
     def stats(self) -> DurationStats:
-        return duration_stats(self.passing)
+        return self.given if self.given is not None and not self.passing else duration_stats(self.passing)
 
     def cut_by(self, est_time: float) -> int:
         """How many passing runs of the window took longer than est_time."""
         return sum(1 for v in self.passing if v > est_time)
 
 
+def calibration_hardware(params: Any) -> list[str]:
+    """Every calibration hardware model the configuration names (`hardware` first), each once."""
+    models, seen = [], set()
+    for model in [params.hardware, *getattr(params, "hardware_by_suite", {}).values()]:
+        if same_hardware_key(model) not in seen:
+            seen.add(same_hardware_key(model))
+            models.append(model)
+    return models
+
+
+def hardware_for_suite(suite: str | None, params: Any) -> str:
+    """The calibration hardware of a suite (or runner pool name): the first matching glob, else `hardware`."""
+    name = (suite or "").lower()
+    for glob, model in getattr(params, "hardware_by_suite", {}).items():
+        if fnmatchcase(name, glob.lower()):
+            return model
+    return params.hardware
+
+
+def _seconds(value: Any) -> float | None:
+    """A stored elapsed time, or None when it is none: not finite, 0 or less, over a week."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return seconds if elapsed_problem(seconds) is None else None
+
+
 def build_windows(records: Iterable[Mapping[str, Any]], params: Any, *, now: datetime | None = None,
-                  repository: str | None = None) -> dict[tuple[str, Backend], Window]:
-    """Windows per (file, backend family) from measurement records (`durations export` objects)."""
+                  repository: str | None = None, default_branch: str | None = None,
+                  hardware: str | None = None) -> dict[tuple[str, Backend], Window]:
+    """Windows per (file, backend family) from measurement records (`durations export` objects).
+
+    hardware: the model to read (default: params.hardware), compared case-insensitively.
+    default_branch: the repository's; runs of another branch count only with include_unmerged
+    (`calibration.branch`, when set, wins).
+    """
     now = now or datetime.now(timezone.utc)
     start = now - timedelta(days=float(params.window_days))
     floor_start = now - timedelta(days=float(max(params.floor_days, params.window_days)))
-    hardware = params.hardware
-    passing: dict[tuple[str, Backend], list[tuple[datetime, float]]] = {}
-    timeouts: dict[tuple[str, Backend], list[tuple[datetime, float]]] = {}
+    wanted = same_hardware_key(hardware or params.hardware)
+    events = tuple(getattr(params, "events", DEFAULT_EVENTS))
+    branch = getattr(params, "branch", None) or default_branch
+    passing: dict[tuple[str, Backend], list[tuple[datetime, float, Mapping]]] = {}
+    timeouts: dict[tuple[str, Backend], list[float]] = {}
     excluded: dict[tuple[str, Backend], int] = {}
     for record in records:
         if repository is not None and record.get("repository") not in (None, repository):
             continue
-        if (record.get("hardware") or None) != hardware:
+        if same_hardware_key(record.get("hardware")) != wanted:
             continue
         try:
             family = Backend(str(record.get("backend") or "rocm").lower()).family
         except ValueError:
             continue
+        seconds = _seconds(record.get("elapsed_s"))
+        if seconds is None:
+            continue  # refused at ingest; a file of another origin may still hold one
         at = _time(record["measured_at"]) if record.get("measured_at") else now
         if at < floor_start or at > now:
             continue
         key = (str(record["file"]), family)
         outcome = str(record.get("outcome") or "").upper()
-        if origin_of(record) != MERGED and not params.include_unmerged:
+        if origin_of(record, events, branch) != MERGED and not params.include_unmerged:
             if outcome == "PASS" and at >= start:
                 excluded[key] = excluded.get(key, 0) + 1
             continue
         if outcome == "PASS":
-            passing.setdefault(key, []).append((at, float(record["elapsed_s"])))
-        elif at < start:
-            continue  # older than the window: only passing runs count there (for the floor)
+            passing.setdefault(key, []).append((at, seconds, record))
         elif outcome == "TIMEOUT":
-            timeouts.setdefault(key, []).append((at, float(record.get("timeout_after_s") or record["elapsed_s"])))
+            # remembered as long as a pass (floor_days): a timeout 40 days ago still stops a lowering
+            limit = _seconds(record.get("timeout_after_s")) or seconds
+            timeouts.setdefault(key, []).append(limit)
     out = {}
     for key in set(passing) | set(timeouts) | set(excluded):
         every = passing.get(key, [])
+        # the newest window_runs runs within window_days (never the slowest N: the window follows the file)
         runs = sorted((r for r in every if r[0] >= start), key=lambda r: r[0], reverse=True)[: int(params.window_runs)]
         killed = timeouts.get(key, [])
+        slowest = max(every, key=lambda r: r[1], default=None)
         out[key] = Window(
-            tuple(v for _t, v in runs),
+            tuple(v for _t, v, _r in runs),
             len(killed),
             excluded.get(key, 0),
             runs[-1][0].date() if runs else None,
-            max((v for _t, v in every), default=None),
-            max((v for _t, v in killed), default=None),
+            slowest[1] if slowest else None,
+            max(killed, default=None),
+            run_url(slowest[2]) if slowest else None,
         )
     return out
 
@@ -147,7 +228,7 @@ def windows_from_stats(rows: Iterable[Mapping[str, Any]], hardware: str) -> dict
     """Windows from `durations show --format json` rows that carry their `values` (newest first)."""
     out = {}
     for row in rows:
-        if (row.get("hardware") or None) != hardware or row.get("values") is None:
+        if same_hardware_key(row.get("hardware")) != same_hardware_key(hardware) or row.get("values") is None:
             continue
         try:
             family = Backend(str(row.get("backend", "rocm")).lower()).family
@@ -157,20 +238,21 @@ def windows_from_stats(rows: Iterable[Mapping[str, Any]], hardware: str) -> dict
         out[(row["file"], family)] = Window(
             tuple(float(v) for v in row["values"]), int(row.get("timeouts") or 0), 0,
             date.fromisoformat(since[:10]) if isinstance(since, str) and since else None,
-            row.get("slowest"), row.get("timed_out_at"),
+            row.get("slowest"), row.get("timed_out_at"), row.get("slowest_run"),
         )
     return out
 
 
-def stats_rows(windows: Mapping[tuple[str, Backend], Window], hardware: str) -> list[dict]:
+def stats_rows(windows: Mapping[tuple, Window], hardware: str | None = None) -> list[dict]:
     """The windows as `durations show --format json` rows (with values and timeouts) for check_tree."""
     rows = []
-    for (file, family), w in sorted(windows.items(), key=lambda kv: (kv[0][0], kv[0][1].value)):
+    for key, w in sorted(windows.items(), key=lambda kv: (kv[0][0], kv[0][1].value, str(kv[0][2:]))):
+        file, family = key[0], key[1]
         st = w.stats
-        rows.append({"file": file, "backend": family.value, "hardware": hardware, "n": st.n, "median": st.median,
+        rows.append({"file": file, "backend": family.value, "hardware": key[2] if len(key) == 3 else hardware, "n": st.n, "median": st.median,
                      "p90": st.p90, "max": st.max, "since": w.since.isoformat() if w.since else None,
                      "values": list(w.passing), "timeouts": w.timeouts, "slowest": w.slowest,
-                     "timed_out_at": w.timed_out_at})
+                     "timed_out_at": w.timed_out_at, "slowest_run": w.slowest_run})
     return rows
 
 
@@ -200,6 +282,9 @@ class Decision:
     hardware: str | None = None
     timeouts: int = 0
     excluded: int = 0
+    severity: str | None = None  # REG020's severity for a change: failure when a passing run outlived the runner's limit
+    one_run: bool = False  # a raise driven by a single run (the slowest passing one x max_margin)
+    run: str | None = None  # ... that run's link
 
     @property
     def changed(self) -> bool:
@@ -223,8 +308,8 @@ def _same_type(value: float, like: float | None) -> float:
 
 
 def decide(reg: Registration, window: Window | None, params: Any, bounds: Bounds = Bounds()) -> Decision:
-    """The policy for one registration (the module docstring lists it)."""
-    hardware = params.hardware
+    """The policy for one registration (the module docstring lists it); `window` is on the suite's hardware."""
+    hardware = hardware_for_suite(reg.suite, params)
     old = reg.est_time
 
     def keep(reason: str, detail: str, st: DurationStats | None = None, w: Window | None = None) -> Decision:
@@ -242,7 +327,7 @@ def decide(reg: Registration, window: Window | None, params: Any, bounds: Bounds
     if st.n < int(params.min_samples):
         extra = f"; {plural(window.excluded, 'run')} of unmerged code not counted" if window and window.excluded else ""
         return keep(TOO_FEW, f"{plural(st.n, 'passing run')} on {hardware} in the window, {params.min_samples} needed{extra}", st, window)
-    verdict = calibrate(old, st, params, hardware=hardware, timeouts=window.timeouts, slowest=window.slowest,
+    verdict = calibrate(old, st, params, hardware=hardware, since=window.since, timeouts=window.timeouts, slowest=window.slowest,
                         timed_out_at=window.timed_out_at)
     if verdict.rule is None or verdict.suggested is None:
         return keep(TIMEOUT_IN_WINDOW if verdict.kind == NOT_LOWERED else FITS, verdict.message, st, window)
@@ -256,16 +341,42 @@ def decide(reg: Registration, window: Window | None, params: Any, bounds: Bounds
                                      "only on a full window", st, window)
     if new == old:
         return keep(FITS, verdict.message, st, window)
+    # One run drives a raise when the slowest pass x max_margin, not the p90 x margin, sets the value.
+    by_p90 = _round_up(st.p90 * float(params.margin), int(params.round_to_s))
+    slowest = max(st.max or 0, window.slowest or 0)
+    one_run = new > old and new > by_p90 and new == _round_up(slowest * float(params.max_margin), int(params.round_to_s))
     return Decision(reg, old, _same_type(new, old), verdict.kind, verdict.message, st.n, st.p90, st.max, hardware,
-                    window.timeouts, window.excluded)
+                    window.timeouts, window.excluded, verdict.severity, one_run, window.slowest_run if one_run else None)
 
 
-def decide_all(registrations: Iterable[Registration], windows: Mapping[tuple[str, Backend], Window], params: Any,
+def window_for(windows: Mapping[tuple, Window], reg: Registration, params: Any) -> Window | None:
+    """The registration's window on its suite's calibration hardware.
+
+    windows: build_suite_windows' (file, family, hardware) keys, or build_windows' (file, family)
+    ones (one hardware: what the caller built them for)."""
+    hardware = same_hardware_key(hardware_for_suite(reg.suite, params))
+    for key, window in windows.items():  # small: one entry per measured file and hardware
+        if len(key) == 3 and key[0] == reg.file and key[1] == reg.backend.family and same_hardware_key(key[2]) == hardware:
+            return window
+    return windows.get((reg.file, reg.backend.family))
+
+
+def build_suite_windows(records: Iterable[Mapping[str, Any]], params: Any, **kwargs) -> dict[tuple[str, Backend, str], Window]:
+    """build_windows on every calibration hardware the configuration names, keyed (file, family, hardware)."""
+    records = list(records)
+    out = {}
+    for model in calibration_hardware(params):
+        for (file, family), window in build_windows(records, params, hardware=model, **kwargs).items():
+            out[(file, family, model)] = window
+    return out
+
+
+def decide_all(registrations: Iterable[Registration], windows: Mapping[tuple, Window], params: Any,
                bounds: Bounds = Bounds()) -> list[Decision]:
     """Decisions for every explicit registration of the calibrated family, in file and line order."""
     regs = [r for r in registrations if not r.implicit and r.backend.family in CALIBRATED_FAMILIES]
     regs.sort(key=lambda r: (r.file, r.span.line, r.span.column))
-    return [decide(r, windows.get((r.file, r.backend.family)), params, bounds) for r in regs]
+    return [decide(r, window_for(windows, r, params), params, bounds) for r in regs]
 
 
 @dataclass

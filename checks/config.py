@@ -100,9 +100,23 @@ class Calibration(_Struct):
     max_margin: float = 1.05
     floor_days: int = 90  # ... the slowest passing run within this many days (at least window_days)
     include_unmerged: bool = False
+    # whose runs count (docs/calibration.md): runs of `branch` (null: the repository's default branch)
+    # started by one of `events`; never a pull request's, a fork's or an on-demand run
+    events: list[str] = msgspec.field(default_factory=lambda: ["schedule", "push"])
+    branch: str | None = None
+    # the calibration hardware of a suite or runner pool: the first glob (case-insensitive) that
+    # matches the registration's suite; else `hardware`
+    hardware_by_suite: dict[str, str] = msgspec.field(default_factory=lambda: {
+        "*mi35x*": "MI355X", "*mi350*": "MI355X", "*mi30x*": "MI300X", "*mi300*": "MI300X"})
+    # the runner's per-file timeout: max(timeout_per_file_s, timeout_factor x est_time, est_time +
+    # timeout_slack_s); both null: read from the runner's revision (checks/timeout_model.py)
+    timeout_factor: float | None = None
+    timeout_slack_s: float | None = None
     # the App's calibration pull request (docs/calibration.md): off unless set; refreshed every N days
     pull_requests: bool = False
     pull_request_every_days: int = 7
+    # ... and at once after a durations ingest that changes a REG020 verdict, at most once per N hours (0: never)
+    ingest_refresh_every_hours: int = 24
 
 
 class DurationSource(_Struct):
@@ -339,6 +353,9 @@ def _semantic_errors(config: Config) -> list[tuple[str, str]]:
     c = config.calibration
     if numbers:
         return errors  # the comparisons below mean nothing on a number out of range
+    if c.ingest_refresh_every_hours < 0:
+        errors.append(("$.calibration.ingest_refresh_every_hours", "calibration.ingest_refresh_every_hours must not be "
+                                                                  "negative (0: an ingest never refreshes)"))
     if c.floor_days < c.window_days:
         errors.append(("$.calibration.floor_days", "calibration.floor_days must be at least window_days: the floor "
                                                    "covers every passing run of the window"))

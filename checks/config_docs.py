@@ -104,7 +104,8 @@ FIELDS: dict[str, str] = {
     "Calibration.round_to_s": "... rounded up to a multiple of this many seconds.",
     "Calibration.over_factor": "est_time above max(over_factor x p90, p90 + over_slack_s, the suggested value) is over-estimated (REG020).",
     "Calibration.over_slack_s": "See over_factor (seconds).",
-    "Calibration.timeout_per_file_s": "The runner's per-file timeout floor: a file times out after max(this, 1.25 x est_time) seconds.",
+    "Calibration.timeout_per_file_s": "The runner's per-file timeout floor: a file times out after max(this, 1.25 x est_time) seconds "
+                                      "(miles' model; see timeout_factor).",
     "Calibration.max_margin": "... and at least the slowest passing run in the window x max_margin (at least 1): a "
                               "suggestion never cuts a run that passed ([calibration.md](calibration.md)).",
     "Calibration.floor_days": "The slowest passing run of this many days (at least window_days) bounds a suggestion "
@@ -114,8 +115,22 @@ FIELDS: dict[str, str] = {
                                  "(on the branch `ci-registrar/calibrate-est-time`; needs `contents: write`). "
                                  "A maintainer's `/calibrate-est-time` comment refreshes it at once.",
     "Calibration.pull_request_every_days": "How often the App refreshes the calibration pull request (days; weekly by default).",
+    "Calibration.ingest_refresh_every_hours": "A durations ingest that changes a REG020 verdict (a file's est_time "
+                                              "now to be changed, or no longer) refreshes the calibration pull request "
+                                              "at once, at most once per this many hours per repository; 0: only the "
+                                              "schedule and `/calibrate-est-time` refresh it.",
     "Calibration.include_unmerged": "Count runs of unmerged code (pull request heads, `/run-rocm` on-demand runs) in "
                                     "`ci-registrar calibrate`'s window; by default only runs of merged code count.",
+    "Calibration.events": "The GitHub events whose runs calibrate est_time (REG020 and `calibrate`): by default the "
+                          "nightly schedule and pushes. `pull_request` runs, forks' runs and on-demand runs never count.",
+    "Calibration.branch": "The branch whose runs count; null: the repository's default branch. Runs of any other "
+                          "branch (a push to `feature/x`) change nothing.",
+    "Calibration.hardware_by_suite": "The calibration hardware per suite or runner pool: `glob: model`, the first glob "
+                                     "matching the registration's suite wins (case-insensitive); no match: `hardware`.",
+    "Calibration.timeout_factor": "The runner's per-file timeout is max(timeout_per_file_s, timeout_factor x est_time, "
+                                  "est_time + timeout_slack_s); null (with timeout_slack_s): read from the runner's "
+                                  "revision (miles: 1.25 x est_time; sglang at HEAD: max(1.5 x est, est + 1800)).",
+    "Calibration.timeout_slack_s": "See timeout_factor (seconds).",
     "DurationSource.workflow": "Workflow file name (e.g. `pr-test-rocm.yml`) whose completed runs are read. Required.",
     "DurationSource.repository": "`owner/name` where that workflow runs; null: this repository.",
     "Dispatch.workflow": "Workflow file name (or numeric id) to dispatch, e.g. `rocm-on-demand.yml`. Required.",

@@ -20,9 +20,28 @@ from datetime import date, datetime, timezone
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from checks.config import Calibration as _ConfigCalibration
+from checks.timeout_model import of_params
 from checks.wording import plural
 
 OUTCOMES = ("PASS", "FAIL", "TIMEOUT")
+
+# The longest elapsed time a measurement may claim: a week (no runner's job lives that long). A
+# value outside (0, MAX_ELAPSED_S] or not finite is refused where it is read, with its line or item:
+# `elapsed=<301 digits>s` is infinity as a float and would reach the store, a page and a PR.
+MAX_ELAPSED_S = 7 * 24 * 3600
+
+
+def elapsed_problem(value: Any, name: str = "elapsed") -> str | None:
+    """Why `value` is no elapsed time in seconds (None: it is one)."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return f"{name} {value!r} is not a number of seconds"
+    if not math.isfinite(seconds):
+        return f"{name} is not a finite number of seconds"
+    if seconds <= 0 or seconds > MAX_ELAPSED_S:
+        return f"{name}={seconds:g}s is outside (0 s, 7 days]"
+    return None
 
 # ----------------------------------------------------------------------------------------------
 # Parsing
@@ -181,6 +200,8 @@ def parse_job_log(text: str) -> ParsedLog:
                 m = _END_DETAIL.search(body)
                 if m is None:
                     malformed.append((number, "End detail line without filename='...', elapsed=N, _estimated_time=E"))
+                elif not float(m.group(3)) <= MAX_ELAPSED_S:  # est_time is stored with the measurements
+                    malformed.append((number, "estimated_time is not a finite number of seconds up to 7 days"))
                 else:
                     idx, tot = (pending_end[1], pending_end[2]) if pending_end else (0, 0)
                     result.ends.append(
@@ -194,6 +215,10 @@ def parse_job_log(text: str) -> ParsedLog:
             if m is None:
                 malformed.append((number, _malformed_reason(body)))
                 continue
+            bad = elapsed_problem(_number(m.group(5)))
+            if bad:
+                malformed.append((number, bad))
+                continue
             record = FileRecord(
                 file=m.group(3),
                 status=m.group(4),
@@ -204,23 +229,23 @@ def parse_job_log(text: str) -> ParsedLog:
                 total=int(m.group(2)),
                 timestamp=_stamp_datetime(stamp),
             )
-            bad = None
             if m.group(6):
                 for key, value in _TRAILING.findall(m.group(6)):
                     if key == "exit":
-                        if not _EXIT.fullmatch(value):
+                        if not _EXIT.fullmatch(value) or len(value) > 11 or abs(int(value)) >= 2**31:
                             bad = f"exit={value!r} is not an integer"
                             break
                         record.exit_code = int(value)
                     elif key == "timeout_after":
                         sm = _SECONDS.fullmatch(value)
-                        if not sm:
-                            bad = f"timeout_after={value!r} is not a number of seconds"
+                        if not sm or elapsed_problem(sm.group(1), "timeout_after"):
+                            bad = (elapsed_problem(sm.group(1), "timeout_after") if sm else None) \
+                                or f"timeout_after={value!r} is not a number of seconds"
                             break
                         record.timeout_after = int(float(sm.group(1)))
                     elif key == "retry_of":
                         rm = _RETRY_OF.fullmatch(value)
-                        if not rm:
+                        if not rm or len(rm.group(1)) > 6:  # the store's integer column
                             bad = f"retry_of={value!r} is not attempt=<k>"
                             break
                         record.retry_of = int(rm.group(1))
@@ -308,8 +333,11 @@ def suggest_est_time(p90: float, margin: float = 1.15, round_to_s: int = 10, *, 
     return _round_up(max(p90 * margin, floor), round_to_s)
 
 
-def runner_timeout(est_time: float, timeout_per_file_s: int = 1800) -> int:
-    """The runner's per-file timeout for an est_time: max(per-file default, int(1.25 x est_time))."""
+def runner_timeout(est_time: float, timeout_per_file_s: int = 1800, model=None) -> int:
+    """The runner's per-file timeout for an est_time: miles' max(per-file default, int(1.25 x est_time)),
+    or `model`'s (checks/timeout_model.py: sglang's max(1.5 x est, est + 1800))."""
+    if model is not None:
+        return model.timeout(est_time, timeout_per_file_s)
     return max(int(timeout_per_file_s), int(1.25 * est_time))
 
 
@@ -429,7 +457,8 @@ def calibrate(
     round_to_s = int(_param(params, "round_to_s"))
     over_factor = float(_param(params, "over_factor"))
     over_slack_s = float(_param(params, "over_slack_s"))
-    timeout = runner_timeout(est_time, int(_param(params, "timeout_per_file_s")))
+    model = of_params(params)
+    timeout = runner_timeout(est_time, int(_param(params, "timeout_per_file_s")), model)
     since_d = _since_date(since)
     where = f" on {hardware}" if hardware else ""
     since_txt = f" since {since_d.isoformat()}" if since_d else ""
@@ -469,24 +498,25 @@ def calibrate(
     floor_run = max(st.max or 0, slowest or 0)
     suggested = suggest_est_time(st.p90, margin, round_to_s, slowest=floor_run, max_margin=max_margin)
     per_file = int(_param(params, "timeout_per_file_s"))
-    if timed_out_at is not None and timed_out_at >= timeout and 1.25 * est_time >= per_file:
+    if timed_out_at is not None and timed_out_at >= timeout and model.set_by_est(est_time, per_file):
         # Killed at the limit this est_time sets: that run needed more than timed_out_at seconds.
         suggested = max(suggested, _round_up(timed_out_at * max_margin, round_to_s))
         return verdict(
             EXCEEDS_TIMEOUT, "REG020", "warning", suggested,
             f"{base}; a run timed out after {_s(timed_out_at)} s, the runner's limit for est_time {_s(est_time)} s "
-            f"(1.25 x est_time): it needed more; suggest {suggested}",
+            f"({model.describe()}): it needed more; suggest {suggested}",
         )
     if st.max is not None and st.max > timeout:
         # The runner would kill a run it has already seen pass: est_time must cover the max.
-        needed = _round_up(st.max / 1.25, round_to_s)
-        while int(1.25 * needed) < st.max:
+        needed = _round_up(min(st.max / model.factor, st.max - (model.slack or 0)) if model.slack is not None
+                           else st.max / model.factor, round_to_s)  # > 0: the max outlived a positive limit
+        while model.timeout(needed, per_file) < st.max:
             needed += max(1, round_to_s)
         suggested = max(suggested, needed)
         return verdict(
             EXCEEDS_TIMEOUT, "REG020", "failure", suggested,
             f"{base}; observed max {_s(st.max)} s exceeds the runner's timeout of {timeout} s for "
-            f"est_time {_s(est_time)} s (max({_param(params, 'timeout_per_file_s')}, 1.25 x est_time)); "
+            f"est_time {_s(est_time)} s ({model.describe().replace('timeout_per_file_s', str(per_file))}); "
             f"suggest {suggested}",
         )
     if est_time < st.p90:

@@ -360,7 +360,14 @@ def check_tree(
         from checks import rules_calibration
 
         rows = durations(config) if callable(durations) else durations
-        index = rules_calibration.durations_index(rows, config.calibration.hardware)
+        if rows:  # the runner's per-file timeout model, from the revision under check (checks/timeout_model.py)
+            import msgspec
+
+            from checks.timeout_model import with_runner_timeout
+
+            ctx.config = msgspec.structs.replace(ctx.config, calibration=with_runner_timeout(
+                ctx.config.calibration, head.read, ctx.config.paths.register_module))
+        index = rules_calibration.durations_index(rows, ctx.config.calibration)
         if not recheck_all and any(r.backend.is_gpu for r in ctx.registrations()):
             _scan(ctx, head, [p for p in discovered if p not in ctx.scans])  # the CUDA/ROCm ratio needs every file
         findings.extend(rules_calibration.apply(ctx, checked, index))

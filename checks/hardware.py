@@ -24,3 +24,11 @@ def hardware_for_labels(labels: Iterable[str] | None, mapping: Mapping[str, str]
     if len(found) == 1:
         return found.pop()
     return None
+
+
+def same_hardware_key(model: str | None) -> str | None:
+    """A hardware model as compared: `mi355x`, `MI355X` and ` MI355X ` are one model."""
+    if model is None:
+        return None
+    key = str(model).strip().casefold()
+    return key or None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ import requests
 from bot.handlers.pull_requests import CHECK_NAME
 from tests.fixtures.attacks import ATTACKS
 from tests.fixtures.miles import miles_tree, test_file
+from tests import processes
+from tests.patience import PATIENCE
 from tests.test_service_support import ROOT, env_for, free_port, wait_for
 
 # Attacks whose file is a changed test file: they bite in the PR check's diff mode.
@@ -45,6 +46,15 @@ class Outcome:
     deliveries: dict = field(default_factory=dict)  # delivery id -> status in the App's store
 
 
+def up(base: str) -> bool:
+    """The App at `base` answers /healthz (a server still starting refuses the connection or has
+    not answered yet: asked again by the caller's wait)."""
+    try:
+        return requests.get(base + "/healthz", timeout=PATIENCE).status_code == 200
+    except requests.RequestException:
+        return False
+
+
 class Service:
     """`ci-registrar serve` in its own process group, on the simulator, with its own data directory."""
 
@@ -58,17 +68,12 @@ class Service:
         env.update({k: str(v) for k, v in env_extra.items()})
         self.log_path = tmp / "serve.log"
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--threads", str(threads)], cwd=ROOT,
-                                     env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = processes.start([sys.executable, "-m", "bot.cli", "serve", "--threads", str(threads)], cwd=ROOT,
+                                     env=env, stdout=self._log, stderr=subprocess.STDOUT)
         self.base = f"http://127.0.0.1:{self.port}"
 
-        def up():
-            try:
-                return requests.get(self.base + "/healthz", timeout=1).status_code == 200
-            except requests.RequestException:
-                return False
-
-        if not wait_for(up, timeout=60):
+        if not wait_for(lambda: self.proc.poll() is not None or up(self.base)) or self.proc.poll() is not None:
+            self.stop()
             raise RuntimeError("serve did not start: " + self.log_path.read_text()[-2000:])
 
     def deliver(self, sim, delivery) -> int:
@@ -101,13 +106,7 @@ class Service:
             conn.close()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
+        processes.stop(self.proc)
         self._log.close()
 
 
@@ -126,6 +125,15 @@ class Arena:
         sim.install(self.app, "mallory/evil")
         self.service = Service(sim, self.app, tmp, threads=threads, **env_extra)
         self.rounds = 0
+
+    def anchor_s(self) -> float | None:
+        """Seconds from delivery to completed check of an ordinary PR with nothing else running: the
+        yardstick of the same check under attack, on this machine at this moment (None: not done)."""
+        pr = self.ordinary_pr()
+        started = time.monotonic()
+        self.service.deliver(self.sim, self.opened(self.miles, pr))
+        done = wait_for(lambda: self.completed(self.miles, pr.head_sha))
+        return time.monotonic() - started if done else None
 
     def ordinary_pr(self):
         """A fresh, ordinary pull request on radixark/miles (its own branch and head)."""
@@ -162,7 +170,7 @@ class Arena:
     def completed(self, repo, sha: str) -> list[dict]:
         return [r for r in self.sim.check_runs(repo, sha=sha, name=CHECK_NAME) if r["status"] == "completed"]
 
-    def run(self, attack: str, settle_s: float = 60.0) -> Outcome:
+    def run(self, attack: str) -> Outcome:
         """The attack's pull requests, then an ordinary one; until every check run is completed."""
         default_branch = self.evil.head("main")  # wide_config changes it: put back afterwards
         if attack == "poison":
@@ -176,20 +184,23 @@ class Arena:
         d = self.opened(self.miles, ordinary)
         started = time.monotonic()
         self.service.deliver(self.sim, d)
-        done = wait_for(lambda: self.completed(self.miles, ordinary.head_sha), timeout=settle_s)
+        # One patience for each pull request's check in the scene: the attack's are work too, and
+        # on a busy machine the ordinary check shares the cores with them.
+        done = wait_for(lambda: self.completed(self.miles, ordinary.head_sha), patience=(len(deliveries) + 1) * PATIENCE)
         ordinary_s = time.monotonic() - started if done else None
-        wait_for(lambda: all(self.completed(self.evil, pr.head_sha) for pr in attacks), timeout=settle_s)
+        wait_for(lambda: all(self.completed(self.evil, pr.head_sha) for pr in attacks),
+                 patience=(len(deliveries) + 1) * PATIENCE)
         ids = [x.delivery_id for x in deliveries] + [d.delivery_id]
         wait_for(lambda: all(self.service.deliveries().get(i) in ("done", "invalid", "failed", "dead") for i in ids),
-                 timeout=settle_s)
+                 patience=(len(deliveries) + 1) * PATIENCE)
         states = self.service.deliveries()
         self.evil.set_branch("main", default_branch)
         return Outcome(attack, ordinary_s,
                        [r for pr in attacks for r in self.sim.check_runs(self.evil, sha=pr.head_sha, name=CHECK_NAME)],
                        self.service.peak_rss_mb(), {i: states.get(i) for i in ids})
 
-    def ondemand_attack(self, files: int = ONDEMAND_FILES, pad_bytes: int = ONDEMAND_PAD_BYTES, commands: int = 6,
-                        settle_s: float = 120.0, register_last: bool = False) -> Outcome:
+    def ondemand_attack(self, files: int = ONDEMAND_FILES, pad_bytes: int = ONDEMAND_PAD_BYTES,
+                        commands: int = 6, register_last: bool = False) -> Outcome:
         """A read-only user's PR of `files` padded test files registered in a dispatchable ROCm suite,
         then `commands` whole-suite `/run-rocm` comments on it (each selection reads every file),
         then an ordinary PR on another installation. `attack_runs` are the replies to the commands.
@@ -211,8 +222,7 @@ class Arena:
         # Commands are written once the App has seen the head (one written before is refused as
         # unseen), as a person comments on a PR they see: the PR's own check comes first.
         self.service.deliver(self.sim, opened)
-        wait_for(lambda: self.service.deliveries().get(opened.delivery_id) in ("done", "failed", "dead"),
-                 timeout=settle_s)
+        wait_for(lambda: self.service.deliveries().get(opened.delivery_id) in ("done", "failed", "dead"))
         deliveries = [opened]
         for _ in range(commands):
             comment = self.sim.add_comment(self.evil, pr.number, f"/run-rocm {ONDEMAND_SUITE}", author="eve")
@@ -224,11 +234,13 @@ class Arena:
         d = self.opened(self.miles, ordinary)
         started = time.monotonic()
         self.service.deliver(self.sim, d)
-        done = wait_for(lambda: self.completed(self.miles, ordinary.head_sha), timeout=settle_s)
+        # One patience for each pull request's check in the scene: the attack's are work too, and
+        # on a busy machine the ordinary check shares the cores with them.
+        done = wait_for(lambda: self.completed(self.miles, ordinary.head_sha), patience=(len(deliveries) + 1) * PATIENCE)
         ordinary_s = time.monotonic() - started if done else None
         ids = [x.delivery_id for x in deliveries] + [d.delivery_id]
         wait_for(lambda: all(self.service.deliveries().get(i) in ("done", "invalid", "failed", "dead") for i in ids),
-                 timeout=settle_s)
+                 patience=(len(deliveries) + 1) * PATIENCE)
         states = self.service.deliveries()
         replies = [{"output": {"title": "", "summary": c["body"]}, "status": "completed", "annotations": []}
                    for c in self.sim.comments(self.evil, pr.number) if c["user"]["login"] == self.app.bot_login]

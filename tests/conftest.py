@@ -70,31 +70,25 @@ def _scan_cache_dir(tmp_path_factory):
         os.environ["CI_REGISTRAR_CACHE_DIR"] = old
 
 
-# Tests that assert on wall time (a deadline the service promises). Under pytest-xdist they would
-# share the cores with the other workers' tests, so `make test` runs them one at a time at normal
-# CPU priority, beside the others at low priority (tests/run.sh); mark a new one with
-# @pytest.mark.serial or list its file or node id here.
-SERIAL = (
-    # test_adversarial: an ordinary check's deadline under attack, and /readyz telling the truth
-    # through outages (its other tests assert on what happens, not when):
-    "tests/test_adversarial.py::test_an_attack_does_not_stop_an_ordinary_check",
-    "tests/test_adversarial.py::test_an_ondemand_attack_from_another_installation",
-    "tests/test_adversarial.py::test_serve_outlives_a_redis_outage_and_readyz_tells_the_truth",
-    "tests/test_adversarial.py::test_serve_outlives_a_postgresql_outage_and_readyz_tells_the_truth",
-    "tests/test_adversarial.py::test_a_worker_process_outlives_a_redis_outage",
-    # test_limits bounds CPU (its in-process checks) except where a child process's wall-clock
-    # limit is the subject:
-    "tests/test_limits.py::test_bounded_run_stops_at_its_time_limit",
-    "tests/test_limits.py::test_bounded_run_stops_at_its_memory_limit",
-    "tests/test_service_intake_limits.py",
-    "tests/test_intake_deadline.py",  # 503 before a bound 10x the intake's deadline
-    "tests/test_service_kill.py",
-    "tests/test_failure_modes.py::test_an_outage_on_check_run_updates_longer_than_the_old_budget_still_completes_the_run",
-    "tests/test_ondemand_workflow.py::test_listed_files_run_one_by_one_and_their_lines_are_ingestible",  # 5 s per file
-)
+# -- every process a test starts ends with it (tests/processes.py) ---------------------------------
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """What the test's body started and left running is stopped as soon as the body ends, passed
+    or failed (a fixture's processes are its own teardown's, or the session end's)."""
+    from tests import processes
+
+    index = processes.mark()
+    yield
+    processes.stop_started_since(index)
 
 
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.nodeid.startswith(SERIAL):
-            item.add_marker(pytest.mark.serial)
+@pytest.fixture(scope="session", autouse=True)
+def _no_process_outlives_the_session():
+    """Torn down last (each xdist worker's session): what a fixture of wider scope left running is
+    stopped, and reported as an error of the run (on the session's last test)."""
+    yield
+    from tests import processes
+
+    left = processes.end_of_session()
+    if left:
+        pytest.fail("processes left running at the end of the session (stopped now):\n  " + "\n  ".join(left))

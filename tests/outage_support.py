@@ -19,6 +19,7 @@ import requests
 from tests.adversarial_support import Arena
 from tests.tcp_proxy import TcpProxy
 from tests.test_service_support import processed_in_log, wait_for
+from tests.patience import PATIENCE
 
 
 @dataclass
@@ -75,7 +76,7 @@ class RedisOutage:
             status = None
         return pr, d, status
 
-    def run(self, kind: str = "drop", outage_s: float = 8.0, settle_s: float = 120.0) -> OutageOutcome:
+    def run(self, kind: str = "drop", outage_s: float = 8.0) -> OutageOutcome:
         out = OutageOutcome(kind, outage_s, worker_threads=self.threads)
         heads: dict[str, str] = {}  # delivery id -> head sha
         refused: dict[str, tuple] = {}  # delivery id -> (pr, delivery), to be redelivered
@@ -85,7 +86,7 @@ class RedisOutage:
             while not stop.is_set():
                 before, t0 = self.proxy.mode, time.monotonic()
                 try:
-                    code = requests.get(self.service.base + "/readyz", timeout=30).status_code
+                    code = requests.get(self.service.base + "/readyz", timeout=PATIENCE).status_code
                 except requests.RequestException:
                     code = None
                 out.readyz.append((before, self.proxy.mode, code, round(time.monotonic() - t0, 3)))
@@ -99,7 +100,7 @@ class RedisOutage:
 
         # Warm: a check before the outage, and /readyz true from the start.
         assert accept(*self._deliver_pr()) == 202
-        assert wait_for(lambda: self._done(out.accepted), timeout=60), "the App did not start checking"
+        assert wait_for(lambda: self._done(out.accepted)), "the App did not start checking"
         asker = threading.Thread(target=ask, daemon=True)
         asker.start()
         try:
@@ -117,7 +118,7 @@ class RedisOutage:
                 time.sleep(min(2.0, max(0.0, outage_s - (time.monotonic() - cut))))
             self.proxy.restore()
             back = time.monotonic()
-            if wait_for(lambda: any(b == "up" and code == 200 for _a, b, code, _ in out.readyz[-3:]), timeout=60):
+            if wait_for(lambda: any(b == "up" and code == 200 for _a, b, code, _ in out.readyz[-3:])):
                 out.ready_again_s = round(time.monotonic() - back, 2)
             # After it: new deliveries, and GitHub's redelivery of what was refused meanwhile.
             for _ in range(3):
@@ -129,13 +130,13 @@ class RedisOutage:
                     out.redelivered[d.delivery_id] = None
                 heads[d.delivery_id] = pr.head_sha
             tracked = list(heads)
-            if wait_for(lambda: self._done(tracked), timeout=settle_s, interval=0.2):
+            if wait_for(lambda: self._done(tracked), interval=0.2):
                 out.drained_s = round(time.monotonic() - back, 2)
-            wait_for(lambda: self._left() == 0, timeout=30, interval=0.2)  # late acks land
+            wait_for(lambda: self._left() == 0, interval=0.2)  # late acks land
             time.sleep(1.0)  # a job run twice would show by now
         finally:
             stop.set()
-            asker.join(35)
+            asker.join(PATIENCE)
         out.states = {i: self.service.deliveries().get(i) for i in heads}
         processed = self._processed()
         out.processed = {i: processed.get(i, 0) for i in heads}

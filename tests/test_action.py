@@ -22,6 +22,7 @@ from tests.conftest import CLI
 from tests.fixtures.miles import test_file
 from tests.test_cli import GOOD, TYPO, make_tree
 from tests.test_seed_pr import git, write
+from tests.patience import PATIENCE
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
@@ -74,7 +75,7 @@ def test_zizmor_finds_nothing():
         pytest.skip("zizmor is not installed (the test extra installs it)")
     for persona in ("regular", "pedantic"):
         done = subprocess.run([zizmor, "--offline", "--no-config", f"--persona={persona}", "--format=json",
-                               str(ROOT / "action.yml")], capture_output=True, text=True, timeout=120)
+                               str(ROOT / "action.yml")], capture_output=True, text=True, timeout=PATIENCE)
         assert done.returncode == 0 or 10 <= done.returncode <= 14, done.stderr
         assert json.loads(done.stdout) == [], persona
 

@@ -19,6 +19,7 @@ from checks.render import CHECK_RUN_NAME, check_run_annotations, check_run_concl
 from checks.tree import MemoryTree
 from tests.fixtures.miles import CONSUMERS
 from tests.fixtures.miles_shape import calibrated, e2e_tests, seed_pr
+from tests.patience import PATIENCE
 from tests.test_service_support import wait_for
 
 # Calls per case, the installation-token request not counted (it comes once an hour).
@@ -178,7 +179,7 @@ def test_two_workers_filling_one_key_at_once(tmp_path, backend, pg_url):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(30)
+        t.join(PATIENCE)
     assert errors == []
     assert RegistrationIndex(url, "o/r").get_many(list(entries)) == entries
     assert RegistrationIndex(url, "other/repo").get_many(list(entries)) == {}  # per repository
@@ -222,7 +223,7 @@ def test_a_check_queued_behind_a_newer_push_spends_nothing(api_world):
     pr = sim.pull(w.repo, pr.number)
     second = sim.webhook("pull_request", "synchronize", app=w.world.app, repo=w.repo, pull=pr, sender="bob")
     assert w.world.deliver(second).status_code == 202
-    assert wait_for(lambda: noted_head(w, pr.number) == pr.head_sha, timeout=5)  # the intake's buffer, written
+    assert wait_for(lambda: noted_head(w, pr.number) == pr.head_sha)  # the intake's buffer, written
     w.world.drain()
     assert sim.check_runs(w.repo, old_sha) == []  # never created
     assert w.latest_run(pr.head_sha)["status"] == "completed"
@@ -237,16 +238,20 @@ def test_a_check_pushed_over_while_it_runs_says_so_and_writes_no_verdict(api_wor
     old_sha = pr.head_sha
     first = sim.webhook("pull_request", "opened", app=w.world.app, repo=w.repo, pull=pr, sender="bob")
     assert w.world.deliver(first).status_code == 202
-    slow = sim.inject_fault("POST", r"^/graphql$", "slow", times=None, delay=1.5)
+    # GitHub's answers to the check's GraphQL reads are held until the push has been delivered
+    slow = sim.inject_fault("POST", r"^/graphql$", "slow", times=None, delay=8 * PATIENCE)
     worker = threading.Thread(target=w.world.drain)
     worker.start()
-    assert wait_for(lambda: any(r["operation"] == "graphql" for r in sim.requests_log), timeout=30)
+    assert wait_for(lambda: any(r["operation"] == "graphql" for r in sim.requests_log))
     path = e2e_tests(w.files)[1]
     sim.push(w.repo, "r", calibrated({path: w.repo.files(old_sha)[path].decode()}, [path], bump=7))
     pr = sim.pull(w.repo, pr.number)
     second = sim.webhook("pull_request", "synchronize", app=w.world.app, repo=w.repo, pull=pr, sender="bob")
     assert w.world.deliver(second).status_code == 202  # while the first check waits on GitHub
-    worker.join(60)
+    assert worker.is_alive()  # it does wait
+    slow.release()
+    worker.join(PATIENCE)
+    assert not worker.is_alive()
     sim._faults.remove(slow)
     w.world.drain()
     old = w.latest_run(old_sha)
@@ -295,7 +300,7 @@ def test_the_intakes_head_notes_are_buffered_coalesced_and_written_off_its_path(
     buffer.add(url, "o/r", 7, "a" * 40, "2026-08-14T20:05:50Z")
     buffer.add(url, "o/r", 7, "b" * 40, "2026-08-14T20:05:52Z")
     buffer.add(url, "o/r", 7, "c" * 40, "2026-08-14T20:05:51Z")  # arrived late, older: dropped
-    assert wait_for(lambda: heads.newer_head(url, "o/r", 7, "a" * 40, "2026-08-14T20:05:50Z") == "b" * 40, timeout=5)
+    assert wait_for(lambda: heads.newer_head(url, "o/r", 7, "a" * 40, "2026-08-14T20:05:50Z") == "b" * 40)
     heads.note(url, "o/r", 7, "d" * 40, "2026-08-14T20:05:49Z")  # an older push's own job: no change
     assert heads.newer_head(url, "o/r", 7, "a" * 40, "2026-08-14T20:05:50Z") == "b" * 40
     broken = heads.NoteBuffer(flush_s=0.05)

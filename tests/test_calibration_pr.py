@@ -93,10 +93,11 @@ def test_open_update_in_place_and_close_when_nothing_is_left(github_sim, tmp_pat
     calls = _calls(sim, mark)
     # pinned: an update reads the default branch (repository, ref, tree; the files' blobs are
     # cached by SHA, a worker that has not seen them adds one GraphQL request), finds its pull
-    # request, and writes one blob per changed file, a tree, a commit, the ref and the body
+    # request, checks that every commit on its branch is still the App's, and writes one blob per
+    # changed file, a tree, a commit, the ref and the body
     assert calls == [
         "GET repos/get", "GET git/get-ref", "GET git/get-tree",
-        "GET pulls/list",
+        "GET pulls/list", "GET repos/compare-commits-with-basehead",
         "POST git/create-blob", "POST git/create-blob", "POST git/create-blob", "POST git/create-blob",
         "POST git/create-tree", "POST git/create-commit", "PATCH git/update-ref", "PATCH pulls/update",
     ], calls

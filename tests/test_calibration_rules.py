@@ -34,8 +34,10 @@ def test_under_estimated_est_time_says_its_numbers_and_offers_the_calibrated_val
 
 def test_over_estimated_est_time():
     # p90 300: the ceiling is max(1.5 x 300, 300 + 120) = 450 < 800
-    (f,) = findings([row(PPO, 5, 280, 300, 310)], rule="REG020")
+    (f,) = findings([row(PPO, 10, 280, 300, 310)], rule="REG020")
     assert "over-estimated" in f.message and f.suggestion == "350"
+    # 5 of 10 runs: `calibrate` lowers only on a full window, so REG020 does not flag it either
+    assert findings([row(PPO, 5, 280, 300, 310)], rule="REG020") == []
 
 
 def test_a_fitting_est_time_is_silent():

@@ -16,6 +16,7 @@ from bot import durations as svc
 from bot.settings import load_settings
 from bot.store.measurements import ensure_store
 from checks.durations import duration_stats
+from tests.patience import PATIENCE
 from tests.signin_support import SESSION_COOKIE, session_cookie, sign_in
 
 CHROMIUM = "/usr/bin/chromium"
@@ -75,7 +76,7 @@ def server(tmp_path, monkeypatch):
     cookie = session_cookie(app, "maint", [REPO])
     yield f"http://127.0.0.1:{httpd.server_port}", points, cookie
     httpd.shutdown()
-    thread.join(10)
+    thread.join(PATIENCE)
 
 
 @pytest.fixture()

@@ -79,3 +79,33 @@ def test_an_invalid_configuration_ingests_nothing(github_sim, tmp_path):
     world.deliver(_completed_run(world))
     world.drain()
     assert _measurements(world.settings.database_url) == []
+
+
+def _provenance(url):
+    with get_engine(url).connect() as conn:
+        return set(conn.execute(sa.text("SELECT event, head_branch, head_repository FROM measurements")).all())
+
+
+def test_a_run_keeps_its_event_head_branch_and_head_repository(github_sim, tmp_path):
+    """Calibration counts the default branch's runs only: every stored row says whose code it ran."""
+    world = _world(github_sim, tmp_path, "duration_sources:\n  - workflow: pr-test-rocm.yml\n")
+    world.repo.commit({"x.txt": "slow path"}, branch="feature/slow-path")
+    run = world.sim.add_workflow_run(
+        world.repo, "pr-test-rocm.yml", event="push", head_branch="feature/slow-path", status="completed",
+        conclusion="success",
+        jobs=[{"name": "nightly (8-gpu)", "labels": ["self-hosted", "linux-mi35x-gpu-8"], "conclusion": "success", "log": LOG}])
+    world.deliver(world.sim.webhook("workflow_run", "completed", app=world.app, repo=world.repo, run=run["id"]))
+    world.drain()
+    assert _provenance(world.settings.database_url) == {("push", "feature/slow-path", "radixark/miles")}
+
+
+def test_an_infinite_elapsed_time_in_a_log_is_refused_not_stored(github_sim, tmp_path):
+    world = _world(github_sim, tmp_path, "duration_sources:\n  - workflow: pr-test-rocm.yml\n")
+    log = LOG.replace("elapsed=812s", "elapsed=" + "9" * 301 + "s")
+    run = world.sim.add_workflow_run(
+        world.repo, "pr-test-rocm.yml", event="workflow_dispatch", status="completed", conclusion="success",
+        jobs=[{"name": "nightly (8-gpu)", "labels": ["self-hosted", "linux-mi35x-gpu-8"], "conclusion": "success", "log": log}])
+    world.deliver(world.sim.webhook("workflow_run", "completed", app=world.app, repo=world.repo, run=run["id"]))
+    world.drain()
+    rows = _measurements(world.settings.database_url)
+    assert [(r.file, r.elapsed_s) for r in rows] == [(FSDP, 2190), (FSDP, 2210)]  # PPO's line refused, the rest kept

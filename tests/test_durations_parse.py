@@ -338,7 +338,7 @@ _noise = st.sampled_from([
 
 @settings(max_examples=150, deadline=None)
 @given(
-    st.lists(st.tuples(_path, st.sampled_from(["PASS", "FAIL", "TIMEOUT"]), st.integers(0, 10_000),
+    st.lists(st.tuples(_path, st.sampled_from(["PASS", "FAIL", "TIMEOUT"]), st.integers(1, 10_000),
                        st.booleans(), st.lists(_noise, max_size=3)), min_size=1, max_size=30),
     st.sampled_from(["\n", "\r\n"]),
     st.booleans(),

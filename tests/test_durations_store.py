@@ -14,6 +14,7 @@ from bot import durations as svc
 from bot.store.db import get_engine, session_scope, upgrade
 from bot.store.measurements import Measurement, ensure_store
 from checks.durations import CalibrationParams, duration_stats
+from tests.patience import PATIENCE
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 
@@ -306,7 +307,7 @@ def test_migration_down_and_up_on_sqlite(tmp_path):
 def _worker(url, repo, job_ids, start, results):
     from bot import durations as worker_svc
 
-    start.wait(30)
+    start.wait(PATIENCE)
     inserted = 0
     for job in job_ids:
         log = make_log([(f"tests/e2e/test_{job}_{i}.py", "PASS", 10 + i) for i in range(40)]
@@ -329,9 +330,9 @@ def test_two_processes_ingesting_at_once_lose_and_duplicate_nothing(store, repo)
         p.start()
     start.set()
     for p in procs:
-        p.join(240)
+        p.join(2 * PATIENCE)
         assert p.exitcode == 0
-    inserted = [results.get(timeout=5) for _ in procs]
+    inserted = [results.get(timeout=PATIENCE) for _ in procs]
     expected = 45 * 41 + 30
     assert sum(inserted) == expected and all(i > 0 for i in inserted)
     assert count(store, repo) == expected
@@ -348,7 +349,7 @@ def test_two_processes_ingesting_at_once_lose_and_duplicate_nothing(store, repo)
 def _start_store(url, start, results):
     from bot.store.measurements import ensure_store as worker_ensure
 
-    start.wait(30)
+    start.wait(PATIENCE)
     worker_ensure(url)
     results.put("ok")
 
@@ -377,9 +378,9 @@ def test_two_processes_creating_a_fresh_store_at_once(backend, tmp_path):
             p.start()
         start.set()
         for p in procs:
-            p.join(120)
+            p.join(PATIENCE)
             assert p.exitcode == 0
-        assert [results.get(timeout=5) for _ in procs] == ["ok", "ok"]
+        assert [results.get(timeout=PATIENCE) for _ in procs] == ["ok", "ok"]
         engine = create_engine(url)
         assert "measurements" in sa.inspect(engine).get_table_names()
         engine.dispose()
@@ -448,3 +449,51 @@ def test_a_workflow_run_source_of_the_longest_repository_name_is_stored(store):
     result = svc.ingest_job_log(store, log, repository=repo, run_id=5, job_id=6, source=f"workflow_run:{repo}")
     assert (result.inserted, result.error) == (1, None)
     assert [m.source for m in rows(store, repo)] == [f"workflow_run:{repo}"]
+
+
+def test_an_elapsed_time_outside_zero_to_seven_days_is_refused_where_it_is_read(store, repo):
+    """Nothing non-finite, zero or over a week reaches the store: the log's line or the JSON item says why."""
+    f = "tests/e2e/test_bounds.py"
+    log = make_log([(f, "PASS", 10)], noise=False).replace("elapsed=10s", "elapsed=" + "9" * 301 + "s")
+    log += make_log([("tests/e2e/test_ok.py", "PASS", 12)], noise=False)
+    result = svc.ingest_job_log(store, log, repository=repo, run_id=1, job_id=1)
+    assert result.inserted == 1 and len(result.malformed) == 1
+    line, reason = result.malformed[0]
+    assert "9" * 301 in log.splitlines()[line - 1] and "outside (0 s, 7 days]" in reason
+    items = [
+        {"repository": repo, "file": f, "elapsed_s": 5, "outcome": "PASS", "run_id": 2, "event": "push", "head_branch": "main"},
+        {"repository": repo, "file": f, "elapsed_s": 0, "outcome": "PASS", "run_id": 3},
+        {"repository": repo, "file": f, "elapsed_s": 7 * 86400 + 1, "outcome": "PASS", "run_id": 4},
+        {"repository": repo, "file": f, "elapsed_s": "NaN", "outcome": "PASS", "run_id": 5},
+        {"repository": repo, "file": f, "elapsed_s": "Infinity", "outcome": "PASS", "run_id": 6},
+        {"repository": repo, "file": f, "elapsed_s": 9, "outcome": "TIMEOUT", "timeout_after_s": 10 ** 400, "run_id": 7},
+        {"repository": repo, "file": f, "elapsed_s": 7 * 86400, "outcome": "PASS", "run_id": 8, "head_repository": "evil/fork"},
+    ]
+    result = svc.ingest_json(store, json.dumps(items))
+    assert result.inserted == 2
+    reasons = dict(result.malformed)
+    assert sorted(reasons) == [2, 3, 4, 5, 6]
+    assert "outside (0 s, 7 days]" in reasons[2] and "outside (0 s, 7 days]" in reasons[3]
+    assert all("elapsed" in reasons[i] or "timeout_after" in reasons[i] for i in reasons)
+    exported = {r["run_id"]: (r["event"], r["head_branch"], r["head_repository"], r["elapsed_s"])
+                for r in svc.export_records(store, repository=repo) if r["file"] == f}
+    assert exported == {2: ("push", "main", None, 5), 8: (None, None, "evil/fork", 7 * 86400)}
+    with pytest.raises(ValueError, match="not a finite"):  # the store's own last guard
+        svc.insert_rows(store, [{**svc._row_from_item(items[0], {}, None), "elapsed_s": float("inf")}])
+
+
+def test_migration_0012_deletes_the_values_no_page_may_read(tmp_path):
+    """A store written before the ingest bounds may hold `elapsed=<301 digits>s` read as infinity:
+    the upgrade deletes every row outside (0 s, 7 days], so no page, check or PR reads one."""
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    upgrade(url, "0010_measurement_source_width")
+    with get_engine(url).begin() as conn:
+        for i, elapsed in enumerate([float("inf"), 0.0, 7 * 86400 + 1, 812.0]):
+            conn.execute(sa.text(
+                "INSERT INTO measurements (repository, file, backend, hardware, elapsed_s, outcome, attempt, run_id, job_id,"
+                " measured_at, source) VALUES ('a/b', 'tests/t.py', 'rocm', 'MI355X', :e, 'PASS', 1, :i, 1,"
+                " '2026-11-29 00:00:00', 'job-log')"), {"e": elapsed, "i": i})
+    upgrade(url)
+    with get_engine(url).connect() as conn:
+        rows = conn.execute(sa.text("SELECT elapsed_s, head_branch, head_repository FROM measurements")).all()
+    assert [tuple(r) for r in rows] == [(812.0, None, None)]

@@ -19,6 +19,7 @@ from bot.handlers.pull_requests import CHECK_NAME, FAILED_TITLE
 from bot.store import service as store
 from tests.simulator import sign
 from tests.simulator.fixtures import github_sim  # noqa: F401
+from tests.patience import PATIENCE
 from tests.test_service_support import build_world, wait_for
 
 
@@ -215,7 +216,9 @@ def test_an_outage_on_check_run_updates_longer_than_the_old_budget_still_complet
     fault = world.sim.inject_fault("PATCH", r"/check-runs/\d+$", "502", times=None)
     d = opened(world)
     world.deliver(d)
-    world.drain(max_jobs=1000, timeout=6)
+    # until the job has given up and its failure report has failed more often than the old budget allowed
+    world.drain(max_jobs=1000, until=lambda: fault.hits > 5 + 4 and world.queue.scheduled_count() == 1
+                and getattr(deliveries(world).get(d.delivery_id), "status", None) == "failed")
     # 5 job attempts + the failure report: the old report gave up after 4 tries
     assert fault.hits > 5 + 4, fault.hits
     row = deliveries(world)[d.delivery_id]
@@ -224,7 +227,7 @@ def test_an_outage_on_check_run_updates_longer_than_the_old_budget_still_complet
     assert run["status"] == "in_progress"
     assert world.queue.scheduled_count() == 1  # the report, still trying
     world.sim.clear_faults()  # GitHub recovers
-    world.drain(max_jobs=1000, timeout=120)
+    world.drain(max_jobs=1000)
     [run] = runs(world)
     assert run["status"] == "completed" and run["conclusion"] == "failure" and run["output"]["title"] == FAILED_TITLE
     summary = run["output"]["summary"]
@@ -338,13 +341,13 @@ def test_the_reconciler_completes_a_run_whose_job_died(world, monkeypatch):
 
 
 # -- 6. one result per head --------------------------------------------------------------------
-def _consumer_run(world, threads=4, until=None, timeout=60):
+def _consumer_run(world, threads=4, until=None):
     from bot.commands.service import _consumer
 
     consumer = _consumer(world.queue, threads)
     consumer.start()
     try:
-        assert wait_for(until, timeout=timeout)
+        assert wait_for(until)
     finally:
         consumer.stop_flag.set()
         for _, t in consumer.worker_threads:
@@ -459,7 +462,7 @@ def test_concurrent_jobs_on_one_head_in_two_threads_make_one_run(any_world, monk
     for t in threads:
         t.start()
     for t in threads:
-        t.join(60)
+        t.join(PATIENCE)
     world.drain()
     assert len(runs(world)) == 1
     rows = deliveries(world)
@@ -513,7 +516,7 @@ def test_a_store_outage_longer_than_its_budget_gives_the_delivery_up_and_a_redel
     world.deliver(d)
     calls = []
     monkeypatch.setattr(store, "start_delivery", lambda url, **kw: calls.append(1) or down(url, **kw))
-    world.drain(timeout=10)
+    world.drain()
     assert 2 <= len(calls) < 50  # retried for its budget, then given up: not forever
     assert world.queue.depth() == 0 and world.queue.scheduled_count() == 0
     monkeypatch.setattr(store, "start_delivery", real)
@@ -542,7 +545,7 @@ def test_the_head_claim_excludes_other_holders_and_leaves_no_files(tmp_path):
     order = []
 
     def holder(name, hold_s):
-        with claim(url, "check:a/b:sha:name", wait_s=5):
+        with claim(url, "check:a/b:sha:name", wait_s=PATIENCE):
             order.append(("in", name))
             time.sleep(hold_s)
             order.append(("out", name))
@@ -551,7 +554,7 @@ def test_the_head_claim_excludes_other_holders_and_leaves_no_files(tmp_path):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(10)
+        t.join(PATIENCE)
     assert len(order) == 8 and all(order[i][0] == "in" and order[i + 1] == ("out", order[i][1]) for i in range(0, 8, 2))
     with claim(url, "check:a/b:sha:name"):
         with pytest.raises(Busy):

@@ -28,7 +28,8 @@ def test_a_busy_installation_steps_back_and_another_goes_first(github_sim, tmp_p
         mine = sim.webhook("pull_request", "opened", app=world.app, repo=world.repo, pull=world.pr, sender="bob")
         world.deliver(mine)
         world.deliver(sim.webhook("pull_request", "opened", app=world.app, repo=other, pull=other_pr, sender="eve"))
-        world.drain(timeout=3)
+        world.drain(until=lambda: [r for r in sim.check_runs(other, sha=other_pr.head_sha, name=CHECK_NAME)
+                                   if r["status"] == "completed"])
         [done] = sim.check_runs(other, sha=other_pr.head_sha, name=CHECK_NAME)
         assert done["status"] == "completed"
         assert sim.check_runs(world.repo, sha=world.pr.head_sha, name=CHECK_NAME) == []

@@ -22,6 +22,8 @@ from bot.handlers.pull_requests import CHECK_NAME
 from tests.simulator.fixtures import github_sim  # noqa: F401
 from tests.test_service_support import ROOT, free_port, wait_for
 from tests.test_webhook_proxy import Channel
+from tests import processes
+from tests.patience import PATIENCE
 
 
 @dataclass
@@ -52,19 +54,14 @@ def serving(sim, tmp_path):
                CI_REGISTRAR_WEBHOOK_PROXY_URL=channel.url, PORT=str(port), PYTHONPATH=str(ROOT))
     log_path = tmp_path / "serve.log"
     log = open(log_path, "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--threads", "2"], cwd=ROOT, env=env,
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = processes.start([sys.executable, "-m", "bot.cli", "serve", "--threads", "2"], cwd=ROOT, env=env,
+                           stdout=log, stderr=subprocess.STDOUT)
     try:
-        link = wait_for(lambda: re.search(r"http://127\.0\.0\.1:\d+/\?token=\S+", log_path.read_text()), timeout=60)
+        link = wait_for(lambda: re.search(r"http://127\.0\.0\.1:\d+/\?token=\S+", log_path.read_text()))
         assert link, log_path.read_text()
         yield Serving(port, link.group(0), log_path, channel)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+        processes.stop(proc)
         log.close()
         channel.close()
 
@@ -74,20 +71,20 @@ def test_make_run_then_one_click_gives_a_working_app(github_sim, tmp_path):
     with serving(sim, tmp_path) as served:
         port, channel, log_path = served.port, served.channel, served.log_path
         browser = requests.Session()
-        assert browser.get(served.link, timeout=10).status_code == 200  # the token becomes a cookie
-        page = browser.get(f"http://127.0.0.1:{port}/", timeout=10).text
+        assert browser.get(served.link, timeout=PATIENCE).status_code == 200  # the token becomes a cookie
+        page = browser.get(f"http://127.0.0.1:{port}/", timeout=PATIENCE).text
         csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
         public_url = re.search(r'name="public_url" value="([^"]*)"', page).group(1)
         assert public_url == f"http://127.0.0.1:{port}"  # filled in: nothing to type
         # The one click: start, the browser posts the manifest to github.com and comes back.
-        started = browser.post(f"http://127.0.0.1:{port}/onboarding/start", timeout=10,
+        started = browser.post(f"http://127.0.0.1:{port}/onboarding/start", timeout=PATIENCE,
                                data={"csrf": csrf, "public_url": public_url, "owner": "personal", "org": ""}).text
         action = unescape(re.search(r'<form action="([^"]+)"', started).group(1))
         manifest = unescape(re.search(r'name="manifest" value="([^"]+)"', started).group(1))
         assert json.loads(manifest)["hook_attributes"]["url"] == channel.url
-        back = requests.post(action, data={"manifest": manifest}, allow_redirects=False, timeout=10)
+        back = requests.post(action, data={"manifest": manifest}, allow_redirects=False, timeout=PATIENCE)
         callback = urlsplit(back.headers["Location"])
-        done = browser.get(f"http://127.0.0.1:{port}{callback.path}?{callback.query}", timeout=30)
+        done = browser.get(f"http://127.0.0.1:{port}{callback.path}?{callback.query}", timeout=PATIENCE)
         assert done.status_code == 200 and "is registered" in done.text
         [app] = sim.apps.values()
 
@@ -100,11 +97,11 @@ def test_make_run_then_one_click_gives_a_working_app(github_sim, tmp_path):
         d = sim.webhook("pull_request", "opened", app=app, repo=repo, pull=pr, sender="bob")
         channel.publish(d.headers, d.body, raw=True)
         assert wait_for(lambda: [r for r in sim.check_runs(repo, sha=pr.head_sha, name=CHECK_NAME)
-                                 if r["status"] == "completed"], timeout=60), log_path.read_text()[-3000:]
+                                 if r["status"] == "completed"]), log_path.read_text()[-3000:]
         # The channel keeps working after its first delivery (a second one is forwarded too).
         d2 = sim.webhook("pull_request", "reopened", app=app, repo=repo, pull=pr, sender="bob")
         channel.publish(d2.headers, d2.body, raw=True)
-        assert wait_for(lambda: log_path.read_text().count('"webhook forwarded"') == 2, timeout=30), \
+        assert wait_for(lambda: log_path.read_text().count('"webhook forwarded"') == 2), \
             log_path.read_text()[-3000:]
         secrets = {"the setup token": served.link.split("token=")[1],
                    "the setup cookie": browser.cookies.get("cireg_setup"),

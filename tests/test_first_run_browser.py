@@ -189,7 +189,7 @@ def test_first_run_in_chromium_matches_the_readme(github_sim, tmp_path, served, 
     d = sim.webhook("installation", "created", app=app, installation=installation)
     served.channel.publish(d.headers, d.body, raw=True)
     database = load_settings({"CI_REGISTRAR_DATA_DIR": str(tmp_path / "data")}).database_url
-    assert wait_for(lambda: any(i.id == installation.id for i, _ in store.installations(database)), timeout=30), \
+    assert wait_for(lambda: any(i.id == installation.id for i, _ in store.installations(database))), \
         served.log()[-3000:]
     browser.find_element(By.LINK_TEXT, "Status page").click()
     arrived("/")

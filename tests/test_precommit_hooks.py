@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from tests.test_service_support import ROOT
+from tests.patience import PATIENCE
 
 TARGETS = ROOT / "tests" / "fixtures" / "targets"
 # (excerpt, configuration to put in .github/ci-registrar.yml, file with a typo, registration, typo)
@@ -29,7 +30,7 @@ def _hook(repo, hook, staged, *args):
     """The hook as pre-commit runs it: its entry, its args, then the staged files its `files` matches."""
     files = [f for f in staged if re.search(hook["files"], f)] if hook.get("pass_filenames", True) else []
     return subprocess.run([sys.executable, "-m", "bot.cli", *hook["entry"].split()[1:], *args, *files], cwd=repo,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=PATIENCE)
 
 
 def _git(cwd, *args) -> str:
@@ -105,7 +106,7 @@ def test_the_hook_reports_the_staged_files_failures_first_and_warnings_in_one_li
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "excerpt")
     whole = subprocess.run([sys.executable, "-m", "bot.cli", "check", "--format", "json"], cwd=repo,
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=PATIENCE)
     everywhere = {f["file"] for f in json.loads(whole.stdout)["findings"]}
     assert len(everywhere) > 3  # the tree has findings in many files: the hook must not print them
     target = repo / path

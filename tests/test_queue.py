@@ -11,6 +11,7 @@ import pytest
 from bot.queue import QueueConfig, open_queue
 from bot.settings import load_settings
 from tests.conftest import REDIS_TEST_URL
+from tests.patience import wait_for
 
 
 @pytest.fixture(params=["sqlite", "redis"])
@@ -94,9 +95,7 @@ def test_a_consumer_runs_each_job_and_acknowledges_it(make_queue):
     consumer = queue.create_consumer(workers=3, worker_type="thread", initial_delay=0.01, max_delay=0.1)
     consumer.start()
     try:
-        deadline = time.time() + 10
-        while len(seen) < 20 and time.time() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: len(seen) == 20)
     finally:
         consumer.stop(graceful=True)
     assert sorted(seen) == list(range(20))

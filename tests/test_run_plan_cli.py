@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CLI
+from tests.patience import PATIENCE
 
 TARGETS = Path(__file__).parent / "fixtures" / "targets"
 SGLANG = TARGETS / "sglang" / "ci-382343f"
@@ -29,7 +30,7 @@ def _checkout(tmp_path: Path, source: Path, config: str) -> Path:
 
 
 def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([CLI, "run-plan", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+    return subprocess.run([CLI, "run-plan", *args], capture_output=True, text=True, timeout=PATIENCE, cwd=cwd)
 
 
 @pytest.fixture()

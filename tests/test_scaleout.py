@@ -14,6 +14,7 @@ from bot.store.service import Delivery
 from tests.conftest import REDIS_TEST_URL
 from tests.test_service_support import Workers, build_world, free_port, wait_for, worker_env
 from tests.simulator.fixtures import github_sim  # noqa: F401
+from tests.patience import PATIENCE
 
 DELIVERIES = 200
 PULL_REQUESTS = 10  # of the 200: full checks (GitHub calls, a check run each); the rest record installations
@@ -49,11 +50,11 @@ def test_two_workers_process_200_deliveries_each_exactly_once(github_sim, tmp_pa
 
     def web_up():
         try:
-            return requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).ok
+            return requests.get(f"http://127.0.0.1:{port}/healthz", timeout=PATIENCE).ok
         except requests.RequestException:
             return False
 
-    assert wait_for(web_up, timeout=30), open(web.log_path).read()
+    assert wait_for(web_up), open(web.log_path).read()
     # Half through gunicorn (two web workers), half through an in-process app: all on one Redis queue.
     for i, d in enumerate(deliveries):
         status = sim.deliver(url, d).status_code if i % 2 else world.deliver(d).status_code
@@ -66,8 +67,7 @@ def test_two_workers_process_200_deliveries_each_exactly_once(github_sim, tmp_pa
         with session_scope(pg_url) as s:
             return {r.delivery_id: (r.status, r.attempts) for r in s.scalars(select(Delivery).where(Delivery.delivery_id.in_(ids)))}
 
-    done = wait_for(lambda: (r := rows()) and sum(1 for st, _ in r.values() if st == "done") == DELIVERIES and r,
-                    timeout=120, interval=0.5)
+    done = wait_for(lambda: (r := rows()) and sum(1 for st, _ in r.values() if st == "done") == DELIVERIES and r, interval=0.5)
     assert done, f"{collections.Counter(st for st, _ in rows().values())}; log: " + open(procs[0].log_path).read()[-2000:]
     assert all(attempts == 1 for _, attempts in done.values())
 
@@ -76,4 +76,4 @@ def test_two_workers_process_200_deliveries_each_exactly_once(github_sim, tmp_pa
     assert processed[0] and processed[1], "both workers took a share"
     for pr in prs:
         assert len(sim.check_runs(world.repo, sha=pr.head_sha, name=CHECK_NAME)) == 1
-    assert world.queue.depth() == 0 and wait_for(lambda: world.queue.inflight() == 0, timeout=5)
+    assert world.queue.depth() == 0 and wait_for(lambda: world.queue.inflight() == 0)

@@ -252,7 +252,8 @@ def test_a_rate_limited_installation_waits_without_holding_up_another(world):
 
     world.deliver(opened(world))
     world.deliver(sim.webhook("pull_request", "opened", app=world.app, repo=other, pull=other_pr, sender="eve"))
-    world.drain(timeout=3)
+    world.drain(until=lambda: [r for r in sim.check_runs(other, sha=other_pr.head_sha, name=CHECK_NAME)
+                               if r["status"] == "completed"] and world.queue.scheduled_count() == 1)
 
     [done] = sim.check_runs(other, sha=other_pr.head_sha, name=CHECK_NAME)
     assert done["status"] == "completed"

@@ -12,6 +12,9 @@ import requests
 from bot.handlers.pull_requests import CHECK_NAME
 from tests.test_service_support import ROOT, env_for, free_port, wait_for
 from tests.simulator.fixtures import github_sim  # noqa: F401
+from tests import processes
+from tests.adversarial_support import up
+from tests.patience import PATIENCE
 
 
 def test_serve_alone_takes_a_webhook_to_a_check_run(github_sim, tmp_path):
@@ -28,35 +31,27 @@ def test_serve_alone_takes_a_webhook_to_a_check_run(github_sim, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI_REGISTRAR_", "REDIS_", "DATABASE_"))}
     env.update(env_for(sim, gh_app, data_dir), PORT=str(port), HOST="127.0.0.1", PYTHONPATH=str(ROOT))
     log = open(tmp_path / "serve.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--threads", "2"], cwd=ROOT, env=env,
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = processes.start([sys.executable, "-m", "bot.cli", "serve", "--threads", "2"], cwd=ROOT, env=env,
+                           stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        def up():
-            try:
-                return requests.get(base + "/healthz", timeout=1).status_code == 200
-            except requests.RequestException:
-                return False
-
-        assert wait_for(up, timeout=30), (tmp_path / "serve.log").read_text()
+        assert wait_for(lambda: proc.poll() is not None or up(base)) and proc.poll() is None, (tmp_path / "serve.log").read_text()
         assert (data_dir / "queue.db").exists() and (data_dir / "ci-registrar.db").exists()
-        assert requests.get(base + "/readyz", timeout=5).status_code == 200
+        assert requests.get(base + "/readyz", timeout=PATIENCE).status_code == 200
 
         d = sim.webhook("pull_request", "opened", app=gh_app, repo=repo, pull=pr, sender="bob")
         assert sim.deliver(base + "/webhook", d).status_code == 202
         done = wait_for(lambda: [r for r in sim.check_runs(repo, sha=pr.head_sha, name=CHECK_NAME)
-                                 if r["status"] == "completed"], timeout=30)
+                                 if r["status"] == "completed"])
         assert done, (tmp_path / "serve.log").read_text()
-        metrics = wait_for(lambda: (m := requests.get(base + "/metrics", timeout=5).text)
-                           and 'event="pull_request",outcome="done"' in m and m, timeout=10)
+        metrics = wait_for(lambda: (m := requests.get(base + "/metrics", timeout=PATIENCE).text)
+                           and 'event="pull_request",outcome="done"' in m and m)
         assert metrics and 'outcome="accepted"' in metrics and "ci_registrar_job_duration_seconds_bucket" in metrics
 
-        os.killpg(proc.pid, signal.SIGTERM)
-        assert proc.wait(15) == 0
+        processes.signal_group(proc, signal.SIGTERM)
+        assert proc.wait(PATIENCE) == 0
         lines = (tmp_path / "serve.log").read_text()
         assert d.delivery_id in lines and gh_app.private_key_pem.splitlines()[1] not in lines
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
+        processes.stop(proc)
         log.close()

@@ -43,14 +43,18 @@ class World:
     def deliver(self, delivery):
         return self.client.post("/webhook", data=delivery.body, headers=delivery.headers)
 
-    def drain(self, max_jobs: int = 50, timeout: float = 60.0) -> int:
-        """Run queued jobs in this thread until none is queued or scheduled; returns jobs run.
+    def drain(self, max_jobs: int = 50, until=None) -> int:
+        """Run queued jobs in this thread until none is queued or scheduled, or until `until()`
+        holds (a retry scheduled far ahead can be left waiting that way); returns jobs run.
 
         Delayed retries run when they are due (a rate-limit wait is real time, as in production).
+        Gives up after PATIENCE (tests/patience.py).
         """
         ran = 0
-        deadline = time.time() + timeout
-        while ran < max_jobs and time.time() < deadline:
+        deadline = time.monotonic() + PATIENCE
+        while ran < max_jobs and time.monotonic() < deadline:
+            if until is not None and until():
+                return ran
             task = self.queue.dequeue()
             if task is None:
                 for due in self.queue.read_schedule(_utcnow()):
@@ -140,14 +144,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    return predicate()
+from tests import processes  # noqa: E402
+from tests.patience import PATIENCE, wait_for  # noqa: E402,F401 - the service tests' one way to wait
 
 
 # -- worker processes -----------------------------------------------------------------------------
@@ -181,37 +179,28 @@ class Workers:
 
     def start(self, env: dict, threads: int = 2) -> subprocess.Popen:
         log = open(self.tmp_path / f"worker-{len(self.procs)}.log", "wb")
-        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--threads", str(threads)], cwd=ROOT,
-                                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = processes.start([sys.executable, "-m", "bot.cli", "worker", "--threads", str(threads)], cwd=ROOT,
+                               env=env, stdout=log, stderr=subprocess.STDOUT)
         proc.log_path = log.name
         log.close()
         self.procs.append(proc)
         return proc
 
     def kill9(self, proc: subprocess.Popen) -> None:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+        processes.signal_group(proc, signal.SIGKILL)
+        proc.wait(PATIENCE)
 
     def stop_all(self) -> None:
         for proc in self.procs:
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                    proc.wait(5)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    try:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                    proc.wait(5)
+            processes.stop(proc, grace=5)
 
     def start_web(self, env: dict, port: int, workers: int = 2) -> subprocess.Popen:
         """The Procfile's web process: `ci-registrar serve --no-worker` (gunicorn, bot/server.py)."""
         env = {**env, "PORT": str(port), "HOST": "127.0.0.1", "WEB_CONCURRENCY": str(workers),
                "PROMETHEUS_MULTIPROC_DIR": str(self.tmp_path / "prometheus")}
         log = open(self.tmp_path / f"web-{len(self.procs)}.log", "wb")
-        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--no-worker"], cwd=ROOT, env=env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = processes.start([sys.executable, "-m", "bot.cli", "serve", "--no-worker"], cwd=ROOT, env=env,
+                               stdout=log, stderr=subprocess.STDOUT)
         proc.log_path = log.name
         log.close()
         self.procs.append(proc)

@@ -11,6 +11,7 @@ import requests
 
 from tests.test_service_support import build_world
 from tests.simulator.fixtures import github_sim  # noqa: F401
+from tests.patience import PATIENCE
 
 
 @pytest.fixture()
@@ -46,7 +47,7 @@ def _sign_in(world, login: str):
     authorize = urlsplit(to_github.headers["Location"])
     query = parse_qs(authorize.query)
     assert query["client_id"] == [world.app.client_id] and query["redirect_uri"] == ["http://localhost/login/callback"]
-    back = requests.get(to_github.headers["Location"], allow_redirects=False, timeout=10)
+    back = requests.get(to_github.headers["Location"], allow_redirects=False, timeout=PATIENCE)
     assert back.status_code == 302
     callback = urlsplit(back.headers["Location"])
     done = client.get(f"{callback.path}?{callback.query}")
@@ -80,7 +81,7 @@ def test_a_forged_or_replayed_callback_is_refused(world):
     client = world.client
     assert client.get("/login/callback?code=abc&state=forged").status_code == 400
     to_github = client.get("/login")
-    back = requests.get(to_github.headers["Location"], allow_redirects=False, timeout=10)
+    back = requests.get(to_github.headers["Location"], allow_redirects=False, timeout=PATIENCE)
     callback = urlsplit(back.headers["Location"])
     assert client.get(f"{callback.path}?{callback.query}").status_code == 302
     assert client.get(f"{callback.path}?{callback.query}").status_code == 400  # the state was spent
@@ -93,7 +94,7 @@ def test_next_never_leaves_the_site(world):
     client = world.client
     client.get("/login?next=//evil.example/x")
     to_github = client.get("/login?next=https://evil.example")
-    back = requests.get(to_github.headers["Location"], allow_redirects=False, timeout=10)
+    back = requests.get(to_github.headers["Location"], allow_redirects=False, timeout=PATIENCE)
     callback = urlsplit(back.headers["Location"])
     assert client.get(f"{callback.path}?{callback.query}").headers["Location"] == "/"
 

@@ -13,6 +13,7 @@ from github import Auth, Github, GithubIntegration
 from gidgethub.apps import get_jwt
 from gidgethub.sansio import Event
 
+from tests.patience import PATIENCE
 from tests.simulator import GitHubSimulator, SimulatorError, sign
 from tests.simulator.fixtures import github_sim  # noqa: F401  (fixture)
 from tests.simulator.gitobjects import ObjectStore, blob_sha
@@ -772,7 +773,7 @@ BLOB_QUERY = ("query($owner: String!, $name: String!, $e0: String!) { repository
 
 def _graphql(sim, token, query, variables=None):
     return requests.post(f"{sim.url}/graphql", json={"query": query, "variables": variables or {}},
-                         headers={"Authorization": f"token {token}"}, timeout=10)
+                         headers={"Authorization": f"token {token}"}, timeout=PATIENCE)
 
 
 def test_graphql_reads_a_blob_at_a_commit_by_expression(github_sim):
@@ -802,7 +803,7 @@ def test_graphql_refuses_what_github_refuses(github_sim):
     other = _graphql(sim, token, BLOB_QUERY, {"owner": "radixark", "name": "other", "e0": f"{sha}:a.py"}).json()
     assert other["data"] == {"repository": None} and other["errors"][0]["type"] == "NOT_FOUND"
     # no installation token: 401
-    assert requests.post(f"{sim.url}/graphql", json={"query": BLOB_QUERY}, timeout=10).status_code == 401
+    assert requests.post(f"{sim.url}/graphql", json={"query": BLOB_QUERY}, timeout=PATIENCE).status_code == 401
     # an installation without contents: read cannot read file contents
     reader = sim.create_app(name="No contents", permissions={"metadata": "read"})
     weak = sim.issue_token(sim.install(reader, repo))

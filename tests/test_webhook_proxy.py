@@ -79,16 +79,16 @@ def test_a_delivery_on_the_channel_is_queued_by_the_app(served, raw):
     body = d.body if raw else json.dumps(d.payload, separators=(",", ":")).encode()  # GitHub sends compact JSON
     headers = dict(d.headers, **({} if raw else {"X-Hub-Signature-256": sign(body, world.app.webhook_secret)}))
     channel.publish(headers, body, raw)
-    assert wait_for(lambda: world.queue.depth() == 1, timeout=10)
+    assert wait_for(lambda: world.queue.depth() == 1)
     # The App answers (and queues) before the forwarder counts the delivery: wait for both.
-    assert wait_for(lambda: proxy.forwarded == 1, timeout=10)
+    assert wait_for(lambda: proxy.forwarded == 1)
 
 
 def test_a_forged_delivery_on_the_channel_is_refused_by_the_app(served):
     world, channel, proxy = served
     d = world.sim.webhook("pull_request", "opened", app=world.app, repo=world.repo, pull=world.pr, sender="bob")
     channel.publish(dict(d.headers, **{"X-Hub-Signature-256": sign(d.body, "not the secret")}), d.body, raw=True)
-    assert wait_for(lambda: proxy.forwarded == 1, timeout=10)
+    assert wait_for(lambda: proxy.forwarded == 1)
     assert world.queue.depth() == 0
 
 

@@ -89,11 +89,13 @@ def _table(plan, suites: list[str]) -> str:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--diff", "show_diff", is_flag=True, help="Print the changes as a unified diff and change no file; exit 1 when there is a change.")
 @click.option("--write", "write", is_flag=True, help="Write the new est_time values into the files.")
+@click.option("--default-branch", default="main", show_default=True,
+              help="The repository's default branch: only its runs count (calibration.branch, when set, wins).")
 @click.option("--as-of", "as_of", default=None, metavar="TIME", help="Judge the window as of this ISO-8601 time (default: now).")
 def calibrate(repo: str | None, from_store: bool, durations_file: str | None, repository: str | None, fmt: str,
-              show_diff: bool, write: bool, as_of: str | None) -> None:
+              show_diff: bool, write: bool, default_branch: str, as_of: str | None) -> None:
     """Propose est_time values from stored durations (docs/calibration.md). Exit 2: usage or environment error."""
-    from checks.calibration import Bounds, Plan, build_windows, decide_all, stats_rows
+    from checks.calibration import Bounds, Plan, build_suite_windows, decide_all, stats_rows
     from checks.calibration_edits import EditError, plan_edits
     from checks.config import CONFIG_PATH, load_config
     from checks.contract import read_contract
@@ -124,8 +126,10 @@ def calibrate(repo: str | None, from_store: bool, durations_file: str | None, re
     config, config_findings = load_config(tree.read(CONFIG_PATH))
     if config_findings:
         _fail(f"{CONFIG_PATH}: {config_findings[0].message}")
-    params = config.calibration
-    windows = build_windows(records, params, now=now, repository=repository)
+    from checks.timeout_model import with_runner_timeout
+
+    params = with_runner_timeout(config.calibration, tree.read, config.paths.register_module)
+    windows = build_suite_windows(records, params, now=now, repository=repository, default_branch=default_branch)
     if records or durations_file:
         from checks.durations_file import nothing_read
 
@@ -133,13 +137,15 @@ def calibrate(repo: str | None, from_store: bool, durations_file: str | None, re
         notice = nothing_read(durations_file or "the store", mine, len(windows), params.hardware, repository)
         if notice:
             click.echo(f"ci-registrar calibrate: {notice}", err=True)
-    report = check_tree(tree, durations=stats_rows(windows, params.hardware), fixes=False)
+    report = check_tree(tree, durations=stats_rows(windows), fixes=False)
     bounds = Bounds.of(read_contract(tree, config))
     plan = Plan(decide_all(report.registrations, windows, params, bounds))
     suites = [f.message for f in report.findings if f.rule == "REG030"]
 
     def read(path: str) -> str:
-        return (root / path).read_text(encoding="utf-8")
+        # newline="": the file's own line ends (CRLF included) reach the edit and come back unchanged
+        with open(root / path, encoding="utf-8", newline="") as fh:
+            return fh.read()
 
     try:
         edits = plan_edits(plan.changes, read) if (show_diff or write) else []
@@ -150,7 +156,8 @@ def calibrate(repo: str | None, from_store: bool, durations_file: str | None, re
         sys.exit(1 if edits else 0)
     if write:
         for e in edits:
-            (root / e.path).write_text(e.after, encoding="utf-8")
+            with open(root / e.path, "w", encoding="utf-8", newline="") as fh:  # every byte but the digits
+                fh.write(e.after)
         click.echo(f"ci-registrar calibrate: {plural(len(plan.changes), 'est_time value')} changed in {plural(len(edits), 'file')}", err=True)
     if fmt == "json":
         click.echo(json.dumps(plan.as_json(), indent=1))

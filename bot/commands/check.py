@@ -57,7 +57,7 @@ def _durations_from_store(repository: str | None):
             click.echo(f"ci-registrar check: {NO_STORE.format(path=sqlite_path(url))}", err=True)
             return []
         require_stored_repository("check", url, repository)
-        return check_rows(url, repository=repository, params=config.calibration)
+        return check_rows(url, repository=repository, params=config.calibration, default_branch="main")
 
     return rows
 

@@ -213,6 +213,14 @@ class GitHub:
         self._blocked: dict[int | None, float] = {}  # installation -> rate limited until (epoch s)
         self.auth = AppAuth(app_id, private_key, self._fetch_token) if app_id and private_key else None
         self._app_gh: Github | None = None
+        self._bot_login: str | None = None
+
+    def bot_login(self) -> str:
+        """The App's bot account, `<slug>[bot]`: whom GitHub names as the author of the pull requests
+        and commits the App makes through the API. Asked once (GET /app) per process."""
+        if self._bot_login is None:
+            self._bot_login = f"{self.app_request('GET', '/app', '/app')['slug']}[bot]"
+        return self._bot_login
 
     @contextlib.contextmanager
     def single_flight(self, key: str):
@@ -500,6 +508,12 @@ class InstallationClient:
                 out[expression] = (oid, data_bytes)
         return out
 
+    def compare(self, repo: str, base: str, head: str) -> dict:
+        """GET compare/{base}...{head}: the commits head has that base has not (up to 250, with
+        their authors, committers and signature verification), and `total_commits`."""
+        return self.get_json(f"/repos/{repo}/compare/{quote(base, safe='')}...{quote(head, safe='')}",
+                             "/repos/{owner}/{repo}/compare/{basehead}")
+
     def branch_head(self, repo: str, branch: str) -> str:
         """The commit a branch points to now (GET git/ref/heads/{branch})."""
         data = self.get_json(f"/repos/{repo}/git/ref/heads/{quote(branch)}", "/repos/{owner}/{repo}/git/ref/{ref}")
@@ -553,6 +567,13 @@ class InstallationClient:
     def comment(self, repo: str, number: int, body: str) -> dict:
         return self.call("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments",
                          lambda: self._repo(repo).get_issue(number).create_comment(body).raw_data)
+
+    def issue_comments(self, repo: str, number: int) -> list[dict]:
+        return self.paginate(f"/repos/{repo}/issues/{int(number)}/comments", "/repos/{owner}/{repo}/issues/{issue_number}/comments")
+
+    def edit_comment(self, repo: str, comment_id: int, body: str) -> dict:
+        return self.patch_json(f"/repos/{repo}/issues/comments/{int(comment_id)}",
+                               "/repos/{owner}/{repo}/issues/comments/{comment_id}", {"body": body})
 
     def review_comments(self, repo: str, number: int) -> list[dict]:
         return self.paginate(f"/repos/{repo}/pulls/{number}/comments", "/repos/{owner}/{repo}/pulls/{pull_number}/comments")

@@ -41,6 +41,9 @@ def answer(login: str, outcome: calibration_pr.Outcome, repo: str) -> str:
         "disabled": f"@{login} {outcome.message}. Set `calibration.pull_requests: true` to enable it, or run "
                     "`ci-registrar calibrate --durations` on a checkout.",
         "no-permission": f"@{login} {outcome.message}",
+        "held": f"@{login} the calibration pull request {link} is on hold: {outcome.message}. The App does not "
+                "touch it; its comment there lists the values it would write.",
+        "branch-taken": f"@{login} {outcome.message}",
     }.get(outcome.action, f"@{login} {outcome.action}: {outcome.message}")
 
 

@@ -25,6 +25,7 @@ import os
 
 from gidgethub.routing import Router
 
+from bot import calibration_pr
 from bot.durations import ingest_job_log
 from bot.github.retry import GitHubError
 from bot.store import service as store
@@ -128,6 +129,7 @@ async def workflow_run_completed(event, ctx):
         # The run was deleted (or never existed) since the delivery was sent: nothing to read.
         ctx.log.info("workflow run gone, no durations", run_id=run["id"], status=exc.status)
         return
+    stored: set[str] = set()  # the repositories that got new durations from this run
     for job in jobs:
         if job.get("status") != "completed" or job.get("conclusion") in ("skipped", "cancelled"):
             continue
@@ -143,6 +145,12 @@ async def workflow_run_completed(event, ctx):
                 ctx.store_url, log_text, repository=repo, run_id=run["id"], job_id=job["id"],
                 runner_labels=job.get("labels") or (), head_sha=run.get("head_sha"), workflow=run.get("path"),
                 source=f"workflow_run:{source_repo}", hardware_mapping=config.hardware, event=run.get("event"),
+                head_branch=run.get("head_branch"), head_repository=(run.get("head_repository") or {}).get("full_name"),
             )
             ctx.log.info("durations ingested", repository=repo, run_id=run["id"], job_id=job["id"],
                          inserted=result.inserted, duplicates=result.duplicates, hardware=result.hardware)
+            if result.inserted:
+                stored.add(repo)
+    for repo, config in targets:
+        if repo in stored:  # a REG020 verdict that changed asks for a calibration refresh (rate-limited)
+            calibration_pr.after_ingest(ctx.store_url, repo, config.calibration)

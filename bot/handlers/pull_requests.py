@@ -193,7 +193,7 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
     # when the configuration is invalid (REG900 fails the check, the defaults are not used).
     consumers = external_consumers(client, config) if not problems else {}
     index = RegistrationIndex(ctx.store_url, repo)  # files already scanned, by blob SHA, for every worker
-    durations = stored_durations(ctx, repo, config)
+    durations = stored_durations(ctx, repo, config, default_branch)
     report = run_check_bounded(head, base, changed, config_text=config_text, scan_cache=index, log=ctx.log,
                                consumers_from=consumers,  # a child process, time and memory capped
                                arguments={"durations": durations} if durations is not None else None)
@@ -212,7 +212,7 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
                            check_run_id=run["id"], delivery_id=ctx.delivery_id, conclusion=conclusion)
 
 
-def stored_durations(ctx, repo: str, config) -> list[dict] | None:
+def stored_durations(ctx, repo: str, config, default_branch: str | None = None) -> list[dict] | None:
     """This repository's stored duration statistics, as `ci-registrar check --durations` reads them.
 
     Read here, in the worker, once per check and for `repo` only, with the default branch's
@@ -223,7 +223,7 @@ def stored_durations(ctx, repo: str, config) -> list[dict] | None:
     never an internal error.
     """
     try:
-        return check_rows(ctx.store_url, repository=repo, params=config.calibration) or None
+        return check_rows(ctx.store_url, repository=repo, params=config.calibration, default_branch=default_branch) or None
     except Exception as exc:  # noqa: BLE001 - durations refine the check, they are not needed for it
         ctx.log.warning("stored durations unavailable, checked without them", error=type(exc).__name__)
         return None

@@ -21,7 +21,7 @@ from sqlalchemy.types import TypeDecorator
 
 from bot.store.db import Base, get_engine, session_scope, upgrade
 from checks.calibration import UNMERGED_EVENTS
-from checks.durations import CalibrationParams, DurationStats, duration_stats
+from checks.durations import CalibrationParams, DurationStats, duration_stats, elapsed_problem
 
 UNKNOWN_HARDWARE = "unknown"
 NATURAL_KEY = ("repository", "run_id", "job_id", "file", "attempt")
@@ -78,6 +78,9 @@ class Measurement(Base):
     source: Mapped[str] = mapped_column(sa.String(255))  # job-log | json | csv | workflow_run:<owner>/<name> (migration 0010)
     # the workflow run's GitHub event (pull_request, push, schedule, ...): a PR head's run is not merged code
     event: Mapped[str | None] = mapped_column(sa.String(32), nullable=True)
+    # the run's head branch and head repository (migration 0012): only the default branch's runs, never a fork's, calibrate
+    head_branch: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    head_repository: Mapped[str | None] = mapped_column(sa.String(200), nullable=True)
     ingested_at: Mapped[datetime] = mapped_column(UTCDateTime(), server_default=sa.func.now())
 
     __table_args__ = (
@@ -195,6 +198,9 @@ def insert_rows(target: Session | str, rows: list[dict]) -> int:
     """Insert rows, skipping those already stored; returns how many were new. One transaction."""
     if not rows:
         return 0
+    for row in rows:  # the readers refuse them with their line or item first; this is the last guard
+        if elapsed_problem(row["elapsed_s"]):
+            raise ValueError(f"{row['file']}: {elapsed_problem(row['elapsed_s'])}: not stored")
     # A global order on the natural key: concurrent writers take row locks in the same order and
     # cannot deadlock each other.
     rows.sort(key=lambda r: tuple(r[k] for k in NATURAL_KEY))
@@ -482,9 +488,14 @@ def utc(value: datetime | None) -> datetime:
 
 def select_measurements(target: Session | str, *, repository: str | None = None, file: str | None = None,
                         backend: str | None = None, hardware: str | None = None,
-                        by_repository: bool = False) -> list[Measurement]:
+                        by_repository: bool = False, since: datetime | None = None,
+                        outcomes: tuple[str, ...] | None = None) -> list[Measurement]:
     """Stored attempts, oldest first (by repository first, for an export), filtered as asked."""
     stmt = sa.select(Measurement)
+    if since is not None:
+        stmt = stmt.where(Measurement.measured_at >= utc(since))
+    if outcomes:
+        stmt = stmt.where(Measurement.outcome.in_(outcomes))
     for column, value in ((Measurement.repository, repository), (Measurement.file, file),
                           (Measurement.backend, backend), (Measurement.hardware, hardware)):
         if value:

@@ -107,6 +107,9 @@ class GitHubSimulator(JsonViews, RestOperations, GitWriteOperations):
         return self
 
     def stop(self) -> None:
+        with self.lock:
+            for fault in self._faults:  # a held answer ends with the simulator, not after its delay
+                fault.release()
         if self._started:
             self._api.stop()
             self._web.stop()
@@ -377,6 +380,8 @@ class GitHubSimulator(JsonViews, RestOperations, GitWriteOperations):
 
     def clear_faults(self) -> None:
         with self.lock:
+            for fault in self._faults:
+                fault.release()
             self._faults.clear()
 
     # -- query helpers ----------------------------------------------------------------------
@@ -580,6 +585,7 @@ class GitHubSimulator(JsonViews, RestOperations, GitWriteOperations):
             finally:
                 self._tls.skip_faults = False
             response.delay = float(p.get("delay", 1.0))
+            response.hold = fault.released
             return response
         raise AssertionError(kind)
 
@@ -793,9 +799,16 @@ class GitHubSimulator(JsonViews, RestOperations, GitWriteOperations):
         with self.lock:
             return build_delivery(self, event, action, **kwargs)
 
-    def deliver(self, url: str, delivery: Delivery, timeout: float = 10):
-        """POST a delivery as GitHub does (same body, headers and delivery id every time)."""
+    def deliver(self, url: str, delivery: Delivery, timeout: float | None = None):
+        """POST a delivery as GitHub does (same body, headers and delivery id every time).
+
+        GitHub gives up after 10 s; tests wait one patience (tests/patience.py) instead, since a
+        busy test machine is not the App's production host: whether the App answers GitHub in
+        time is bench/ingress.py's figure, and its order against slow clients the tests' own."""
         import requests
-        return requests.post(url, data=delivery.body, headers=delivery.headers, timeout=timeout)
+
+        from tests.patience import PATIENCE
+        return requests.post(url, data=delivery.body, headers=delivery.headers,
+                             timeout=PATIENCE if timeout is None else timeout)
 
     redeliver = deliver

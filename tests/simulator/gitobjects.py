@@ -26,6 +26,18 @@ class Commit:
     email: str
     timestamp: int
     files: dict[str, bytes] = field(repr=False)  # the whole snapshot, path -> content
+    committer: str = ""          # the committer's name and email ("" = the author's)
+    committer_email: str = ""
+    signed: bool = False         # carries GitHub's own signature (a commit the API made for a GitHub App)
+    modes: dict[str, str] = field(default_factory=dict, repr=False)  # path -> mode, only where not 100644
+
+    @property
+    def committer_name(self) -> str:
+        return self.committer or self.author
+
+    @property
+    def committer_mail(self) -> str:
+        return self.committer_email or self.email
 
 
 class ObjectStore:
@@ -42,15 +54,17 @@ class ObjectStore:
         self.blobs[sha] = content
         return sha
 
-    def put_tree(self, files: dict[str, bytes]) -> str:
-        """Build the tree objects for a flat {path: content} snapshot; returns the root tree SHA."""
+    def put_tree(self, files: dict[str, bytes], modes: dict[str, str] | None = None) -> str:
+        """Build the tree objects for a flat {path: content} snapshot; returns the root tree SHA.
+        modes: path -> git mode for blobs that are not 100644 (an executable file is 100755)."""
         root: dict = {}
+        modes = modes or {}
         for path, content in files.items():
             node = root
             parts = path.split("/")
             for part in parts[:-1]:
                 node = node.setdefault(part, {})
-            node[parts[-1]] = content
+            node[parts[-1]] = (modes.get(path, "100644"), content)
         return self._write_tree(root)
 
     def _write_tree(self, node: dict) -> str:
@@ -59,7 +73,8 @@ class ObjectStore:
             if isinstance(value, dict):
                 entries.append(("40000", name, "tree", self._write_tree(value)))
             else:
-                entries.append(("100644", name, "blob", self.put_blob(value)))
+                mode, content = value
+                entries.append((mode, name, "blob", self.put_blob(content)))
         # git orders entries by name, comparing a tree's name as if it ended with "/"
         entries.sort(key=lambda e: e[1].encode() + (b"/" if e[2] == "tree" else b""))
         payload = b"".join(mode.encode() + b" " + name.encode() + b"\0" + bytes.fromhex(sha)
@@ -69,15 +84,20 @@ class ObjectStore:
         return sha
 
     def put_commit(self, files: dict[str, bytes], parents: list[str], message: str,
-                   author: str, email: str, timestamp: int) -> str:
-        tree = self.put_tree(files)
+                   author: str, email: str, timestamp: int, *, committer: str = "", committer_email: str = "",
+                   modes: dict[str, str] | None = None, signed: bool = False) -> str:
+        modes = {p: m for p, m in (modes or {}).items() if p in files and m != "100644"}
+        tree = self.put_tree(files, modes)
         lines = [f"tree {tree}"] + [f"parent {p}" for p in parents]
-        ident = f"{author} <{email}> {timestamp} +0000"
-        lines += [f"author {ident}", f"committer {ident}", "", message]
+        lines += [f"author {author} <{email}> {timestamp} +0000",
+                  f"committer {committer or author} <{committer_email or email}> {timestamp} +0000"]
+        if signed:  # GitHub's signature header (its content is not modelled, only that it is there)
+            lines.append(f"gpgsig -----BEGIN PGP SIGNATURE----- github {hashlib.sha1(tree.encode()).hexdigest()}")
+        lines += ["", message]
         payload = ("\n".join(lines) + "\n").encode()
         sha = _object_sha(b"commit", payload)
         self.commits[sha] = Commit(sha, tree, list(parents), message, author, email, timestamp,
-                                   dict(files))
+                                   dict(files), committer, committer_email, signed, modes)
         return sha
 
     def walk_tree(self, tree_sha: str, recursive: bool, prefix: str = ""):

@@ -23,6 +23,11 @@ class GitWriteOperations:
         return {path: store.blobs[sha] for path, _mode, kind, sha, _size in store.walk_tree(tree_sha, True)
                 if kind == "blob"}
 
+    def _tree_modes(self, repo, tree_sha: str) -> dict[str, str]:
+        """path -> mode of the blobs that are not 100644 (executables)."""
+        return {path: mode for path, mode, kind, _sha, _size in repo.store.walk_tree(tree_sha, True)
+                if kind == "blob" and mode != "100644"}
+
     def op_git_create_blob(self, req, params, body):
         repo = self._repo_param(params)
         encoding = body.get("encoding", "utf-8")
@@ -39,11 +44,17 @@ class GitWriteOperations:
     def op_git_create_tree(self, req, params, body):
         repo = self._repo_param(params)
         files: dict[str, bytes] = {}
+        modes: dict[str, str] = {}
         if body.get("base_tree"):
             if body["base_tree"] not in repo.store.trees:
                 raise ApiError(422, "Invalid tree info", errors=["base_tree is not a tree SHA of this repository"])
             files = self._tree_files(repo, body["base_tree"])
+            modes = self._tree_modes(repo, body["base_tree"])
         for entry in body["tree"]:
+            # an entry replaces the path's blob AND its mode: what it says is what the tree holds
+            modes.pop(entry.get("path"), None)
+            if entry.get("mode", "100644") != "100644":
+                modes[entry["path"]] = entry["mode"]
             path = entry.get("path")
             if not path or path.startswith("/") or path.endswith("/"):
                 raise ApiError(422, "Invalid tree info", errors=[f"tree.path {path!r} is not a file path"])
@@ -62,7 +73,7 @@ class GitWriteOperations:
                 if content is None:
                     raise ApiError(422, "Invalid tree info", errors=[f"{entry['sha']} is not a blob of this repository"])
                 files[path] = content
-        sha = repo.store.put_tree(files)
+        sha = repo.store.put_tree(files, {p: m for p, m in modes.items() if p in files})
         return 201, self._tree_json(repo, sha), {"Location": f"{self.url}/repos/{repo.full_name}/git/trees/{sha}"}
 
     def _tree_json(self, repo, sha: str) -> dict:
@@ -80,24 +91,34 @@ class GitWriteOperations:
         for p in parents:
             if p not in repo.store.commits:
                 raise ApiError(422, "Parent SHA does not exist or is not a commit object")
-        author = (body.get("author") or {}).get("name") or self._auth_app.bot_login
-        email = (body.get("author") or {}).get("email") or f"{self._auth_app.id}+{self._auth_app.bot_login}@users.noreply.github.com"
+        # Without author or committer the commit is the authenticated App's bot, and GitHub signs
+        # it ("bot signatures": only with no custom author, committer or signature).
+        bot, bot_email = self._auth_app.bot_login, f"{self._auth_app.id}+{self._auth_app.bot_login}@users.noreply.github.com"
+        custom_author, custom_committer = body.get("author") or {}, body.get("committer") or {}
+        author = custom_author.get("name") or bot
+        email = custom_author.get("email") or bot_email
+        committer = custom_committer.get("name") or (author if custom_author else bot)
+        committer_email = custom_committer.get("email") or (email if custom_author else bot_email)
+        signed = not custom_author and not custom_committer and not body.get("signature") and self._auth_inst is not None
         repo.clock += 60
-        sha = repo.store.put_commit(self._tree_files(repo, tree), parents, body["message"], author, email, repo.clock)
+        sha = repo.store.put_commit(self._tree_files(repo, tree), parents, body["message"], author, email, repo.clock,
+                                    committer=committer, committer_email=committer_email,
+                                    modes=self._tree_modes(repo, tree), signed=signed)
         assert repo.store.commits[sha].tree == tree, "the simulator's tree of the same files differs"
         return 201, self._git_commit_json(repo, sha), {"Location": f"{self.url}/repos/{repo.full_name}/git/commits/{sha}"}
 
     def _git_commit_json(self, repo, sha: str) -> dict:
         c = repo.store.commits[sha]
         api = f"{self.url}/repos/{repo.full_name}/git"
-        person = {"name": c.author, "email": c.email, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(c.timestamp))}
+        date = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(c.timestamp))
         return {"sha": sha, "node_id": self._node_id("C", int(sha[:8], 16)), "url": f"{api}/commits/{sha}",
-                "html_url": f"{self.web_url}/{repo.full_name}/commit/{sha}", "author": person, "committer": person,
+                "html_url": f"{self.web_url}/{repo.full_name}/commit/{sha}",
+                "author": {"name": c.author, "email": c.email, "date": date},
+                "committer": {"name": c.committer_name, "email": c.committer_mail, "date": date},
                 "message": c.message, "tree": {"sha": c.tree, "url": f"{api}/trees/{c.tree}"},
                 "parents": [{"sha": p, "url": f"{api}/commits/{p}", "html_url": f"{self.web_url}/{repo.full_name}/commit/{p}"}
                             for p in c.parents],
-                "verification": {"verified": False, "reason": "unsigned", "signature": None, "payload": None,
-                                 "verified_at": None}}
+                "verification": self.verification_json(c)}
 
     def _ref_json(self, repo, branch: str) -> dict:
         api = f"{self.url}/repos/{repo.full_name}/git"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -172,20 +173,31 @@ class Repo:
         return f"Repo({self.full_name!r})"
 
     def commit(self, files: dict, parent: str | None = None, branch: str | None = None,
-               message: str = "commit", author: str = "octocat", replace: bool = False) -> str:
+               message: str = "commit", author: str = "octocat", replace: bool = False,
+               modes: dict[str, str] | None = None, email: str | None = None,
+               committer: str | None = None, committer_email: str | None = None, signed: bool = False) -> str:
+        """A push by a person (git's identity is theirs to write: `email` may claim anyone's
+        address; such a commit is never signed by GitHub). modes: path -> "100755" for an
+        executable file (kept from the parent unless given). signed: an edit made on GitHub's web
+        pages, which GitHub signs as its committer `web-flow` (GitHub <noreply@github.com>)."""
         with self.sim.lock:
             branch = branch or self.default_branch
             if parent is None:
                 parent = self.branches.get(branch) or self.branches.get(self.default_branch)
             base = {} if (replace or parent is None) else dict(self.store.commits[parent].files)
+            kept = {} if (replace or parent is None) else dict(self.store.commits[parent].modes)
+            kept.update(modes or {})
             for path, content in files.items():
                 if content is None:
                     base.pop(path, None)
                 else:
                     base[path] = content.encode() if isinstance(content, str) else bytes(content)
             self.clock += 60
-            sha = self.store.put_commit(base, [parent] if parent else [], message, author,
-                                        f"{author}@users.noreply.github.com", self.clock)
+            email = email or f"{author}@users.noreply.github.com"
+            sha = self.store.put_commit(base, [parent] if parent else [], message, author, email, self.clock,
+                                        committer=committer or "",
+                                        committer_email=committer_email or (f"{committer}@users.noreply.github.com" if committer else ""),
+                                        modes=kept, signed=signed)
             self.branches[branch] = sha
             self.pushed_at = time.time()
             return sha
@@ -258,6 +270,13 @@ class Fault:
     times: int | None
     params: dict
     hits: int = 0
+    # A "slow" answer waits `delay` seconds or until release(), whichever comes first: a test holds
+    # GitHub's answer for as long as its scene needs (an event), not for a guessed number of seconds.
+    released: threading.Event = field(default_factory=threading.Event)
+
+    def release(self) -> None:
+        """Answer every request this fault holds now (and later ones at once)."""
+        self.released.set()
 
     def matches(self, method: str, path: str) -> bool:
         if self.times is not None and self.hits >= self.times:

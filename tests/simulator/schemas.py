@@ -25,13 +25,17 @@ def _drop_discriminators(node):
     - The description puts a "type" discriminator on a oneOf whose first branch is an array
       (content-directory); validators cannot apply it, and oneOf alone already decides.
     - `nullable: true` with an `enum` (check-run `conclusion`) means null is allowed (OpenAPI
-      3.0.3 clarification); the validator only accepts null if the enum lists it.
+      3.0.3 clarification); the validator only accepts null if the enum lists it. The same with a
+      `oneOf` (a commit's `author`, null when its email names no account): null is one more branch.
     """
     if isinstance(node, dict):
         node.pop("discriminator", None)
         if node.get("nullable") is True and isinstance(node.get("enum"), list) \
                 and None not in node["enum"]:
             node["enum"] = node["enum"] + [None]
+        if node.get("nullable") is True and isinstance(node.get("oneOf"), list) \
+                and {"enum": [None]} not in node["oneOf"]:
+            node["oneOf"] = node["oneOf"] + [{"enum": [None]}]
         for value in node.values():
             _drop_discriminators(value)
     elif isinstance(node, list):

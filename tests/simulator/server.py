@@ -27,6 +27,7 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
     drop: bool = False       # close the connection without answering
     delay: float = 0.0       # seconds to wait before answering
+    hold: threading.Event | None = None  # set: answer at once, though the delay is not over
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -53,7 +54,10 @@ class _Handler(BaseHTTPRequestHandler):
             response = Response(500, f"simulator error: {exc!r}".encode(),
                                 {"Content-Type": "text/plain"})
         if response.delay:
-            time.sleep(response.delay)
+            if response.hold is not None:
+                response.hold.wait(response.delay)
+            else:
+                time.sleep(response.delay)
         if response.drop:
             self.close_connection = True
             try:

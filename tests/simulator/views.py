@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from urllib.parse import quote
 
 from .gitobjects import diff_files
@@ -158,18 +159,40 @@ class JsonViews:
             out["previous_filename"] = entry["previous_filename"]
         return out
 
+    def account_of_email(self, email: str) -> str | None:
+        """The GitHub account a commit's email names, as GitHub links them: by address only, so
+        anyone may write an address that names someone else (`ID+login@users.noreply.github.com`
+        or `login@users.noreply.github.com`, the App's bot included). None: no account."""
+        if email == "noreply@github.com":
+            return "web-flow"  # the committer of what people commit on GitHub's web pages
+        m = re.fullmatch(r"(?:\d+\+)?([^@\s]+)@users\.noreply\.github\.com", email or "")
+        return m.group(1) if m else None
+
+    def verification_json(self, c) -> dict:
+        """GitHub signs what its API commits for a GitHub App with no custom author, committer or
+        signature ("bot signatures"), and what people commit on its web pages (committer web-flow):
+        verified. A pushed commit here carries no signature."""
+        if c.signed:
+            return {"verified": True, "reason": "valid", "signature": "-----BEGIN PGP SIGNATURE-----",
+                    "payload": f"tree {c.tree}", "verified_at": iso(c.timestamp)}
+        return {"verified": False, "reason": "unsigned", "signature": None, "payload": None, "verified_at": None}
+
     def _commit_json(self, repo: Repo, sha: str, with_files: bool = True) -> dict:
         c = repo.store.commits[sha]
         api = f"{self.url}/repos/{repo.full_name}"
-        person = {"name": c.author, "email": c.email, "date": iso(c.timestamp)}
+        author = {"name": c.author, "email": c.email, "date": iso(c.timestamp)}
+        committer = {"name": c.committer_name, "email": c.committer_mail, "date": iso(c.timestamp)}
+        author_login, committer_login = self.account_of_email(c.email), self.account_of_email(c.committer_mail)
         out = {
             "url": f"{api}/commits/{sha}", "sha": sha, "node_id": self._node_id("C", int(sha[:8], 16)),
             "html_url": f"{self.web_url}/{repo.full_name}/commit/{sha}",
             "comments_url": f"{api}/commits/{sha}/comments",
-            "commit": {"url": f"{api}/git/commits/{sha}", "author": person, "committer": person,
+            "commit": {"url": f"{api}/git/commits/{sha}", "author": author, "committer": committer,
                        "message": c.message, "comment_count": 0,
-                       "tree": {"sha": c.tree, "url": f"{api}/git/trees/{c.tree}"}},
-            "author": self.user_json(c.author), "committer": self.user_json(c.author),
+                       "tree": {"sha": c.tree, "url": f"{api}/git/trees/{c.tree}"},
+                       "verification": self.verification_json(c)},
+            "author": self.user_json(author_login) if author_login else None,
+            "committer": self.user_json(committer_login) if committer_login else None,
             "parents": [{"sha": p, "url": f"{api}/commits/{p}",
                          "html_url": f"{self.web_url}/{repo.full_name}/commit/{p}"}
                         for p in c.parents],
@@ -228,7 +251,7 @@ class JsonViews:
             "head_commit": {"id": c.sha, "tree_id": c.tree, "message": c.message,
                             "timestamp": iso(c.timestamp),
                             "author": {"name": c.author, "email": c.email},
-                            "committer": {"name": c.author, "email": c.email}} if c else None,
+                            "committer": {"name": c.committer_name, "email": c.committer_mail}} if c else None,
             "repository": self._repo_json(repo, "minimal-repository"),
             "head_repository": self._repo_json(repo, "minimal-repository"),
             "display_title": run.get("display_title") or (c.message if c else wf["name"]),
