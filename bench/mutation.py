@@ -52,6 +52,14 @@ TARGETS = {
     "rules_suites": Target("checks/rules_suites.py", ("tests/test_rules.py", "tests/test_rule_fixtures.py",
                                                       "tests/test_discovery_idioms.py", "tests/test_direct_runs.py",
                                                       "tests/test_rules_suites.py")),
+    "seen": Target("bot/ondemand/seen.py", ("tests/test_ondemand_seen.py",)),
+    "cost": Target("bot/ondemand/cost.py", tuple(f"tests/test_ondemand_security.py::{name}" for name in (
+        "test_a_file_is_charged_the_most_the_job_lets_it_run", "test_no_est_time_makes_a_file_cheaper_than_what_it_may_run",
+        "test_the_limits_come_from_the_run_plan", "test_the_limits_defaults_and_edges",
+        "test_the_note_shows_the_est_time_as_registered",
+        "test_retries_multiply_and_the_job_caps_the_charge",
+        "test_an_est_time_the_runner_rejects_refuses_the_command")) + (
+        "tests/test_dispatch_plan.py::test_cost_is_runner_gpus_times_shards_times_the_longest_shard",)),
     # the calibration pull request's branch and pull request handling (issue 25 items 4 and 6);
     # render_body and the schedule (run, sweep) are left to the calibration tests, not mutated
     "calibration_pr": Target("bot/calibration_pr.py",

@@ -19,6 +19,7 @@ from checks import yamlload
 from checks.limits import Limits
 from checks.model import Finding, Span
 from checks.rules import RULES, make_finding
+from checks.ruleset.reg900_invalid_configuration import number_errors
 
 CONFIG_PATH = ".github/ci-registrar.yml"
 
@@ -346,20 +347,15 @@ def _semantic_errors(config: Config) -> list[tuple[str, str]]:
         if len(d.inputs) > 25 or any(not _INPUT_NAME.fullmatch(k) for k in d.inputs):
             errors.append((f"{where}.inputs", f"dispatch.{suite}.inputs: at most 25 inputs, named with letters, "
                                               "digits, `_` and `-`"))
-    if config.budgets.daily_gpu_hours < 0:
-        errors.append(("$.budgets.daily_gpu_hours", "budgets.daily_gpu_hours must not be negative"))
-    if config.budgets.max_files_per_command < 1:
-        errors.append(("$.budgets.max_files_per_command", "budgets.max_files_per_command must be at least 1"))
+    # every number finite and in its range (budgets, timeouts, shard counts, days): REG900's own check
+    numbers = number_errors(config)
+    errors.extend(numbers)
     c = config.calibration
-    for name in ("window_runs", "window_days", "min_samples", "round_to_s", "timeout_per_file_s", "floor_days",
-                 "pull_request_every_days"):
-        if getattr(c, name) < 1:
-            errors.append((f"$.calibration.{name}", f"calibration.{name} must be at least 1"))
+    if numbers:
+        return errors  # the comparisons below mean nothing on a number out of range
     if c.ingest_refresh_every_hours < 0:
         errors.append(("$.calibration.ingest_refresh_every_hours", "calibration.ingest_refresh_every_hours must not be "
                                                                   "negative (0: an ingest never refreshes)"))
-    if c.margin < 1:
-        errors.append(("$.calibration.margin", "calibration.margin must be at least 1"))
     if c.floor_days < c.window_days:
         errors.append(("$.calibration.floor_days", "calibration.floor_days must be at least window_days: the floor "
                                                    "covers every passing run of the window"))

@@ -140,8 +140,8 @@ FIELDS: dict[str, str] = {
                        "`<workflow file>#<job id>`; null: the nightly job for a nightly suite, the PR job otherwise "
                        "(among several, the one with the longest per-file and job timeouts).",
     "Dispatch.gpus": "GPUs one runner of the run occupies, for the cost estimate (GPU-hours = this x `shards` x the "
-                     "longest shard's est_time); null: read from the runner labels (`4gpu`, `linux-mi35x-gpu-8`), else "
-                     "the count in the suite name (`...-4-gpu-...`), else 1.",
+                     "longest shard, each file at the most the job lets it run); null: read from the runner labels "
+                     "(`4gpu`, `linux-mi35x-gpu-8`), else the count in the suite name (`...-4-gpu-...`), else 1.",
     "Dispatch.runs_on": "Runner labels of the jobs that run the suite (all required); null: the pool of the job that "
                         "runs it when the repository's own workflows use that pool (its fleet), else the fleet's runner "
                         "with the GPUs the suite needs (from its name, else its job's pool). The shipped workflow accepts "

@@ -82,7 +82,7 @@ def test_an_outage_longer_than_the_retry_budget_leaves_no_check_in_progress(gith
 
 def test_on_demand_commands_at_once_cannot_overspend_or_run_an_unseen_head(github_sim, tmp_path):
     """Issue 19's attack on `ci-registrar serve` as a real process (4 worker threads): four
-    maintainers' commands on four PRs at once plus two suites on one PR, under a 4 GPU-hour
+    maintainers' commands on four PRs at once plus two suites on one PR, under an 8 GPU-hour
     budget, one PR registering est_time=-100000; and a command written before a push, delivered
     after it. The budget holds, the negative est_time buys nothing, the unseen head never runs."""
     import sqlite3
@@ -95,7 +95,9 @@ def test_on_demand_commands_at_once_cannot_overspend_or_run_an_unseen_head(githu
     sim = github_sim
     app = sim.create_app(name="CI Registrar", owner="radixark")
     repo = sim.create_repo("radixark/miles")
-    repo.commit(ondemand_files(CONFIG.replace("daily_gpu_hours: 64", "daily_gpu_hours: 4")), branch="main")
+    # each PR's run: its file, EXTRA_TEST and the 2400 s test, charged 1800 + 1800 + 3000 s on 4 GPUs
+    # (7.34 GPU-hours): one fits the budget, no second
+    repo.commit(ondemand_files(CONFIG.replace("daily_gpu_hours: 64", "daily_gpu_hours: 8")), branch="main")
     repo.add_workflow("rocm-on-demand.yml", name="ROCm on demand", dispatchable=True)
     sim.install(app, "radixark/miles", consumer_repo(sim))
     prs = []
@@ -134,13 +136,14 @@ def test_on_demand_commands_at_once_cannot_overspend_or_run_an_unseen_head(githu
             conn.close()
         dispatched = sim.dispatches(repo)
         assert len(dispatched) == len(spent) >= 1
-        assert sum(cost for _, _, cost in spent) <= 4.0 + 1e-9, spent
+        assert sum(cost for _, _, cost in spent) <= 8.0 + 1e-9, spent
         assert all(cost > 0 for _, _, cost in spent)
         assert not [d for d in dispatched if d["inputs"]["pull_number"] == str(prs[4].number)]
         replies = [c["body"] for c in sim.comments(repo, prs[4].number) if c["user"]["login"] == app.bot_login]
         assert len(replies) == 1 and "cannot confirm" in replies[0], replies  # its push event was never delivered
         negative = [c["body"] for c in sim.comments(repo, prs[3].number) if c["user"]["login"] == app.bot_login]
-        assert negative and "5.00 GPU-hours" in negative[0] and "costed at the bound" in negative[0], negative
+        assert negative and "7.34 GPU-hours" in negative[0], negative
+        assert "`tests/e2e/test_pr4.py`: est_time=-100000, charged 1800 s" in negative[0], negative
         assert sim.violations == []
     finally:
         service.stop()

@@ -559,6 +559,11 @@ class InstallationClient:
         self.call("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}",
                   lambda: self._repo(repo).get_check_run(check_run_id).edit(**_check_run_args(body)))
 
+    def issue_comment(self, repo: str, comment_id: int) -> dict:
+        """GET one comment as it is now: a command is re-read just before it is acted on."""
+        return self.get_json(f"/repos/{repo}/issues/comments/{int(comment_id)}",
+                             "/repos/{owner}/{repo}/issues/comments/{comment_id}")
+
     def comment(self, repo: str, number: int, body: str) -> dict:
         return self.call("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments",
                          lambda: self._repo(repo).get_issue(number).create_comment(body).raw_data)

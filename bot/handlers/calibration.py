@@ -10,27 +10,22 @@ from __future__ import annotations
 from gidgethub.routing import Router
 
 from bot import calibration_pr
-from bot.handlers.rocm_commands import is_human_command_comment
-from bot.ondemand import flow, texts
+from bot.handlers.rocm_commands import is_human_command_comment, still_says
+from bot.ondemand import flow, grammar, texts
 from bot.ondemand.flow import Pull, react, reply
 from bot.ondemand.permissions import authority
 from checks.wording import plural
 
 router = Router()
 
-COMMAND = "/calibrate-est-time"
+COMMAND = grammar.CALIBRATE
 
 
 def is_calibrate_command(body: str | None) -> bool:
-    fenced = False
-    for line in (body or "").splitlines():
-        text = line.strip()
-        if text.startswith("```") or text.startswith("~~~"):
-            fenced = not fenced
-            continue
-        if not fenced and text == COMMAND:
-            return True
-    return False
+    """Read by the one command reader (bot/ondemand/grammar.py), as GitHub renders the comment:
+    only top-level paragraph text counts (never code, quotes, HTML comments, <details>, alt text)."""
+    command = grammar.parse(body)
+    return isinstance(command, grammar.Command) and command.word == grammar.CALIBRATE
 
 
 def answer(login: str, outcome: calibration_pr.Outcome, repo: str) -> str:
@@ -75,6 +70,8 @@ async def calibrate_command(event, ctx):
         reply(pull, key, f"@{login} only a maintainer may refresh the calibration pull request "
                          f"(GitHub reports your role as `{who.role}`).")
         return
+    if not still_says(pull, comment, grammar.parse(comment.get("body"))):
+        return  # deleted or edited away before it was acted on
     react(pull, comment["id"], "eyes")
     outcome = calibration_pr.run(ctx.github, ctx.store_url, ctx.installation_id, repo)
     reply(pull, key, answer(login, outcome, repo))

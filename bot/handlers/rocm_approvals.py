@@ -64,14 +64,27 @@ async def approve_button(event, ctx):
 @router.register("pull_request", action="synchronize")
 async def head_moved(event, ctx):
     """A push: runs of older heads are cancelled (unless `budgets.cancel_superseded_runs` is off),
-    every request or approval for an older commit is stale, and the PR is told once."""
+    every request or approval for an older commit is stale, and the PR is told once.
+
+    The order of pushes is GitHub's, never the order deliveries arrive in: a `synchronize` can come
+    late (GitHub retries, a queue backlog) or be replayed under a new delivery id. Before anything
+    is cancelled or made stale, GitHub is asked for the PR's head now (GET pulls/{n}); a delivery
+    for any other head changes nothing. The current head's own delivery does the work (or did)."""
     pr = event.data["pull_request"]
     repo = event.data["repository"]["full_name"]
     new_head = pr["head"]["sha"]
     number = int(pr["number"])
-    pull = Pull(ctx, repo, number, pr, config=None)
-    if any(r.head_sha != new_head for r in store.requests_for_pull(ctx.store_url, repo, number,
-                                                                   store.IN_FLIGHT + (store.SUPERSEDED,))):
+    in_flight = store.requests_for_pull(ctx.store_url, repo, number, store.IN_FLIGHT + (store.SUPERSEDED,))
+    open_requests = store.requests_for_pull(ctx.store_url, repo, number, flow.RETRYABLE)
+    if all(r.head_sha == new_head for r in in_flight + open_requests):
+        return  # nothing of another head: no call to GitHub needed
+    now = flow.tolerate_gone(lambda: ctx.client.pull(repo, number))
+    if now is None or ((now.get("head") or {}).get("sha")) != new_head:
+        ctx.log.info("push is not the PR's head now: nothing changed", head_sha=new_head,
+                     pr_head=((now or {}).get("head") or {}).get("sha"))
+        return
+    pull = Pull(ctx, repo, number, now, config=None)
+    if any(r.head_sha != new_head for r in in_flight):
         config, _problems = flow.trusted_config(ctx.client, repo, event.data["repository"].get("default_branch") or "main")
         # An invalid configuration keeps the default (on): a run of a commit nobody will merge stops.
         if config is None or config.budgets.cancel_superseded_runs:
@@ -85,5 +98,5 @@ async def head_moved(event, ctx):
     for request in gone:
         flow.close_request_check(pull, request, "Stale",
                                  f"The PR's head moved to {new_head}: this request was for {request.head_sha}.")
-    reply(pull, f"push:{repo}:{pr['number']}:{new_head}",
+    reply(pull, f"push:{repo}:{number}:{new_head}",
           texts.stale(new_head, [(r.suite, r.requester, r.head_sha) for r in gone]), step="stale")

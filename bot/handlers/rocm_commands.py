@@ -39,8 +39,9 @@ async def comment_created(event, ctx):
     if not is_human_command_comment(data):
         return
     comment = data["comment"]
-    if grammar.parse(comment.get("body")) is None:
-        return  # not a command: no reaction, no call
+    first = grammar.parse(comment.get("body"))
+    if first is None or (isinstance(first, grammar.Command) and first.word == grammar.CALIBRATE):
+        return  # not a command of this handler: no reaction, no call (calibration.py takes its own)
     repo = data["repository"]["full_name"]
     number = int(data["issue"]["number"])
     login = comment["user"]["login"]
@@ -66,11 +67,24 @@ async def comment_created(event, ctx):
         react(pull, comment["id"], "confused")
         reply(pull, key, texts.grammar_reply(login, command.reason, _suites_or_none(pull)))
         return
+    if not still_says(pull, comment, command, paths):
+        return
     once(pull, key, "audit", lambda: pull.audit("command", actor=login, suite=command.suite,
                                                 files=list(command.files) or None, detail=command.line[:200]))
     handler = {grammar.RUN: run_rocm, grammar.APPROVE: approve_rocm, grammar.DENY: deny_rocm,
                grammar.STATUS: rocm_status}[command.word]
     handler(pull, command, comment, key)
+
+
+def still_says(pull: Pull, comment: dict, command, paths=None) -> bool:
+    """The comment re-read from GitHub just before acting on it: deleted, or edited so that it no
+    longer holds this command, it acts on nothing (the delivery's copy is what was written then)."""
+    now = flow.tolerate_gone(lambda: pull.client.issue_comment(pull.repo, comment["id"]))
+    roots = dict(roots=paths.test_roots, pattern=paths.test_pattern) if paths is not None else {}
+    if now is not None and grammar.parse(now.get("body"), **roots) == command:
+        return True
+    pull.job.log.info("command comment deleted or edited before it was acted on", comment_id=comment["id"])
+    return False
 
 
 def _suites_or_none(pull: Pull) -> list[str] | None:
@@ -123,7 +137,7 @@ def run_rocm(pull: Pull, command: grammar.Command, comment: dict, key: str) -> N
         return
     selection = outcome.selection
     # the head's contract was read in the analysis child: its runner facts came back with the outcome
-    costing = cost_selection(selection, outcome, pull.config, pull.store_url, pull.repo)
+    costing = cost_selection(selection, outcome)
     if costing.refusal:
         _refuse(pull, comment, key, texts.not_selectable(login, costing.refusal, outcome.runnable),
                 f"cost: {costing.refusal}"[:300], suite=command.suite, files=list(command.files))
@@ -144,7 +158,7 @@ def run_rocm(pull: Pull, command: grammar.Command, comment: dict, key: str) -> N
     used = flow.budget_used(pull.store_url, pull.repo)
     if used + cost > limit + 1e-9:  # answered early; the dispatch decides again, atomically (store.reserve)
         _refuse(pull, comment, key, texts.over_budget(login, command.suite, cost, used, limit)
-                + texts.cost_notes(costing.notes(pull.config.calibration.hardware)),
+                + texts.cost_notes(costing.notes()),
                 f"over budget: {used:.2f} used + {cost:.2f} > {limit:.2f}", suite=command.suite, cost_gpu_hours=cost)
         return
     dispatch_cfg = selection.dispatch

@@ -138,7 +138,7 @@ def details(requested: list[str], selection: Selection, costing: Costing, hardwa
     plan as `run-plan --format json` shows it (`run_plan`), which the replies and the completed
     check run read (its per-file timeout judges each file)."""
     return {"requested": list(requested), "selected": [[f.file, f.est_time] for f in costing.files],
-            "costed": costing.as_details(), "cost_notes": costing.notes(hardware) + list(selection.notes),
+            "costed": costing.as_details(), "cost_notes": costing.notes() + list(selection.notes),
             "gpus": selection.gpus, "plan": selection.plan.inputs(),
             "run_plan": selection.plan.as_json(costing.gpu_hours)}
 

@@ -101,8 +101,8 @@ def dispatched(suite: str, head_sha: str, number: int, run_url: str | None, file
 
 def _cost_basis(gpus: int, shards: int) -> str:
     if shards <= 1:
-        return f"{plural(gpus, 'GPU')} \u00d7 the sum of est_time"
-    return f"{shards} shards of {plural(gpus, 'GPU')} \u00d7 the longest shard's est_time"
+        return f"{plural(gpus, 'GPU')} \u00d7 the most each file may run"
+    return f"{shards} shards of {plural(gpus, 'GPU')} \u00d7 the longest shard, each file at the most it may run"
 
 
 def in_flight(user: str, suite: str, run_url: str | None, requester: str) -> str:
@@ -121,7 +121,7 @@ def head_unseen(user: str, what: str, head_sha: str, moved: bool) -> str:
 
 
 def cost_notes(notes: list[str]) -> str:
-    """Files whose est_time was not used for the cost (bot/ondemand/cost.py), one line each."""
+    """Each file's charge and its basis (bot/ondemand/cost.py), one line each."""
     if not notes:
         return ""
     return "\n\nCost: " + ("; ".join(notes) if len(notes) == 1 else "\n" + "\n".join(f"- {n}" for n in notes)) + "."
