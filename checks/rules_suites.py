@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 from checks.model import code, Backend, Change, Finding, Registration, Report, Severity
-from checks.registrations import gpu_count_from_name
+from checks.scanning.registrations import gpu_count_from_name
 from checks.rules import make_finding
 from checks.ruleset import reg030_suite_over_budget
-from checks.suites import HardwareIndex, is_nightly, parse_suite_name
-from checks.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES, direct_run_of
+from checks.target.suites import HardwareIndex, is_nightly, parse_suite_name
+from checks.target.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES, direct_run_of
 from checks.wording import article, backend_name, plural
 
 
@@ -277,7 +277,7 @@ def _emptied_for(backends: set[str] | None, hw: str | None) -> bool:
 
 
 def shard_totals(est_times: list[tuple[str, float]], shards: int) -> list[float]:
-    """The runner's split (checks/shards.py) of est_times alone: each shard's est_time sum, largest first."""
-    from checks.shards import Item, partition
+    """The runner's split (checks/calibration/shards.py) of est_times alone: each shard's est_time sum, largest first."""
+    from checks.calibration.shards import Item, partition
 
     return sorted((s.est_total for s in partition([Item(f, e, e) for f, e in est_times], shards)), reverse=True)

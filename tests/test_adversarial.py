@@ -204,8 +204,8 @@ def test_serve_outlives_a_redis_outage_and_readyz_tells_the_truth(tmp_path, redi
 def test_readyz_is_503_while_no_worker_thread_is_alive(tmp_path):
     """`serve` registers its consumer: with none of its worker threads alive, not ready."""
     from app import create_app
-    from bot.queue import open_queue
-    from bot.settings import load_settings
+    from bot.worker.queue import open_queue
+    from bot.infra.settings import load_settings
 
     settings = load_settings({"CI_REGISTRAR_DATA_DIR": str(tmp_path), "GITHUB_WEBHOOK_SECRET": "s",
                               "GITHUB_APP_ID": "1", "GITHUB_PRIVATE_KEY": "k"})
@@ -311,7 +311,7 @@ HUGE = "9" * 5000
 
 @pytest.mark.parametrize("where", ["budgets.daily_gpu_hours", "calibration.window_runs", "dispatch.gpus"])
 def test_a_5000_digit_integer_in_the_configuration_is_a_located_reg900(where):
-    from checks.config import load_config
+    from checks.target.config import load_config
 
     text = {"budgets.daily_gpu_hours": f"budgets:\n  daily_gpu_hours: {HUGE}\n",
             "calibration.window_runs": f"calibration:\n  margin: 1.2\n  window_runs: -{HUGE}\n",
@@ -326,7 +326,7 @@ def test_a_5000_digit_integer_in_the_default_branch_config_fails_the_check_and_c
                                                                                                        tmp_path):
     """The PR check fails with the REG900 at its line (not "internal error"), and a maintainer's
     /run-rocm is answered (the configuration is broken, nothing is dispatched)."""
-    from bot.handlers.pull_requests import CHECK_NAME, FAILED_TITLE
+    from bot.worker.handlers.pull_requests import CHECK_NAME, FAILED_TITLE
     from tests.ondemand_support import CONFIG, SUITE, build_ondemand
 
     od = build_ondemand(github_sim, tmp_path, config=CONFIG + f"calibration:\n  window_runs: {HUGE}\n")
@@ -352,7 +352,7 @@ def _states(world) -> dict:
 def test_a_check_that_skipped_a_file_never_says_registrations_valid(github_sim, tmp_path, monkeypatch):
     """A test file over the file_bytes limit (REG902) was not read: the title says files were
     skipped, the conclusion is neutral (not success), the summary names the file."""
-    from bot.handlers.pull_requests import CHECK_NAME
+    from bot.worker.handlers.pull_requests import CHECK_NAME
     from tests.test_service_support import build_world
 
     monkeypatch.setenv("CI_REGISTRAR_LIMIT_FILE_BYTES", "4096")
@@ -426,13 +426,13 @@ def _paths(value, prefix=()):
 
 
 def _schema_paths(event: str, payload: dict) -> list[tuple]:
-    """The key paths of a payload its handler's schema (bot.payloads.SCHEMAS) reads: where a hostile
+    """The key paths of a payload its handler's schema (bot.infra.payloads.SCHEMAS) reads: where a hostile
     value matters most, so most mutants go there rather than to fields nobody reads."""
     import typing
 
     import msgspec
 
-    from bot import payloads
+    from bot.infra import payloads
 
     def walk(t, value, prefix):
         if typing.get_origin(t) in (typing.Union, getattr(__import__("types"), "UnionType")):

@@ -1,4 +1,4 @@
-"""Discovery as the runner does it, in every idiom (checks/runner.py, checks/contract.py), and the
+"""Discovery as the runner does it, in every idiom (checks/target/runner.py, checks/target/contract.py), and the
 severity of an unknown suite under a runner that only warns.
 
 The sglang trees are excerpts of sgl-project/sglang (tests/fixtures/targets/sglang/, Apache-2.0);
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from checks.config import load_config
-from checks.contract import read_contract
+from checks.target.config import load_config
+from checks.target.contract import read_contract
 from checks.engine import check_tree
-from checks.tree import DirectoryTree, MemoryTree
+from checks.scanning.tree import DirectoryTree, MemoryTree
 from tests.fixtures.sglang import SGLANG_CONFIG
 
 SGLANG = Path(__file__).parent / "fixtures" / "targets" / "sglang"
@@ -175,7 +175,7 @@ def test_a_file_a_workflow_runs_itself_is_a_warning_under_a_warn_only_runner():
 
 
 class UnlistedTree(MemoryTree):
-    """The App's PR base: read at known paths only, no listing (bot.sources.GitHubTree(listed=False))."""
+    """The App's PR base: read at known paths only, no listing (bot.worker.sources.GitHubTree(listed=False))."""
 
     listed = False
 

@@ -1,4 +1,4 @@
-"""checks/dispatch_plan.py and the `dispatch:` keys behind it: where an on-demand run runs (the pool
+"""checks/target/dispatch_plan.py and the `dispatch:` keys behind it: where an on-demand run runs (the pool
 of the job that runs it, else the fleet's runner that fits), with which of the runner's options
 (read from its code), and its cost. tests/test_fleet_plans.py has the plans of both real targets."""
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from checks.config import Dispatch, load_config
-from checks.ci_jobs import read_suite_jobs
-from checks.dispatch_plan import NoRunner, gpus_of_labels, partition, plan
-from checks.runner import RunnerOption, read_runner
+from checks.target.config import Dispatch, load_config
+from checks.target.ci_jobs import read_suite_jobs
+from checks.target.dispatch_plan import NoRunner, gpus_of_labels, partition, plan
+from checks.target.runner import RunnerOption, read_runner
 
 TARGETS = Path(__file__).resolve().parent / "fixtures" / "targets"
 MILES_RUNNER = TARGETS / "miles" / "ci-runner-778227d" / "run_suite.py"

@@ -389,7 +389,7 @@ def test_the_calibration_command_is_one_of_the_words():
     assert parse("/calibrate-est-time") == Command(grammar.CALIBRATE, line="/calibrate-est-time")
     assert "takes no arguments" in refused("/calibrate-est-time now")
     assert parse("`/calibrate-est-time`") is None
-    from bot.handlers.calibration import is_calibrate_command
+    from bot.worker.handlers.calibration import is_calibrate_command
 
     assert is_calibrate_command("please\n\n/calibrate-est-time")
     for hidden in ("<!-- /calibrate-est-time -->", "    /calibrate-est-time", "<pre>/calibrate-est-time</pre>",

@@ -78,7 +78,7 @@ def test_completion_lands_on_the_pr_and_in_the_store(od):
     summary = run["output"]["summary"]
     assert "within est_time" in summary and "over est_time" in summary and "timed out" in summary
     assert run["output"]["title"].startswith("failure: 2 of 3")
-    from bot.durations import export_records
+    from bot.worker.durations import export_records
 
     rows = export_records(od.world.settings.database_url, repository="radixark/miles")
     assert {r["file"] for r in rows} == {"tests/e2e/test_new.py", EXTRA_TEST,
@@ -370,7 +370,7 @@ def test_an_8_gpu_suite_in_two_shards_dispatches_once_and_both_shards_land_in_on
     assert run["output"]["title"] == "failure: 1 of 2 test files passed"
     summary = run["output"]["summary"]
     assert summary.count("| `tests/") == 2 and BIG_TEST in summary and other in summary  # one table, both shards
-    from bot.durations import export_records
+    from bot.worker.durations import export_records
 
     rows = export_records(od.world.settings.database_url, repository="radixark/miles")
     assert {(r["file"], r["elapsed_s"], r["outcome"]) for r in rows} == {(BIG_TEST, 1100.0, "PASS"), (other, 760.0, "FAIL")}
@@ -400,7 +400,7 @@ def test_a_shard_that_reported_nothing_leaves_its_files_visible(sharded):
     [run] = od.check_runs("MI350 · ")
     assert run["output"]["title"] == "failure: 1 of 2 test files passed"
     assert f"| `{other}` | NO RESULT |  | 800 s | not in any job's log |" in run["output"]["summary"]
-    from bot.durations import export_records
+    from bot.worker.durations import export_records
 
     assert [r["file"] for r in export_records(od.world.settings.database_url, repository="radixark/miles")] == [BIG_TEST]
 
@@ -448,7 +448,7 @@ def test_a_log_that_keeps_answering_500_ends_neutral_after_bounded_retries(shard
     assert "MI350 shard 1 / run" in run["output"]["summary"] and "500" in run["output"]["summary"]
     assert 5 <= fault.hits <= 5 * 3  # every attempt of the job (5) asked, each with its few HTTP retries
     # what was read is kept: shard 0's duration is stored
-    from bot.durations import export_records
+    from bot.worker.durations import export_records
 
     assert [r["file"] for r in export_records(od.world.settings.database_url, repository="radixark/miles")] == [BIG_TEST]
 
@@ -490,7 +490,7 @@ def test_a_request_stored_before_plans_were_kept_is_not_dispatched_unplanned(od)
 def no_parsing_here(monkeypatch):
     """ast.parse raises in this process (the worker's threads run here): only the analysis child may parse.
 
-    The child is a fresh interpreter (bot/analysis.py), so the patch does not reach it.
+    The child is a fresh interpreter (bot/worker/analysis.py), so the patch does not reach it.
     """
     import ast
 
@@ -521,8 +521,8 @@ def test_command_selection_parses_nothing_in_the_worker(od, no_parsing_here):
 def test_the_patch_would_catch_a_worker_that_parses(no_parsing_here):
     # the child's side of a selection, run in this process as the worker once did: the patch trips
     from bot.ondemand.selection import analyse
-    from checks.config import load_config
-    from checks.tree import MemoryTree
+    from checks.target.config import load_config
+    from checks.scanning.tree import MemoryTree
     from tests.ondemand_support import CONFIG, ondemand_files
 
     config, _ = load_config(CONFIG)

@@ -479,7 +479,7 @@ for _value in (".nan", ".inf"):
 
 @case("a-stored-p90-does-not-lower-the-charge", dispatches=1, reply="charged 1800 s")
 def _(od):
-    from bot.durations import ingest_job_log
+    from bot.worker.durations import ingest_job_log
 
     od.push({NEW: _registered("-100000")})
     for run in (1, 2, 3):
@@ -969,7 +969,7 @@ def test_no_est_time_makes_a_file_cheaper_than_what_it_may_run(est):
 
 def test_the_limits_come_from_the_run_plan():
     from bot.ondemand.cost import MAX_FILE_S, Limits
-    from checks.dispatch_plan import RunPlan
+    from checks.target.dispatch_plan import RunPlan
 
     def run(**kw):
         base = dict(suite="s", runs_on=("x",), runner_gpus=4, shards=1, image="", image_days=0,
@@ -1004,7 +1004,7 @@ def test_the_note_shows_the_est_time_as_registered(ests, shown):
 
 def test_the_limits_defaults_and_edges():
     from bot.ondemand.cost import JOB, MAX_FILE_S, TIMEOUT, Limits
-    from checks.dispatch_plan import RunPlan
+    from checks.target.dispatch_plan import RunPlan
 
     assert MAX_FILE_S == 21600  # GitHub's 360 minutes
     assert Limits() == Limits(1800, 21600, 1, 0)  # miles' runner default, GitHub's job limit

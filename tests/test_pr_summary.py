@@ -1,4 +1,4 @@
-"""The reviewer's summary (checks/pr_summary.py, checks/render.check_run_summary): the seed PR
+"""The reviewer's summary (checks/reporting/pr_summary.py, checks/render.check_run_summary): the seed PR
 (miles #2480, vendored by tests/fixtures/targets/vendor_seed_pr.py) as `check --format summary`
 prints it, and the registration-only verdict on small cases."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.pr_summary import same_code
+from checks.reporting.pr_summary import same_code
 from tests.simulator.fixtures import github_sim  # noqa: F401 - the simulated GitHub
 from tests.test_cli import cli
 from tests.test_seed_pr import git
@@ -176,9 +176,9 @@ def app_summary(sim, tmp_path: Path, repo: Path) -> str:
     """The seed PR opened on the simulator (miles and sglang's nightly, the App installed on both):
     the summary of the CI registrations check run the App completes."""
     from app import create_app
-    from bot.handlers.pull_requests import CHECK_NAME
-    from bot.queue import QueueConfig, open_queue
-    from bot.settings import load_settings
+    from bot.worker.handlers.pull_requests import CHECK_NAME
+    from bot.worker.queue import QueueConfig, open_queue
+    from bot.infra.settings import load_settings
     from bot.store.db import upgrade
     from tests.test_service_support import World, env_for
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from checks.contract import Contract, read_contract
-from checks.config import Config
+from checks.target.contract import Contract, read_contract
+from checks.target.config import Config
 from checks.engine import check_tree
 from checks.model import Severity
-from checks.registrations import scan_file
-from checks.tree import MemoryTree
+from checks.scanning.registrations import scan_file
+from checks.scanning.tree import MemoryTree
 from tests.fixtures import miles
 from tests.fixtures.miles import miles_tree, test_file
 
@@ -163,7 +163,7 @@ def test_reg001_not_for_what_only_the_symbol_table_refuses(case):
 def test_reg001_file_without_registration_fails_as_ast_parse_does(source, line):
     import ast
 
-    from checks.registrations import parses
+    from checks.scanning.registrations import parses
 
     with pytest.raises((SyntaxError, ValueError, RecursionError, MemoryError)):
         ast.parse(source)
@@ -1187,7 +1187,7 @@ def test_workflow_yaml_alias_bomb_does_not_hang_the_check():
 
 def test_excluded_file_names_are_not_discovered():
     """paths.test_excludes: sglang discovers every *.py under test/registered but conftest.py and __init__.py."""
-    from checks.config import load_config
+    from checks.target.config import load_config
     from checks.engine import discover
 
     config, findings = load_config("paths:\n  test_roots: [test/registered]\n  test_pattern: '*.py'\n"

@@ -66,7 +66,7 @@ def test_reg030_skips_a_job_whose_shard_count_is_decided_at_run_time():
 def test_reg030_predicts_with_measured_durations_where_there_are_some():
     """est_time says 4 x 2000 s fits two 180-minute shards; the stored runs say 6000 s each."""
     from checks.engine import check_tree
-    from checks.tree import MemoryTree
+    from checks.scanning.tree import MemoryTree
     from tests.fixtures import miles
 
     files = {**miles_tree(), **_rocm(4, 2000)}
@@ -84,7 +84,7 @@ def _measured(est_and_p90: dict[str, tuple[int, int]]):
     rows = [{"file": f, "backend": "rocm", "hardware": "MI355X", "n": 10, "median": p90, "p90": p90, "max": p90}
             for f, (_est, p90) in est_and_p90.items()]
     from checks.engine import check_tree
-    from checks.tree import MemoryTree
+    from checks.scanning.tree import MemoryTree
     from tests.fixtures import miles
 
     return only(check_tree(MemoryTree(files), consumers_from=miles.CONSUMERS, durations=rows).findings, "REG030")
@@ -118,7 +118,7 @@ def test_reg015_in_a_diff_reports_the_jobs_of_the_workflows_it_changed_only():
     """Nothing in the fixture registers stage-c-4-gpu-mi350: REG015 on pr-test-rocm.yml's job. A
     diff that edits that workflow is told; a diff elsewhere is not (the job was like that before)."""
     from checks.engine import check_tree
-    from checks.tree import MemoryTree
+    from checks.scanning.tree import MemoryTree
     from tests.fixtures import miles
 
     base = miles_tree()
@@ -139,7 +139,7 @@ def test_reg010_messages_for_a_validated_and_a_disabled_unvalidated_backend(tmp_
     from pathlib import Path
 
     from checks.engine import check_tree
-    from checks.tree import DirectoryTree
+    from checks.scanning.tree import DirectoryTree
     from tests.fixtures.sglang import SGLANG_CONFIG
 
     # miles validates rocm suites: the runner rejects the name

@@ -1,4 +1,4 @@
-"""The runner's contract read from its code (checks/runner.py, checks/contract.resolve_validity):
+"""The runner's contract read from its code (checks/target/runner.py, checks/contract.resolve_validity):
 discovery, sanity_check, implicit-CPU roots, validity, open backends. Small synthetic targets."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ import re
 
 import pytest
 
-from checks.config import load_config
-from checks.contract import read_contract
+from checks.target.config import load_config
+from checks.target.contract import read_contract
 from checks.engine import check_tree, discover
 from checks.model import Backend
-from checks.runner import _glob_regex
-from checks.tree import MemoryTree
+from checks.target.runner import _glob_regex
+from checks.scanning.tree import MemoryTree
 
 REGISTER = '''
 from enum import Enum, auto

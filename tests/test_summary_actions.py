@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.handlers.pull_requests import CHECK_NAME
+from bot.worker.handlers.pull_requests import CHECK_NAME
 from tests.ondemand_support import SUITE, build_ondemand
 from tests.simulator.fixtures import github_sim  # noqa: F401
 

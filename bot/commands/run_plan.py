@@ -1,6 +1,6 @@
 """`ci-registrar run-plan SUITE`: what `/run-rocm SUITE` would dispatch from this checkout.
 
-The same code as the App's command (bot/ondemand/selection.py `select`, checks/dispatch_plan.py,
+The same code as the App's command (bot/ondemand/selection.py `select`, checks/target/dispatch_plan.py,
 bot/ondemand/cost.py `cost_files`), on a checkout that is both the "head" (its test files) and the
 "default branch" (its workflows, its runner, its `.github/ci-registrar.yml`). Durations are not
 read: each file is costed at its est_time, or at the bound the run enforces when its est_time is
@@ -45,12 +45,12 @@ def run_plan(suite: str, more_files: tuple[str, ...], repo: str | None, files: t
     from bot.commands.root import checkout
     from bot.ondemand.cost import Limits, cost_files
     from bot.ondemand.selection import NotSelectable, select
-    from checks.config import CONFIG_PATH, load_config
-    from checks.contract import read_contract
-    from checks.dispatch_plan import plan_lines
+    from checks.target.config import CONFIG_PATH, load_config
+    from checks.target.contract import read_contract
+    from checks.target.dispatch_plan import plan_lines
     from checks.limits import Budget
-    from checks.target_ci import read_target_ci
-    from checks.tree import DirectoryTree
+    from checks.target.target_ci import read_target_ci
+    from checks.scanning.tree import DirectoryTree
 
     root = checkout("run-plan", repo)
     tree = DirectoryTree(root)

@@ -2,7 +2,7 @@
 
 What is charged bounds what may run. est_time is written by the pull request, so it only ever
 raises a charge: each selected file is charged the most the dispatched job lets it hold its GPUs,
-under the timeouts that job enforces (the run plan, checks/dispatch_plan.py, read from the default
+under the timeouts that job enforces (the run plan, checks/target/dispatch_plan.py, read from the default
 branch's runner and job, never from the PR):
 
 - the runner's per-file timeout for that est_time (checks/durations.runner_timeout: for miles'
@@ -15,7 +15,7 @@ branch's runner and job, never from the PR):
 
 A run's total is capped the same way: one runner holds its GPUs at most for the job's timeout.
 Where the runner itself rejects a non-positive est_time (the contract's `est_time_positive`, read
-by checks/runner.py) the command is refused, as the PR check's REG002 would fail it.
+by checks/target/runner.py) the command is refused, as the PR check's REG002 would fail it.
 
 The reply shows each file's basis: its est_time, the per-file timeout it gets and what was charged.
 
@@ -30,8 +30,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from checks.dispatch_plan import partition
-from checks.durations import runner_timeout
+from checks.target.dispatch_plan import partition
+from checks.calibration.durations import runner_timeout
 
 # A GitHub Actions job's limit, 360 minutes: no file of a run can hold its GPUs longer than the
 # whole job, whatever the job's own timeout-minutes says.

@@ -28,7 +28,7 @@ RUN = "/run-rocm"
 APPROVE = "/approve-rocm"
 DENY = "/deny-rocm"
 STATUS = "/rocm-status"
-CALIBRATE = "/calibrate-est-time"  # bot/handlers/calibration.py: one reader for every command
+CALIBRATE = "/calibrate-est-time"  # bot/worker/handlers/calibration.py: one reader for every command
 WORDS = (RUN, APPROVE, DENY, STATUS, CALIBRATE)
 
 GRAMMAR = (

@@ -14,7 +14,7 @@ import json
 import re
 
 from bot.ondemand.grammar import GRAMMAR
-from checks.dispatch_plan import plan_lines
+from checks.target.dispatch_plan import plan_lines
 from checks.wording import plural
 
 REQUEST_CHECK = "MI350 run request · {suite}"
@@ -67,7 +67,7 @@ def _selected_table(files_with_est: list[tuple[str, float | None]]) -> str:
 
 
 def plan_block(view: dict | None) -> str:
-    """The run plan (checks/dispatch_plan.py, as `ci-registrar run-plan` prints it), or nothing
+    """The run plan (checks/target/dispatch_plan.py, as `ci-registrar run-plan` prints it), or nothing
     for a request stored before plans were kept."""
     if not view:
         return ""

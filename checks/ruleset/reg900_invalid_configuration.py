@@ -34,13 +34,13 @@ NAME = "invalid-configuration"
 SEVERITY = Severity.FAILURE
 SUMMARY = "`.github/ci-registrar.yml` is invalid: the check says what is wrong and where; defaults are not silently used instead."
 FIXABLE = False
-IMPLEMENTED_IN = "checks/config.py"
+IMPLEMENTED_IN = "checks/target/config.py"
 
 
 # The range of each number a configuration may hold, by its path (a dispatch entry's by
 # `$.dispatch.*`, a consumer's by `$.consumers[]`): (least, most), both inclusive. The upper ends
 # are far past any real value; they keep a typo (or a 400-digit number) from becoming a budget,
-# a day count or a shard count nobody meant. Ranges checked elsewhere (checks/config.py: shards,
+# a day count or a shard count nobody meant. Ranges checked elsewhere (checks/target/config.py: shards,
 # timeouts of a dispatch entry, the calibration's lower bounds) are not repeated here.
 MAX_DAYS = 3650
 NUMBER_RANGES: dict[str, tuple[float, float]] = {
