@@ -130,14 +130,18 @@ def calibrate(repo: str | None, from_store: bool, durations_file: str | None, re
 
     params = with_runner_timeout(config.calibration, tree.read, config.paths.register_module)
     windows = build_suite_windows(records, params, now=now, repository=repository, default_branch=default_branch)
+    report = check_tree(tree, durations=stats_rows(windows), fixes=False)
     if records or durations_file:
         from checks.calibration.durations_file import nothing_read
+        from checks.calibration.policy import window_for
 
         mine = [r for r in records if repository is None or r.get("repository") in (None, repository)]
-        notice = nothing_read(durations_file or "the store", mine, len(windows), params.hardware, repository)
+        # used: windows some registration reads (its suite's hardware), not windows of a hardware
+        # no suite here calibrates on
+        used = sum(1 for r in report.registrations if not r.implicit and window_for(windows, r, params) is not None)
+        notice = nothing_read(durations_file or "the store", mine, used, params.hardware, repository)
         if notice:
             click.echo(f"ci-registrar calibrate: {notice}", err=True)
-    report = check_tree(tree, durations=stats_rows(windows), fixes=False)
     bounds = Bounds.of(read_contract(tree, config))
     plan = Plan(decide_all(report.registrations, windows, params, bounds))
     suites = [f.message for f in report.findings if f.rule == "REG030"]
