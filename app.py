@@ -1,4 +1,4 @@
 """`app:create_app()` for a checkout (tests, `gunicorn app:create_app()` by hand); the package's
-own entry is bot.webapp, and this file is not installed."""
+own entry is bot.web.webapp, and this file is not installed."""
 
-from bot.webapp import create_app  # noqa: F401
+from bot.web.webapp import create_app  # noqa: F401

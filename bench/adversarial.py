@@ -19,7 +19,7 @@ Fair analysis (--fairness-repeat N, issue 23): the on-demand attack of 20 files 
 six commands, N times with each file's registration before its padding and N times after it, each
 beside an ordinary check of another installation; figures are that check's time and its ratio to
 the same check alone (N times on the same `serve`), as median (min..max). --fairness-unshared
-measures the same with the analysis slots not shared (the behaviour before bot/analysis_slots.py).
+measures the same with the analysis slots not shared (the behaviour before bot/worker/analysis_slots.py).
 Target: the ordinary check within 5 s.
 
 Then the Redis outage: `serve` with REDIS_URL through a TCP proxy in front of the real Redis
@@ -47,7 +47,7 @@ TARGET_MB = 1024.0
 
 
 def main(argv=None) -> dict:
-    from bot.handlers.pull_requests import CHECK_NAME
+    from bot.worker.handlers.pull_requests import CHECK_NAME
     from tests.adversarial_support import ALL_ATTACKS, ONDEMAND_ATTACK, Arena
     from tests.simulator import GitHubSimulator
     from tests.test_service_support import wait_for

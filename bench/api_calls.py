@@ -16,7 +16,7 @@ Cases, in order, one App process unless said:
 - 300-file:    a PR that changes 300 test files.
 
 The default configuration names one external consumer (sglang's MI350 nightly workflow, in
-sgl-project/sglang): each worker reads it once per 10 minutes (bot/sources.py), so the first
+sgl-project/sglang): each worker reads it once per 10 minutes (bot/worker/sources.py), so the first
 check a process makes pays one request more.
 
 Every request counts, 304s included; the installation-token request (once an hour per
@@ -63,8 +63,8 @@ class ApiWorld:
 
     def __init__(self, tmp: Path, files: int, tests: int, database_url: str | None = None):
         from app import create_app
-        from bot.queue import QueueConfig, open_queue
-        from bot.settings import load_settings
+        from bot.worker.queue import QueueConfig, open_queue
+        from bot.infra.settings import load_settings
         from bot.store.db import upgrade
         from tests.fixtures.miles_shape import miles_shaped
         from tests.simulator import GitHubSimulator
@@ -121,7 +121,7 @@ class ApiWorld:
                 "seconds": elapsed}
 
     def latest_run(self, sha: str) -> dict:
-        from checks.render import CHECK_RUN_NAME
+        from checks.reporting.render import CHECK_RUN_NAME
 
         runs = [r for r in self.sim.check_runs(self.repo, sha) if r["name"] == CHECK_RUN_NAME]
         return max(runs, key=lambda r: r["id"])
@@ -242,8 +242,8 @@ def git_files(git_dir: str, rev: str) -> dict[str, bytes]:
 
 def real_pr(git_dir: str, base_rev: str, head_rev: str) -> dict:
     from checks.engine import check_tree
-    from checks.render import check_run_annotations, check_run_conclusion
-    from checks.tree import MemoryTree
+    from checks.reporting.render import check_run_annotations, check_run_conclusion
+    from checks.scanning.tree import MemoryTree
     from tests.fixtures.miles import CONSUMERS
 
     base, head = git_files(git_dir, base_rev), git_files(git_dir, head_rev)

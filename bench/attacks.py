@@ -21,7 +21,7 @@ import json, resource, sys, time
 DIFF_MODE = {"huge_test_file", "dense_test_file"}
 resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[2]), int(sys.argv[2])))
 from checks.engine import check_tree
-from checks.tree import MemoryTree
+from checks.scanning.tree import MemoryTree
 from tests.fixtures.attacks import ATTACKS
 from tests.fixtures.miles import miles_tree
 extra = ATTACKS[sys.argv[1]]()

@@ -19,7 +19,7 @@ Duration shapes (what real GPU CI shows):
 - H200 runs of the same files at 0.6x, in the same store.
 
 Policies, on the same replay:
-- `ours`: checks/calibration.py (REG020's window and tolerance, never below a passing run x
+- `ours`: checks/calibration/policy.py (REG020's window and tolerance, never below a passing run x
   max_margin, no decrease after a timeout);
 - `p90-only`: sglang's weekly script (scripts/ci/update_est_time.py): est_time = the p90 of the
   window, written whenever it differs;
@@ -44,9 +44,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from checks.calibration import build_windows, decide  # noqa: E402
-from checks.config import Calibration  # noqa: E402
-from checks.durations import duration_stats, runner_timeout  # noqa: E402
+from checks.calibration.policy import build_windows, decide  # noqa: E402
+from checks.target.config import Calibration  # noqa: E402
+from checks.calibration.durations import duration_stats, runner_timeout  # noqa: E402
 from checks.model import Argument, Backend, Registration, Span  # noqa: E402
 
 RUNS_PER_WEEK = 7

@@ -131,7 +131,7 @@ def run_engine(a, tree: str, cache_dir: str | None = None) -> tuple[dict, float]
 
 
 def run_indexed(tree: str, store_url: str) -> dict:
-    """The check of `tree` as the App runs it: bot.analysis.run_check_bounded with the
+    """The check of `tree` as the App runs it: bot.worker.analysis.run_check_bounded with the
     registration index of `store_url` (a child process of its own, so the bench's imports stay out)."""
     p = subprocess.run([sys.executable, __file__, "_indexed", tree, store_url], capture_output=True, text=True, cwd=ROOT)
     try:
@@ -141,11 +141,11 @@ def run_indexed(tree: str, store_url: str) -> dict:
 
 
 def _indexed_child(tree: str, store_url: str) -> None:
-    from bot.analysis import run_check_bounded
+    from bot.worker.analysis import run_check_bounded
     from bot.store.db import upgrade
     from bot.store.index import RegistrationIndex
-    from checks.render import to_json
-    from checks.tree import DirectoryTree, git_blob_sha
+    from checks.reporting.render import to_json
+    from checks.scanning.tree import DirectoryTree, git_blob_sha
 
     class ShaTree(DirectoryTree):  # GitHub's tree API gives every blob SHA without reading it
         def blob_sha(self, path):
@@ -178,9 +178,9 @@ def report_diff(cold: dict, other: dict) -> dict:
 
 def era_of(tree: str, config_text: str | None) -> str:
     """The runner's discovery idiom and suite validation at this commit, as the engine reads them."""
-    from checks.config import load_config
-    from checks.contract import read_contract
-    from checks.tree import DirectoryTree
+    from checks.target.config import load_config
+    from checks.target.contract import read_contract
+    from checks.scanning.tree import DirectoryTree
 
     t = DirectoryTree(tree)
     config, _ = load_config(config_text if config_text is not None else t.read(".github/ci-registrar.yml"))

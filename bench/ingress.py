@@ -203,8 +203,8 @@ def main(argv=None) -> dict:
     figures = {label: combine(p) for label, p in parts.items()}
 
     sys.path.insert(0, str(ROOT))
-    from bot.queue import QueueConfig, open_queue
-    from bot.settings import load_settings
+    from bot.worker.queue import QueueConfig, open_queue
+    from bot.infra.settings import load_settings
 
     queue = open_queue(load_settings({"CI_REGISTRAR_DATA_DIR": data_dir}),
                        config=QueueConfig(queue_name, None, os.path.join(data_dir, "queue.db"), 60))

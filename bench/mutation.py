@@ -42,14 +42,27 @@ class Target:
 
 TARGETS = {
     "grammar": Target("bot/ondemand/grammar.py", ("tests/test_grammar.py",)),
-    "suites": Target("checks/suites.py", ("tests/test_suites.py",)),
-    "durations": Target("checks/durations.py", ("tests/test_durations_parse.py", "-k", "timestamp or summary or lines"),
+    "suites": Target("checks/target/suites.py", ("tests/test_suites.py",)),
+    "durations": Target("checks/calibration/durations.py", ("tests/test_durations_parse.py", "-k", "timestamp or summary or lines"),
                         frozenset({"parse_timestamp", "_to_datetime", "_stamp_datetime", "_strip_prefix", "_TIMESTAMP",
                                    "_ANSI"})),
     "permissions": Target("bot/ondemand/permissions.py", ("tests/test_permissions.py",)),
+    # the suite rules (REG010-REG016, REG030, REG040): the rule tests, the fixture-per-rule
+    # examples, the targets' idioms (eras, backends, who runs what) and the direct-run readings
+    "rules_suites": Target("checks/rules_suites.py", ("tests/test_rules.py", "tests/test_rule_fixtures.py",
+                                                      "tests/test_discovery_idioms.py", "tests/test_direct_runs.py",
+                                                      "tests/test_rules_suites.py")),
+    "seen": Target("bot/ondemand/seen.py", ("tests/test_ondemand_seen.py",)),
+    "cost": Target("bot/ondemand/cost.py", tuple(f"tests/test_ondemand_security.py::{name}" for name in (
+        "test_a_file_is_charged_the_most_the_job_lets_it_run", "test_no_est_time_makes_a_file_cheaper_than_what_it_may_run",
+        "test_the_limits_come_from_the_run_plan", "test_the_limits_defaults_and_edges",
+        "test_the_note_shows_the_est_time_as_registered",
+        "test_retries_multiply_and_the_job_caps_the_charge",
+        "test_an_est_time_the_runner_rejects_refuses_the_command")) + (
+        "tests/test_dispatch_plan.py::test_cost_is_runner_gpus_times_shards_times_the_longest_shard",)),
     # the calibration pull request's branch and pull request handling (issue 25 items 4 and 6);
     # render_body and the schedule (run, sweep) are left to the calibration tests, not mutated
-    "calibration_pr": Target("bot/calibration_pr.py",
+    "calibration_pr": Target("bot/worker/calibration_pr.py",
                              ("tests/test_calibration_branch.py", "tests/test_calibration_branch_edges.py",
                               "tests/test_calibration_pr.py", "tests/test_calibration_refresh.py",
                               "-k", "not command and not schedule"),
@@ -57,9 +70,9 @@ TARGETS = {
                                         "_foreign_commits", "_branch_head", "_who", "_mode", "held_comment", "_hold",
                                         "verdicts", "changed_verdicts", "after_ingest"})),
     # issue 25: the calibration policy and the verdict maths it rests on (pure, tested in-process)
-    "calibration": Target("checks/calibration.py", ("tests/test_calibration_units.py", "tests/test_calibration.py",
+    "calibration": Target("checks/calibration/policy.py", ("tests/test_calibration_units.py", "tests/test_calibration.py",
                                                     "-k", "not cli")),
-    "durations-policy": Target("checks/durations.py", ("tests/test_calibration_units.py",),
+    "durations-policy": Target("checks/calibration/durations.py", ("tests/test_calibration_units.py",),
                                frozenset({"MAX_ELAPSED_S", "elapsed_problem", "percentile", "duration_stats", "_round_up",
                                           "suggest_est_time", "runner_timeout", "calibrate", "estimate_from_other_backend",
                                           "_param", "_stats_of", "_s", "_since_date"})),

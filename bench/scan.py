@@ -94,9 +94,9 @@ def build_tree(target: Path, files: int = 400, seed: int = 7, fixes: int = 5) ->
 
 
 def discovered_files(repo: Path) -> list[Path]:
-    from checks.config import load_config
+    from checks.target.config import load_config
     from checks.engine import discover
-    from checks.tree import DirectoryTree
+    from checks.scanning.tree import DirectoryTree
 
     config, _ = load_config((repo / ".github/ci-registrar.yml").read_bytes() if (repo / ".github/ci-registrar.yml").exists() else None)
     return [repo / p for p in discover(DirectoryTree(repo).paths(), config)]
@@ -123,7 +123,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from checks.engine import check_tree
-    from checks.tree import DirectoryTree, GitRevisionTree, changed_paths
+    from checks.scanning.tree import DirectoryTree, GitRevisionTree, changed_paths
 
     tmp = None
     repo = args.repo
@@ -137,7 +137,7 @@ def main() -> None:
         for f in files:
             ast.parse(f.read_bytes())
 
-    from checks.scan_cache import DiskScanCache
+    from checks.scanning.scan_cache import DiskScanCache
 
     cache_root = Path(tempfile.mkdtemp(prefix="scan-cache-"))
     warm_cache = DiskScanCache(cache_root / "warm-in-process")

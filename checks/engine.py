@@ -8,7 +8,7 @@ file or structure past a cap is analysed no further and a REG902 finding says so
 
 Per-file scans can come from a cache (`check_tree(..., scan_cache=...)`): any object with
 `get_many(keys) -> {key: facts}` and `put_many({key: facts})`, keyed by git blob SHA, contract
-fingerprint, implicit-CPU root and exact reading (checks/scan_facts.py describes the hook and
+fingerprint, implicit-CPU root and exact reading (checks/scanning/scan_facts.py describes the hook and
 holds the one FileScan <-> JSON conversion; the command line's cache is
 checks/scan_cache.DiskScanCache).
 """
@@ -21,17 +21,17 @@ import os
 from dataclasses import dataclass, field
 
 from checks import rules_suites
-from checks.config import CONFIG_PATH, Config, load_config
-from checks.contract import Contract, read_contract
+from checks.target.config import CONFIG_PATH, Config, load_config
+from checks.target.contract import Contract, read_contract
 from checks.limits import FILE_CHECKS, Budget, Limits
 from checks.model import code, Change, Finding, Registration, Report, Severity, Span
-from checks.parallel import map_forked
-from checks.registrations import FileScan, implicit_registration, scan_file
-from checks.runner import anchor_sources
+from checks.scanning.parallel import map_forked
+from checks.scanning.registrations import FileScan, implicit_registration, scan_file
+from checks.target.runner import anchor_sources
 from checks.rules import RULES, make_finding
 from checks.source import decode_source
-from checks.suppressions import apply_suppressions
-from checks.workflows import SuiteUse, is_workflow_path, read_consumers
+from checks.scanning.suppressions import apply_suppressions
+from checks.target.workflows import SuiteUse, is_workflow_path, read_consumers
 
 _FROM_TREE = object()
 ANY_BACKEND = frozenset({"*"})  # Context.emptied_suites: the diff's change concerns every backend
@@ -49,8 +49,8 @@ class Context:
     scans: dict[str, FileScan] = field(default_factory=dict)
     implicit: dict[str, Registration] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
-    scan_cache: object | None = None  # get_many/put_many of scan facts (checks/scan_facts.py)
-    workers: int = 1  # processes that parse files (checks/parallel.py)
+    scan_cache: object | None = None  # get_many/put_many of scan facts (checks/scanning/scan_facts.py)
+    workers: int = 1  # processes that parse files (checks/scanning/parallel.py)
     # every discovered file was read and parsed: "no registration names this suite" is a fact (REG015)
     registrations_complete: bool = False
     # a diff check: the head paths it changed (REG015 reports only what the diff brings); None: whole tree
@@ -78,7 +78,7 @@ def _under(path: str, roots: list[str]) -> bool:
 def discover(paths, config: Config, contract: Contract | None = None) -> list[str]:
     """Test files the runner discovers.
 
-    With a contract whose discovery was read from the runner (checks/runner.py), exactly the
+    With a contract whose discovery was read from the runner (checks/target/runner.py), exactly the
     runner's globs and filters; else the configuration: `paths.discovery` (per root: pattern and
     excludes) and the flat `paths.test_roots` / `test_pattern` / `test_excludes`.
     """
@@ -110,7 +110,7 @@ def contract_paths(config: Config) -> set[str]:
 
 
 def _scan(ctx: Context, tree, paths: list[str], exact_paths: set[str] | frozenset = frozenset(), prefetch: bool = True) -> None:
-    """Scan `paths` into ctx.scans, through ctx.scan_cache when there is one (checks/scan_facts.py
+    """Scan `paths` into ctx.scans, through ctx.scan_cache when there is one (checks/scanning/scan_facts.py
     describes the hook: keys by git blob SHA + contract fingerprint + implicit-CPU + exact)."""
     implicit_roots = ctx.contract.implicit_cpu_roots
     budget = ctx.budget
@@ -123,7 +123,7 @@ def _scan(ctx: Context, tree, paths: list[str], exact_paths: set[str] | frozense
     results: dict[str, FileScan] = {}
     fingerprint = None
     if cache is not None:
-        from checks import scan_facts
+        from checks.scanning import scan_facts
 
         fingerprint = scan_facts.contract_fingerprint(ctx.contract)
 
@@ -178,7 +178,7 @@ def _scan_batches(ctx: Context, tree, to_read: list[str], exact_paths, results: 
     implicit_roots = ctx.contract.implicit_cpu_roots
     budget = ctx.budget
     if cache is not None:
-        from checks import scan_facts
+        from checks.scanning import scan_facts
     # In batches: one cache lookup per batch, and never more than a batch of file contents held.
     # Parsed on several processes, a batch is larger (bounded by bytes): each batch waits for its
     # slowest worker, so fewer, larger ones.
@@ -201,7 +201,7 @@ def _scan_batches(ctx: Context, tree, to_read: list[str], exact_paths, results: 
             before = effects()
             scan = scan_file(path, data, ctx.contract, implicit_cpu=_under(path, implicit_roots), exact=path in exact_paths, budget=budget)
             after = effects()
-            if os.getpid() != parent:  # in a worker (checks/parallel.py): its effects would be lost
+            if os.getpid() != parent:  # in a worker (checks/scanning/parallel.py): its effects would be lost
                 if after != before:
                     return path, None, False  # scanned again here, in file order
                 scan.lines = []  # the text stays here; a fix reads it again (as after a cache hit)
@@ -283,11 +283,11 @@ def check_tree(
     fix (JSON, workflow commands) passes False and never loads libcst.
     `limits`: the caps of checks/limits.py (default Limits()); a cap hit is a REG902 finding.
     `scan_cache`: an object with get_many(keys)/put_many(entries) that keeps per-file scan facts
-    by content (checks/scan_facts.py; the command line's is checks/scan_cache.DiskScanCache).
+    by content (checks/scanning/scan_facts.py; the command line's is checks/scan_cache.DiskScanCache).
     `consumers_from`: the configured external consumers' workflows, `owner/repo:path` (or a local
     path with the workflow's file name) -> bytes, or a string saying why it could not be read
     (checks/workflows.read_consumers). One not given is a REG901 warning naming it.
-    `workers`: processes that parse the files to scan (checks/parallel.py; 1: this one only).
+    `workers`: processes that parse the files to scan (checks/scanning/parallel.py; 1: this one only).
     The report is the same whatever the number.
     """
     limits = limits or Limits()
@@ -360,10 +360,10 @@ def check_tree(
         from checks import rules_calibration
 
         rows = durations(config) if callable(durations) else durations
-        if rows:  # the runner's per-file timeout model, from the revision under check (checks/timeout_model.py)
+        if rows:  # the runner's per-file timeout model, from the revision under check (checks/target/timeout_model.py)
             import msgspec
 
-            from checks.timeout_model import with_runner_timeout
+            from checks.target.timeout_model import with_runner_timeout
 
             ctx.config = msgspec.structs.replace(ctx.config, calibration=with_runner_timeout(
                 ctx.config.calibration, head.read, ctx.config.paths.register_module))
@@ -376,7 +376,7 @@ def check_tree(
     # signature, a suite template) can empty any suite, so then every consumer.
     ctx.changed_paths = set(changed) if diff_mode else None
     if diff_mode and any(p in contract_files for p in changed):
-        from checks.scan_facts import contract_fingerprint
+        from checks.scanning.scan_facts import contract_fingerprint
 
         if contract_fingerprint(ctx.contract) != contract_fingerprint(base_ctx.contract):
             ctx.changed_paths = None
@@ -388,13 +388,22 @@ def check_tree(
     ctx.registrations_complete = all(p in ctx.scans and not ctx.scans[p].unreadable for p in discovered)
     findings.extend(rules_suites.apply(ctx, checked, base_ctx, report, index))
 
+    if diff_mode:
+        if any(r.change is not Change.UNCHANGED for r in report.registrations) or any(
+                r.change in (Change.ADDED, Change.CHANGED) for r in ctx.registrations()):
+            # the summary's per-suite totals need every file of the suites the diff touches
+            _scan(ctx, head, [p for p in discovered if p not in ctx.scans])
+        from checks.reporting import pr_summary
+
+        report.pr_summary = pr_summary.build(ctx, base_ctx, changed, report.registrations + ctx.registrations(), head, base,
+                                             set(discovered), base_discovered, contract_files, index)
     report.registrations.extend(r for p in to_check for r in ctx.scans[p].registrations)
     # the runner's implicit CPU registrations (a file in an implicit-CPU root without a call) are
     # registrations of the target like any other: reported, flagged `implicit`
     report.registrations.extend(ctx.implicit[p] for p in to_check if p in ctx.implicit)
     report.registrations.sort(key=lambda r: (r.file, r.span.line, r.span.column))
     if fixes and any(f.suggestion is not None for f in findings):
-        from checks.fixes import attach_fixes  # libcst loads only when there is a fix to make
+        from checks.fixing.fixes import attach_fixes  # libcst loads only when there is a fix to make
 
         attach_fixes(findings, report.registrations, lambda path: _lines(ctx, head, path))
     findings.extend(budget.findings)
@@ -413,7 +422,7 @@ def _read_ahead(head, base, changed, config: Config) -> None:
     changed files' old paths. Other test files (suite totals, a whole-tree check) are read when a
     rule needs them, through _scan. A local tree ignores this.
     """
-    from checks.tree import prefetch
+    from checks.scanning.tree import prefetch
 
     contract = sorted(contract_paths(config) - {CONFIG_PATH})
     head_paths = list(head.paths())

@@ -191,8 +191,10 @@ class Report:
     registrations: list[Registration] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     files_checked: int = 0
-    # (finding, its checks.suppressions.Suppression): taken out of `findings` by an inline comment
+    # (finding, its checks.scanning.suppressions.Suppression): taken out of `findings` by an inline comment
     suppressed: list = field(default_factory=list)
+    # a diff check: what the PR changes, for its reviewer (checks/pr_summary.PrSummary); None otherwise
+    pr_summary: object | None = None
 
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity is severity)

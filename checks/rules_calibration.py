@@ -1,7 +1,7 @@
 """REG020 / REG021: est_time against stored durations on each suite's calibration hardware.
 
 The statistics arrive as plain data (from the store, or a `durations export` file); the verdict
-maths live in checks/durations.py. This module only decides which registrations are judged and
+maths live in checks/calibration/durations.py. This module only decides which registrations are judged and
 turns verdicts into findings with fixes.
 """
 
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Iterable, Mapping
 
-from checks.calibration import Bounds, Window, calibration_hardware, decide, hardware_for_suite
-from checks.durations import DurationStats, calibrate, estimate_from_other_backend, suggest_est_time
-from checks.hardware import same_hardware_key
+from checks.calibration.policy import Bounds, Window, calibration_hardware, decide, hardware_for_suite
+from checks.calibration.durations import DurationStats, calibrate, estimate_from_other_backend, suggest_est_time
+from checks.target.hardware import same_hardware_key
 from checks.model import Backend, Finding, Registration, Severity
 from checks.rules import make_finding
 
@@ -32,7 +32,7 @@ class FileDurations:
     since: date | None = None
     values: tuple[float, ...] | None = None  # the window's passing durations, when the rows carry them
     timeouts: int = 0  # TIMEOUT attempts in the window, when the rows say
-    slowest: float | None = None  # the slowest passing run of floor_days (checks/calibration.py)
+    slowest: float | None = None  # the slowest passing run of floor_days (checks/calibration/policy.py)
     timed_out_at: float | None = None  # the longest TIMEOUT attempt of floor_days
     slowest_run: str | None = None  # the Actions run of `slowest`
 
@@ -53,7 +53,7 @@ def durations_index(rows: Iterable[Mapping], params) -> DurationsIndex:
     """Index `durations show --format json` rows by (file, backend, hardware), on every calibration
     hardware the `calibration:` section names (a bare hardware name: that one only)."""
     if isinstance(params, str):
-        from checks.config import Calibration
+        from checks.target.config import Calibration
 
         params = Calibration(hardware=params, hardware_by_suite={})
     wanted = {same_hardware_key(h) for h in calibration_hardware(params)}
@@ -83,7 +83,7 @@ def durations_index(rows: Iterable[Mapping], params) -> DurationsIndex:
 
 
 def window_of(d: FileDurations | None) -> Window | None:
-    """The calibration policy's window for a row (checks/calibration.py decides on it)."""
+    """The calibration policy's window for a row (checks/calibration/policy.py decides on it)."""
     if d is None:
         return None
     return Window(d.values or (), d.timeouts, 0, d.since, d.slowest, d.timed_out_at, d.slowest_run,

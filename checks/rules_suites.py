@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 from checks.model import code, Backend, Change, Finding, Registration, Report, Severity
-from checks.registrations import gpu_count_from_name
+from checks.scanning.registrations import gpu_count_from_name
 from checks.rules import make_finding
 from checks.ruleset import reg030_suite_over_budget
-from checks.suites import HardwareIndex, is_nightly, parse_suite_name
+from checks.target.suites import HardwareIndex, is_nightly, parse_suite_name
+from checks.target.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES, direct_run_of
 from checks.wording import article, backend_name, plural
 
 
@@ -40,7 +41,7 @@ def _hardware_index(contract) -> HardwareIndex:
     return HardwareIndex({name for suites in contract.suites.values() for name in suites})
 
 
-def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIndex | None = None) -> list[Finding]:
+def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIndex) -> list[Finding]:
     out: list[Finding] = []
     contract = ctx.contract
     suite = reg.suite
@@ -64,7 +65,7 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
             parts.append(f"{code(suite)} belongs to {', '.join(b.value for b in owners)}")
         # did-you-mean and fixes keep the GPU count and hardware the name states (b200 never
         # becomes h200, an 8-GPU suite never a 4-GPU one)
-        keep = (hardware or _hardware_index(contract)).same_hardware
+        keep = hardware.same_hardware
         near = contract.near.close(suite, known_here, reg.backend, keep)
         if near:
             parts.append("did you mean " + " or ".join(f"{code(n)}" for n in near) + "?")
@@ -73,14 +74,20 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
             # disabled on purpose (its hardware may have no CI yet): a hint, never a one-click move
             parts.append("no fix is offered for a disabled registration")
             fix_to = None
+        # One defect, one severity, in every era and for every backend: where the runner rejects
+        # the name (it validates this backend and raises) or no job runs the suite for this
+        # backend, the test never runs (failure); where the runner lets the name through (it does
+        # not validate this backend, or only warns) and a job runs it, the test runs (warning).
         severity = None
-        if not checked or (reg.disabled is not None and contract.unknown_suite_when_disabled == "warning"):
+        lets_through = not checked or bool(contract.unknown_suite_warns)
+        if reg.disabled is not None and (not checked or contract.unknown_suite_when_disabled == "warning"):
             severity = Severity.WARNING
-        elif contract.unknown_suite_warns:
-            # A runner that only warns runs the suite a job names: the test runs if a job passes
-            # this suite with this backend and nightly flag, and never if none does.
+        elif lets_through:
             run_by = [u for u in consumers_of.get(suite, []) if u.selects(reg.backend.value)
                       and (u.nightly is None or bool(u.nightly) == reg.nightly)]
+            direct = direct_run_of(getattr(ctx, "direct_runs", {}), reg.file)
+            runner = (f"the runner ({contract.unknown_suite_warns}) only prints \"Unknown suite\" and runs it anyway"
+                      if checked else f"the runner does not validate {backend_name(reg.backend.value)} suites against it")
             if run_by:
                 severity = Severity.WARNING
                 use = run_by[0]
@@ -88,16 +95,22 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
                 flags += f"--suite {suite}" + (" --nightly" if use.nightly else "")
                 where = f"{use.file}:{use.span.line}" if use.file else use.consumer
                 parts[0] = (f"{what} is not {article(backend_name(reg.backend.value) + ' suite')} in the inventory ({ctx.config.paths.suites_module}); "
-                            f"the runner ({contract.unknown_suite_warns}) only prints \"Unknown suite\" and runs it anyway, "
-                            f"and {where} runs it ({code(flags)}), so the test runs: add the suite to the inventory")
-            elif reg.file in getattr(ctx, "direct_runs", {}):
+                            f"{runner}, and {where} runs it ({code(flags)}), so the test runs: add the suite to the inventory")
+            elif direct is not None:
                 severity = Severity.WARNING
                 parts[0] = (f"{what} is not {article(backend_name(reg.backend.value) + ' suite')} in the inventory ({ctx.config.paths.suites_module}) "
                             f"and no job runs it, so the runner never selects this registration; "
-                            f"{ctx.direct_runs[reg.file]} runs the file itself, so the test runs: register it in a suite that job runs, or drop the registration")
+                            f"{direct} runs the file itself, so the test runs: register it in a suite that job runs, or drop the registration")
+            elif getattr(ctx, "consumers_partial", False):
+                severity = Severity.WARNING  # a workflow was not read whole: it may be the one that runs it
+                parts[0] = (f"{what} is not {article(backend_name(reg.backend.value) + ' suite')} in the inventory ({ctx.config.paths.suites_module}); "
+                            f"{runner}, so only a job that passes this exact suite name runs the test, and a workflow "
+                            "could not be read whole (REG902)")
             else:
-                parts[0] += (f"; the runner ({contract.unknown_suite_warns}) only warns about an unknown suite, "
-                             f"but no workflow runs {code(suite)} for {backend_name(reg.backend.value)}" + (" with `--nightly`" if reg.nightly else " without `--nightly`"))
+                parts[0] = (f"{what} is not {article(backend_name(reg.backend.value) + ' suite')} in the inventory ({ctx.config.paths.suites_module}) "
+                            f"and no workflow in this repository or its configured consumers runs suite {code(suite)} "
+                            f"for {backend_name(reg.backend.value)}" + (" with `--nightly`" if reg.nightly else "")
+                            + f", so this test never runs ({runner})")
         out.append(
             make_finding("REG010", reg.file, span, "; ".join(parts), severity=severity, suggestion=_q(fix_to) if fix_to else None)
         )
@@ -127,7 +140,8 @@ def _per_registration(ctx, reg: Registration, consumers_of, hardware: HardwareIn
             hws = ", ".join(sorted({code("--hw " + u.hw) for u in all_uses if u.hw}))
             detail = f"{_who(suite, consumers_of)} runs {code(suite)} only with {hws}, which does not select {backend} registrations"
         else:
-            detail = f"no workflow in this repository passes {code('--suite ' + suite)} and no configured external consumer runs it"
+            detail = (f"no workflow in this repository or its configured consumers runs suite {code(suite)} for {backend} "
+                      f"(none passes {code('--suite ' + suite)})")
         out.append(make_finding("REG013", reg.file, span, f"no consumer runs suite {code(suite)} for {backend}: {detail}, so this test never runs"))
     # REG016: nightly=True, but every invocation that runs the suite for this backend leaves nightly tests out
     if reg.nightly and reg.disabled is None and uses and not partial and all(u.nightly is False for u in uses):
@@ -168,7 +182,7 @@ def _namespace_message(old: str, new: str, consumers_of) -> str:
     return f"registration moved from {code(old)} (run by {_who(old, consumers_of)}) to {code(new)} (run by {_who(new, consumers_of)}): {cost}"
 
 
-def _stale_consumers(ctx, hardware: HardwareIndex | None = None) -> list[Finding]:
+def _stale_consumers(ctx, hardware: HardwareIndex) -> list[Finding]:
     contract = ctx.contract
     if not contract.inventory_known:
         return []
@@ -186,7 +200,7 @@ def _stale_consumers(ctx, hardware: HardwareIndex | None = None) -> list[Finding
         if contract.partial_backends:
             continue  # cannot tell a stale name from one we could not read
         reported.add((use.file, use.suite))
-        keep = (hardware or _hardware_index(contract)).same_hardware
+        keep = hardware.same_hardware
         near = contract.near.close(use.suite, known, "all", keep)
         hint = f"; did you mean {' or '.join(f'{code(n)}' for n in near)}?" if near else ""
         fix_to = contract.near.correction(use.suite, known, "all", keep)
@@ -220,7 +234,7 @@ def _consumers_without_registrations(ctx) -> list[Finding]:
     for reg in ctx.registrations():
         if reg.suite:
             registered[reg.suite].add(reg.backend.value)
-        elif not reg.implicit:
+        else:  # (an implicit registration always has its suite)
             unread.add(reg.backend.value)
     out = []
     reported = set()
@@ -263,7 +277,7 @@ def _emptied_for(backends: set[str] | None, hw: str | None) -> bool:
 
 
 def shard_totals(est_times: list[tuple[str, float]], shards: int) -> list[float]:
-    """The runner's split (checks/shards.py) of est_times alone: each shard's est_time sum, largest first."""
-    from checks.shards import Item, partition
+    """The runner's split (checks/calibration/shards.py) of est_times alone: each shard's est_time sum, largest first."""
+    from checks.calibration.shards import Item, partition
 
     return sorted((s.est_total for s in partition([Item(f, e, e) for f, e in est_times], shards)), reverse=True)

@@ -1,10 +1,10 @@
 """For running gunicorn by hand (`gunicorn -c deploy/gunicorn.conf.py`): the settings, hooks and
-first-run output of `ci-registrar serve --no-worker` (bot/server.py), which is what the Procfile,
+first-run output of `ci-registrar serve --no-worker` (bot/web/server.py), which is what the Procfile,
 compose and the image run. Prefer that command; this file only keeps the two from drifting."""
 
 import os
 
-from bot.server import DEFAULT_HOST, DEFAULT_PORT, settings_for
+from bot.web.server import DEFAULT_HOST, DEFAULT_PORT, settings_for
 
-wsgi_app = "bot.webapp:create_app()"
+wsgi_app = "bot.web.webapp:create_app()"
 globals().update(settings_for(os.environ.get("HOST", DEFAULT_HOST), int(os.environ.get("PORT", DEFAULT_PORT)), jobs=0))

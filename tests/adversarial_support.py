@@ -17,7 +17,7 @@ from pathlib import Path
 
 import requests
 
-from bot.handlers.pull_requests import CHECK_NAME
+from bot.worker.handlers.pull_requests import CHECK_NAME
 from tests.fixtures.attacks import ATTACKS
 from tests.fixtures.miles import miles_tree, test_file
 from tests import processes

@@ -190,8 +190,8 @@ def build_ondemand(sim, tmp_path, *, config: str = CONFIG, app_permissions: dict
                    database_url: str | None = None, extra: dict[str, str] | None = None) -> OnDemand:
     """extra: files of the default branch (and so of the PR's head) beyond the miles-shaped tree."""
     from app import create_app
-    from bot.queue import QueueConfig, open_queue
-    from bot.settings import load_settings
+    from bot.worker.queue import QueueConfig, open_queue
+    from bot.infra.settings import load_settings
     from bot.store.db import upgrade
 
     gh_app = sim.create_app(name="CI Registrar", owner="radixark", permissions=app_permissions)

@@ -15,8 +15,8 @@ import pytest
 
 from bench.api_calls import ApiWorld, cases
 from checks.engine import check_tree
-from checks.render import CHECK_RUN_NAME, check_run_annotations, check_run_conclusion
-from checks.tree import MemoryTree
+from checks.reporting.render import CHECK_RUN_NAME, check_run_annotations, check_run_conclusion
+from checks.scanning.tree import MemoryTree
 from tests.fixtures.miles import CONSUMERS
 from tests.fixtures.miles_shape import calibrated, e2e_tests, seed_pr
 from tests.patience import PATIENCE
@@ -85,7 +85,7 @@ def test_the_index_is_shared_and_versioned(api_world, monkeypatch):
 
     from bot.store.db import session_scope
     from bot.store.index import IndexRow
-    from checks import scan_facts
+    from checks.scanning import scan_facts
 
     w = api_world
     pr = w.open_pr(seed_pr(w.files, tag="v"), "v")
@@ -264,7 +264,7 @@ def test_a_check_pushed_over_while_it_runs_says_so_and_writes_no_verdict(api_wor
 
 def test_a_head_pushed_back_after_being_superseded_is_checked_again(api_world):
     """Force-push back to a commit whose run says "Superseded": that run is not its verdict."""
-    from bot.handlers.pull_requests import superseded_output
+    from bot.worker.handlers.pull_requests import superseded_output
 
     w = api_world
     sim = w.sim

@@ -1,5 +1,5 @@
-"""est_time calibration: the policy (checks/calibration.py), its edits (checks/calibration_edits.py),
-the runner's shard split replayed (checks/shards.py, REG030), `ci-registrar calibrate`, and
+"""est_time calibration: the policy (checks/calibration/policy.py), its edits (checks/fixing/calibration_edits.py),
+the runner's shard split replayed (checks/calibration/shards.py, REG030), `ci-registrar calibrate`, and
 REG020's failure on a change that lowers est_time below passing runs."""
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from checks.calibration import (
+from checks.calibration.policy import (
     DISABLED, EXCEEDS_TIMEOUT, FITS, OVER, TIMEOUT_IN_WINDOW, TOO_FEW, UNDER, Bounds, Decision, Window,
     build_windows, decide, decide_all, origin_of, stats_rows,
 )
-from checks.calibration_edits import edit_source
-from checks.config import Calibration, Config, load_config
+from checks.fixing.calibration_edits import edit_source
+from checks.target.config import Calibration, Config, load_config
 from checks.engine import check_tree
 from checks.model import Backend
-from checks.shards import Item, heaviest, partition
-from checks.tree import DirectoryTree, MemoryTree
+from checks.calibration.shards import Item, heaviest, partition
+from checks.scanning.tree import DirectoryTree, MemoryTree
 from tests.conftest import CLI
 from tests.fixtures.miles import miles_tree, test_file
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from bot.calibration_pr import BRANCH, TITLE, is_app_commit, refresh
+from bot.worker.calibration_pr import BRANCH, TITLE, is_app_commit, refresh
 from tests.simulator.fixtures import github_sim  # noqa: F401
 from tests.test_calibration_pr import KIMI, NOW, QWEN, REPO, _calls, _setup, records
 
@@ -190,7 +190,7 @@ def test_an_executable_test_stays_executable(github_sim, tmp_path):
 
 
 def test_a_files_mode_is_found_when_the_listing_is_cut_short(github_sim, tmp_path):
-    from bot.calibration_pr import _mode
+    from bot.worker.calibration_pr import _mode
 
     sim = github_sim
     repo, client = _setup(sim, tmp_path)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from bot.calibration_pr import BRANCH, after_ingest, refresh
+from bot.worker.calibration_pr import BRANCH, after_ingest, refresh
 from bot.store import calibration as runs
-from checks.config import load_config
+from checks.target.config import load_config
 from tests.simulator.fixtures import github_sim  # noqa: F401
 from tests.test_calibration_pr import CONFIG, KIMI, NOW, QWEN, REPO, _calls, _setup, records
 from tests.test_calibration_refresh import BCG, SUITE, _opened, _runs
@@ -72,7 +72,7 @@ def test_an_ingest_may_ask_again_exactly_one_interval_later(github_sim, tmp_path
     params = load_config(CONFIG)[0].calibration
     asked = t0 + timedelta(hours=1)
     runs.record(url, REPO, "opened", 1, t0, 7, json.dumps({"minimum": 0, "files": [[BCG, "rocm", 3600, SUITE, False]]}))
-    from bot.durations import ingest_json
+    from bot.worker.durations import ingest_json
 
     ingest_json(url, _runs(BCG, 5000, t0 + timedelta(minutes=30), run_id=900))
     assert after_ingest(url, REPO, params, now=asked) == [BCG]

@@ -155,11 +155,11 @@ def test_a_raise_driven_by_one_run_says_so_with_its_link(checkout):
     done = calibrate(checkout, records, "--format", "json")
     (change,) = json.loads(done.stdout)["changes"]
     assert (change["old"], change["new"]) == (500, 5250)  # 5,000 x 1.05: the p90 alone would say 560
-    from bot.calibration_pr import render_body
-    from checks.calibration import Plan, build_suite_windows, decide_all
-    from checks.config import Calibration
+    from bot.worker.calibration_pr import render_body
+    from checks.calibration.policy import Plan, build_suite_windows, decide_all
+    from checks.target.config import Calibration
     from checks.engine import check_tree
-    from checks.tree import DirectoryTree
+    from checks.scanning.tree import DirectoryTree
 
     params = Calibration()
     windows = build_suite_windows(records, params, now=AS_OF, default_branch="main")
@@ -203,7 +203,7 @@ def test_each_suite_calibrates_on_its_own_hardware_named_in_any_case(sglang):
 
 
 def test_the_per_file_timeout_model_is_the_runners_own():
-    from checks.timeout_model import MILES, read_timeout_model
+    from checks.target.timeout_model import MILES, read_timeout_model
 
     miles = read_timeout_model((MILES_HEAD / "tests/ci/ci_utils.py").read_bytes())
     sglang = read_timeout_model((SGLANG_HEAD / "python/sglang/test/ci/ci_utils.py").read_bytes())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.calibration_pr import BRANCH, CLOSED_NOTICE, refresh
+from bot.worker.calibration_pr import BRANCH, CLOSED_NOTICE, refresh
 from bot.github.client import GitHub
 from bot.github.retry import RetryPolicy
 from tests.patience import PATIENCE
@@ -180,9 +180,9 @@ def _world(sim, tmp_path):
     import uuid
 
     from app import create_app
-    from bot.durations import ingest_json
-    from bot.queue import QueueConfig, open_queue
-    from bot.settings import load_settings
+    from bot.worker.durations import ingest_json
+    from bot.worker.queue import QueueConfig, open_queue
+    from bot.infra.settings import load_settings
     from bot.store.db import upgrade
     from tests.test_service_support import World, env_for
 
@@ -231,7 +231,7 @@ def test_a_maintainers_command_refreshes_it_now_and_anyone_elses_is_refused(gith
 
 
 def test_the_schedule_refreshes_each_repository_when_due(github_sim, tmp_path):
-    from bot.calibration_pr import sweep
+    from bot.worker.calibration_pr import sweep
     from bot.github.client import GitHub
     from bot.store import service as store
 
@@ -250,7 +250,7 @@ def test_the_schedule_refreshes_each_repository_when_due(github_sim, tmp_path):
 
 
 def test_the_schedule_leaves_repositories_without_durations_alone(github_sim, tmp_path):
-    from bot.calibration_pr import sweep
+    from bot.worker.calibration_pr import sweep
     from bot.github.client import GitHub
     from bot.store import service as store
 

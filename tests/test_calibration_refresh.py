@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta, timezone
 
-from bot.calibration_pr import after_ingest, changed_verdicts, sweep
-from bot.durations import export_records, ingest_json
+from bot.worker.calibration_pr import after_ingest, changed_verdicts, sweep
+from bot.worker.durations import export_records, ingest_json
 from bot.github.client import GitHub
 from bot.github.retry import RetryPolicy
 from bot.store import calibration as runs
 from bot.store import service as store
-from checks.config import load_config
+from checks.target.config import load_config
 from tests.patience import PATIENCE
 from tests.simulator.fixtures import github_sim  # noqa: F401
 from tests.test_calibration_pr import BRANCH, CONFIG, REPO, _world

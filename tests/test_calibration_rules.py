@@ -6,7 +6,7 @@ import json
 import subprocess
 
 from checks.engine import check_tree
-from checks.tree import MemoryTree
+from checks.scanning.tree import MemoryTree
 from tests.conftest import CLI
 from tests.fixtures.miles import miles_tree, test_file
 

@@ -1,5 +1,5 @@
 """The calibration policy's pure parts, one behaviour a test (bench/mutation.py measures them):
-checks/calibration.py and the verdict maths of checks/durations.py."""
+checks/calibration/policy.py and the verdict maths of checks/calibration/durations.py."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 from msgspec.structs import replace
 
-from checks import calibration as cal
-from checks import durations as dur
-from checks.config import Calibration
+from checks.calibration import policy as cal
+from checks.calibration import durations as dur
+from checks.target.config import Calibration
 from checks.model import Backend, Registration
-from checks.tree import MemoryTree
+from checks.scanning.tree import MemoryTree
 from tests.fixtures.miles import miles_tree, test_file
 
 P = Calibration()
@@ -42,7 +42,7 @@ def win(records, params=P, **kw):
     return cal.build_windows(records, params, now=NOW, **kw).get((F, Backend.ROCM))
 
 
-# -- checks/durations.py: bounds, statistics, rounding, the verdict ------------------------------
+# -- checks/calibration/durations.py: bounds, statistics, rounding, the verdict ------------------------------
 
 
 def test_elapsed_bounds_are_zero_open_and_seven_days_closed():
@@ -77,7 +77,7 @@ def test_rounding_up_and_the_suggestion():
 
 
 def test_the_runner_timeout_of_each_model():
-    from checks.timeout_model import SGLANG
+    from checks.target.timeout_model import SGLANG
 
     assert dur.runner_timeout(1000) == 1800 and dur.runner_timeout(2000) == 2500
     assert dur.runner_timeout(2000, 3000) == 3000
@@ -169,7 +169,7 @@ def test_the_other_backend_estimate():
     assert dur.estimate_from_other_backend(100, [(50, 0.5), (0.5, 1)], min_pairs=2).pairs == 2  # under 1 s is a ratio
 
 
-# -- checks/calibration.py: whose runs, the window, the decision ---------------------------------
+# -- checks/calibration/policy.py: whose runs, the window, the decision ---------------------------------
 
 
 def test_whose_code_a_run_ran():

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from checks.config import Config, Consumer, load_config
+from checks.target.config import Config, Consumer, load_config
 from checks.engine import check_tree
 from checks.limits import Budget, Limits
 from checks.model import Severity
-from checks.tree import MemoryTree
-from checks.workflows import read_consumers, read_workflow
+from checks.scanning.tree import MemoryTree
+from checks.target.workflows import read_consumers, read_workflow
 from tests.fixtures import miles
 from tests.fixtures.miles import miles_tree, test_file
 from tests.simulator.fixtures import github_sim  # noqa: F401  (the simulated GitHub, validated against its REST description)
@@ -379,8 +379,8 @@ def test_the_cli_reads_a_local_copy_with_consumers_from(tmp_path):
 
 def _app_world(sim, tmp_path, *, readable: bool, nightly: str):
     from app import create_app
-    from bot.queue import QueueConfig, open_queue
-    from bot.settings import load_settings
+    from bot.worker.queue import QueueConfig, open_queue
+    from bot.infra.settings import load_settings
     from bot.store.db import upgrade
     from tests.test_service_support import World, env_for
 
@@ -400,7 +400,7 @@ def _app_world(sim, tmp_path, *, readable: bool, nightly: str):
 
 
 def _run(world, action="opened"):
-    from bot.handlers.pull_requests import CHECK_NAME
+    from bot.worker.handlers.pull_requests import CHECK_NAME
 
     pr = world.sim.pull(world.repo, world.pr.number)
     world.deliver(world.sim.webhook("pull_request", action, app=world.app, repo=world.repo, pull=pr, sender="bob"))
@@ -519,6 +519,27 @@ def test_a_runner_line_with_the_scripts_own_shell_variables():
 
 def test_a_suite_argument_of_another_program_is_not_a_consumer():
     wf = ("on: push\njobs:\n  gen:\n    steps:\n      - run: python -m pkg.gen_outputs --suite 1-npu --out x\n"
-          "      - run: python3 test/run_suite.py --hw npu --suite real-suite\n")
+          "      - run: python3 tests/ci/run_suite.py --hw npu --suite real-suite\n")
     uses, _, _ = uses_of({f"{WF}/gen.yml": wf})
     assert set(by_suite(uses)) == {"real-suite"}
+
+
+def test_another_repositorys_runner_of_the_same_name_is_not_a_consumer():
+    """sglang's nightly runs miles' runner (`tests/ci/run_suite.py`, in a miles checkout) for miles'
+    suites: checked as sglang (runner `test/run_suite.py`), those are not sglang's consumers; an
+    absolute path to the same runner (a checkout elsewhere) and `cd test && python3 run_suite.py` are."""
+    from checks.target.config import load_config
+
+    wf = ("on: push\njobs:\n  j:\n    steps:\n"
+          "      - run: python3 tests/ci/run_suite.py --hw rocm --suite miles-suite\n"
+          "      - run: python3 sglang/multimodal_gen/test/run_suite.py --suite diffusion-suite\n"
+          "      - run: cd test && python3 run_suite.py --hw amd --suite ours-1\n"
+          "      - run: python3 /sglang-checkout/test/run_suite.py --hw amd --suite ours-2\n")
+    config, _ = load_config("paths:\n  suites_module: test/run_suite.py\n  register_module: python/sglang/test/ci/ci_register.py\n")
+    tree = MemoryTree({f"{WF}/j.yml": wf})
+    uses, _ = read_consumers(tree, config, [f"{WF}/j.yml"])
+    assert {u.suite for u in uses} == {"ours-1", "ours-2"}
+    # read for miles (its runner is tests/ci/run_suite.py), the same workflow runs miles' suite
+    miles, _ = load_config("consumers: []\n")
+    uses, _ = read_consumers(tree, miles, [f"{WF}/j.yml"])
+    assert "miles-suite" in {u.suite for u in uses}

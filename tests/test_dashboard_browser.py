@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from bot import durations as svc
-from bot.settings import load_settings
+from bot.worker import durations as svc
+from bot.infra.settings import load_settings
 from bot.store.measurements import ensure_store
-from checks.durations import duration_stats
+from checks.calibration.durations import duration_stats
 from tests.patience import PATIENCE
 from tests.signin_support import SESSION_COOKIE, session_cookie, sign_in
 

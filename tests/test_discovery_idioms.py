@@ -1,4 +1,4 @@
-"""Discovery as the runner does it, in every idiom (checks/runner.py, checks/contract.py), and the
+"""Discovery as the runner does it, in every idiom (checks/target/runner.py, checks/target/contract.py), and the
 severity of an unknown suite under a runner that only warns.
 
 The sglang trees are excerpts of sgl-project/sglang (tests/fixtures/targets/sglang/, Apache-2.0);
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from checks.config import load_config
-from checks.contract import read_contract
+from checks.target.config import load_config
+from checks.target.contract import read_contract
 from checks.engine import check_tree
-from checks.tree import DirectoryTree, MemoryTree
+from checks.scanning.tree import DirectoryTree, MemoryTree
 from tests.fixtures.sglang import SGLANG_CONFIG
 
 SGLANG = Path(__file__).parent / "fixtures" / "targets" / "sglang"
@@ -56,7 +56,9 @@ def test_sglang_march_unknown_suite_a_job_runs_is_a_warning_and_one_none_runs_fa
     assert "only prints \"Unknown suite\" and runs it anyway" in run.message
     assert ".github/workflows/nightly-test-amd-rocm720.yml:" in run.message and "--nightly" in run.message
     never = reg010["test/registered/amd/accuracy/mi30x/test_deepseek_r1_eval_amd.py"]
-    assert never.severity.value == "failure" and "no workflow runs" in never.message
+    assert never.severity.value == "failure"
+    assert ("no workflow in this repository or its configured consumers runs suite "
+            "`nightly-amd-accuracy-8-gpu-deepseek-r1` for AMD") in never.message
 
 
 def test_a_job_without_the_nightly_flag_does_not_run_a_nightly_registration():
@@ -173,7 +175,7 @@ def test_a_file_a_workflow_runs_itself_is_a_warning_under_a_warn_only_runner():
 
 
 class UnlistedTree(MemoryTree):
-    """The App's PR base: read at known paths only, no listing (bot.sources.GitHubTree(listed=False))."""
+    """The App's PR base: read at known paths only, no listing (bot.worker.sources.GitHubTree(listed=False))."""
 
     listed = False
 
@@ -188,3 +190,48 @@ def test_a_diff_against_an_unlisted_base_reads_the_base_from_the_runners_directo
     head[path] = files[path].replace(b"register_amd_ci(", b"pass  # register_amd_ci(", 1)
     report = check_tree(MemoryTree(head), UnlistedTree(files), {path: path}, config_text=SGLANG_CONFIG)
     assert [(f.rule, f.file) for f in report.findings if f.rule == "REG050"] == [("REG050", path)]
+
+
+# -- "no job runs this": one severity in every era and for every backend -------------------------
+_NOWHERE = '''from sglang.test.ci.ci_register import register_{backend}_ci
+
+register_{backend}_ci(est_time=60, suite="nightly-{backend}-nowhere-1-gpu", nightly=True)
+register_{backend}_ci(est_time=60, suite="nightly-{backend}-somewhere-1-gpu", nightly=True)
+
+if __name__ == "__main__":
+    pass
+'''
+_SOMEWHERE = '''name: nightly
+on:
+  schedule:
+    - cron: "0 0 * * *"
+jobs:
+  run:
+    runs-on: ubuntu-latest
+    steps:
+      - run: cd test && python3 run_suite.py --hw {backend} --suite nightly-{backend}-somewhere-1-gpu --nightly
+'''
+
+
+@pytest.mark.parametrize("era", ["r2026-03-07-0f62da6", "r2026-08-22-382343f"])
+@pytest.mark.parametrize("backend", ["amd", "npu"])
+def test_a_suite_no_job_runs_fails_and_one_a_job_runs_warns_in_every_era_and_backend(tmp_path, era, backend):
+    """March 2026: the runner only prints "Unknown suite"; August 2026: it validates some backends'
+    suites, never AMD's nor NPU's. Either way the runner lets these names through: no job runs the
+    one (the test never runs), a job runs the other (it runs)."""
+    import shutil
+
+    tree = tmp_path / "sglang"
+    shutil.copytree(SGLANG / era, tree)
+    (tree / f"test/registered/{backend}").mkdir(parents=True, exist_ok=True)
+    (tree / f"test/registered/{backend}/test_zz_{backend}.py").write_text(_NOWHERE.format(backend=backend))
+    (tree / ".github/workflows").mkdir(parents=True, exist_ok=True)
+    (tree / ".github/workflows/zz-nightly.yml").write_text(_SOMEWHERE.format(backend=backend))
+    report = check_tree(DirectoryTree(tree), config_text=SGLANG_CONFIG)
+    ours = {f.message.split("`")[1]: f for f in report.findings
+            if f.rule == "REG010" and f.file == f"test/registered/{backend}/test_zz_{backend}.py"}
+    never, runs = ours[f"nightly-{backend}-nowhere-1-gpu"], ours[f"nightly-{backend}-somewhere-1-gpu"]
+    assert never.severity.value == "failure"
+    assert (f"no workflow in this repository or its configured consumers runs suite `nightly-{backend}-nowhere-1-gpu` "
+            f"for {backend.upper()}") in never.message and "never runs" in never.message
+    assert runs.severity.value == "warning" and ".github/workflows/zz-nightly.yml:" in runs.message

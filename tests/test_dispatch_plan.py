@@ -1,4 +1,4 @@
-"""checks/dispatch_plan.py and the `dispatch:` keys behind it: where an on-demand run runs (the pool
+"""checks/target/dispatch_plan.py and the `dispatch:` keys behind it: where an on-demand run runs (the pool
 of the job that runs it, else the fleet's runner that fits), with which of the runner's options
 (read from its code), and its cost. tests/test_fleet_plans.py has the plans of both real targets."""
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from checks.config import Dispatch, load_config
-from checks.ci_jobs import read_suite_jobs
-from checks.dispatch_plan import NoRunner, gpus_of_labels, partition, plan
-from checks.runner import RunnerOption, read_runner
+from checks.target.config import Dispatch, load_config
+from checks.target.ci_jobs import read_suite_jobs
+from checks.target.dispatch_plan import NoRunner, gpus_of_labels, partition, plan
+from checks.target.runner import RunnerOption, read_runner
 
 TARGETS = Path(__file__).resolve().parent / "fixtures" / "targets"
 MILES_RUNNER = TARGETS / "miles" / "ci-runner-778227d" / "run_suite.py"
@@ -172,10 +172,10 @@ def test_partition_is_the_runners_longest_first_greedy_split():
 
 
 def _cost(per_file: dict[str, float], run) -> float:
-    from bot.ondemand.cost import cost_files
+    from bot.ondemand.cost import Limits, cost_files
 
     return cost_files({f: [e] for f, e in per_file.items()}, run.runner_gpus, est_time_positive=True,
-                      timeout_per_file_s=1800, p90_of=lambda f: None, shards=run.shards).gpu_hours
+                      limits=Limits.of(run), shards=run.shards).gpu_hours
 
 
 def test_cost_is_runner_gpus_times_shards_times_the_longest_shard():
@@ -184,11 +184,12 @@ def test_cost_is_runner_gpus_times_shards_times_the_longest_shard():
     options = _options(MILES_RUNNER.read_text())
     one = plan("nightly-stage-c-8-gpu-mi350", EIGHT, options, [])
     two = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", shards=2, runs_on=["linux-mi35x-gpu-8"]), options, [])
-    assert _cost(regs, one) == 16.0  # 8 GPUs x 7200 s
-    assert _cost(regs, two) == 16.0  # 8 GPUs x 2 shards x 3600 s: balanced, the same GPU time
+    # each file at the most the runner lets it run: max(1800, 1.25 x est_time) = 2250, 2250, 4500 s
+    assert _cost(regs, one) == 20.0  # 8 GPUs x 9000 s
+    assert _cost(regs, two) == 20.0  # 8 GPUs x 2 shards x 4500 s: balanced, the same GPU time
     three = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", shards=3, runs_on=["linux-mi35x-gpu-8"]), options, [])
-    assert _cost(regs, three) == 24.0  # a third runner held for the longest shard's hour
-    assert _cost({"tests/e2e/a.py": 1}, one) == 0.01  # rounded up, never down
+    assert _cost(regs, three) == 30.0  # a third runner held for the longest shard's 4500 s
+    assert _cost({"tests/e2e/a.py": 1}, one) == 4.0  # est_time=1 may still run the whole 1800 s
 
 
 # -- the `dispatch:` keys ---------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ import yaml
 from click.testing import CliRunner
 
 from bot.cli import main
-from checks.config import Config, load_config
-from checks.config_docs import defaults, defaults_yaml, json_schema, json_schema_text, missing_descriptions, reference_markdown
+from checks.target.config import Config, load_config
+from checks.target.config_docs import defaults, defaults_yaml, json_schema, json_schema_text, missing_descriptions, reference_markdown
 from checks.rule_docs import ADVICE, documented, rules_markdown
 from checks.rules import RULES
 

@@ -11,14 +11,14 @@ from datetime import datetime, timedelta, timezone
 
 import sqlalchemy as sa
 
-from bot.durations import check_rows, ingest_json
-from bot.handlers.pull_requests import CHECK_NAME, render
-from bot.queue import QueueConfig, open_queue
-from bot.settings import load_settings
+from bot.worker.durations import check_rows, ingest_json
+from bot.worker.handlers.pull_requests import CHECK_NAME, render
+from bot.worker.queue import QueueConfig, open_queue
+from bot.infra.settings import load_settings
 from bot.store.db import get_engine, upgrade
-from checks.config import load_config
+from checks.target.config import load_config
 from checks.engine import check_tree
-from checks.tree import MemoryTree
+from checks.scanning.tree import MemoryTree
 from tests.conftest import CLI
 from tests.fixtures.miles import miles_tree
 from tests.simulator.fixtures import github_sim  # noqa: F401

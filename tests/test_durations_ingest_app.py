@@ -6,8 +6,8 @@ import uuid
 
 import sqlalchemy as sa
 
-from bot.queue import QueueConfig, open_queue
-from bot.settings import load_settings
+from bot.worker.queue import QueueConfig, open_queue
+from bot.infra.settings import load_settings
 from bot.store.db import get_engine, upgrade
 from tests.fixtures.miles import miles_tree
 from tests.simulator.fixtures import github_sim  # noqa: F401

@@ -1,4 +1,4 @@
-"""checks/durations.py and checks/hardware.py: the runner's log lines, statistics, calibration verdicts."""
+"""checks/calibration/durations.py and checks/target/hardware.py: the runner's log lines, statistics, calibration verdicts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checks.durations import (
+from checks.calibration.durations import (
     CalibrationParams,
     DurationStats,
     calibrate,
@@ -21,7 +21,7 @@ from checks.durations import (
     runner_timeout,
     suggest_est_time,
 )
-from checks.hardware import hardware_for_labels
+from checks.target.hardware import hardware_for_labels
 
 TS = "2026-08-15T04:05:06.1234567Z "
 
@@ -319,8 +319,8 @@ def test_hardware_is_never_guessed_between_two_models():
 
 
 def test_parser_module_is_pure():
-    import checks.durations as mod
-    import checks.hardware as hw
+    import checks.calibration.durations as mod
+    import checks.target.hardware as hw
 
     for module in (mod, hw):
         source = open(module.__file__).read()

@@ -10,10 +10,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import sqlalchemy as sa
 
-from bot import durations as svc
+from bot.worker import durations as svc
 from bot.store.db import get_engine, session_scope, upgrade
 from bot.store.measurements import Measurement, ensure_store
-from checks.durations import CalibrationParams, duration_stats
+from checks.calibration.durations import CalibrationParams, duration_stats
 from tests.patience import PATIENCE
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
@@ -305,7 +305,7 @@ def test_migration_down_and_up_on_sqlite(tmp_path):
 
 
 def _worker(url, repo, job_ids, start, results):
-    from bot import durations as worker_svc
+    from bot.worker import durations as worker_svc
 
     start.wait(PATIENCE)
     inserted = 0
@@ -392,7 +392,7 @@ def test_two_processes_creating_a_fresh_store_at_once(backend, tmp_path):
 
 
 def test_imported_items_follow_the_schema_with_the_runners_spellings(store, repo):
-    """The importer's schema (bot.durations.MeasurementItem): the runner's names and `812s`, a
+    """The importer's schema (bot.worker.durations.MeasurementItem): the runner's names and `812s`, a
     spreadsheet's `2.0`, and a clear reason for each value it refuses."""
     items = [
         {"repo": repo, "filename": "tests/e2e/test_a.py", "elapsed": "812s", "status": "pass", "attempt": "2.0",

@@ -7,8 +7,8 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from bot.queue import QueueConfig, open_queue
-from bot.settings import load_settings
+from bot.worker.queue import QueueConfig, open_queue
+from bot.infra.settings import load_settings
 from bot.store import service as store
 from bot.store.db import get_engine, upgrade
 from tests.fixtures.miles import miles_tree

@@ -57,7 +57,7 @@ def test_an_unknown_log_level_is_one_line(tmp_path):
 @pytest.mark.parametrize("level, shown", [("warning", {"warning"}), ("DEBUG", {"debug", "info", "warning"}),
                                           (None, {"info", "warning"})])
 def test_the_log_level_is_read_from_the_environment(level, shown):
-    code = ("from bot.logging import configure, get_logger\nconfigure()\nlog = get_logger('t')\n"
+    code = ("from bot.infra.logging import configure, get_logger\nconfigure()\nlog = get_logger('t')\n"
             "log.debug('d')\nlog.info('i')\nlog.warning('w')\n")
     env = {k: v for k, v in os.environ.items() if k != "CI_REGISTRAR_LOG_LEVEL"}
     if level is not None:

@@ -14,8 +14,8 @@ import uuid
 
 import pytest
 
-from bot.checkruns import STALE_TITLE
-from bot.handlers.pull_requests import CHECK_NAME, FAILED_TITLE
+from bot.worker.checkruns import STALE_TITLE
+from bot.worker.handlers.pull_requests import CHECK_NAME, FAILED_TITLE
 from bot.store import service as store
 from tests.simulator import sign
 from tests.simulator.fixtures import github_sim  # noqa: F401
@@ -144,7 +144,7 @@ class ProcessDied(BaseException):
 
 
 def test_a_job_that_crashes_its_process_three_times_is_a_dead_letter(world, monkeypatch):
-    import bot.handlers.pull_requests as prs
+    import bot.worker.handlers.pull_requests as prs
 
     def dies(*_a, **_k):
         raise ProcessDied()
@@ -191,7 +191,7 @@ def test_a_job_that_crashes_its_process_three_times_is_a_dead_letter(world, monk
 
 
 def test_the_crash_budget_is_configurable(world, monkeypatch):
-    import bot.handlers.pull_requests as prs
+    import bot.worker.handlers.pull_requests as prs
 
     monkeypatch.setenv("CI_REGISTRAR_JOB_MAX_CRASHES", "1")
 
@@ -264,7 +264,7 @@ def test_a_store_failure_after_completion_leaves_the_completed_check_as_it_was(w
     monkeypatch.undo()
     before = run["patches"]
     assert world.queue.runtime and store.stale_check_runs(world.settings.database_url, 0)
-    from bot.tasks import reconcile
+    from bot.worker.tasks import reconcile
 
     assert reconcile(world.queue.runtime, older_than_s=0) == 0
     [run] = runs(world)
@@ -273,7 +273,7 @@ def test_a_store_failure_after_completion_leaves_the_completed_check_as_it_was(w
 
 
 def test_an_internal_error_shows_a_generic_reason_and_the_delivery_id(world, monkeypatch):
-    import bot.handlers.pull_requests as prs
+    import bot.worker.handlers.pull_requests as prs
 
     def broken(*_a, **_k):
         raise RuntimeError("password=hunter2 at postgres://db.internal:5432/app")
@@ -292,10 +292,10 @@ def test_an_internal_error_shows_a_generic_reason_and_the_delivery_id(world, mon
 
 # -- the reconciler ------------------------------------------------------------------------------
 def test_the_reconciler_spares_a_run_being_worked_on_until_its_job_is_stuck(world, monkeypatch):
-    import bot.handlers.pull_requests as prs
-    from bot.checkruns import head_key
+    import bot.worker.handlers.pull_requests as prs
+    from bot.worker.checkruns import head_key
     from bot.store.locks import claim
-    from bot.tasks import reconcile
+    from bot.worker.tasks import reconcile
 
     def dies(*_a, **_k):
         raise ProcessDied()
@@ -322,8 +322,8 @@ def test_the_reconciler_spares_a_run_being_worked_on_until_its_job_is_stuck(worl
 
 
 def test_the_reconciler_completes_a_run_whose_job_died(world, monkeypatch):
-    import bot.handlers.pull_requests as prs
-    from bot.tasks import reconcile
+    import bot.worker.handlers.pull_requests as prs
+    from bot.worker.tasks import reconcile
 
     def dies(*_a, **_k):
         raise ProcessDied()
@@ -501,7 +501,7 @@ def _store_error(kind: str):
 
 
 def test_a_store_outage_at_the_start_of_a_job_waits_without_spending_the_budget(world, monkeypatch):
-    import bot.tasks as tasks
+    import bot.worker.tasks as tasks
 
     monkeypatch.setattr(tasks, "STORE_DOWN_RETRY_S", 0.05)
     real = store.start_delivery
@@ -525,7 +525,7 @@ def test_a_store_outage_at_the_start_of_a_job_waits_without_spending_the_budget(
 
 
 def test_a_store_outage_longer_than_its_budget_gives_the_delivery_up_and_a_redelivery_runs(world, monkeypatch):
-    import bot.tasks as tasks
+    import bot.worker.tasks as tasks
 
     monkeypatch.setattr(tasks, "STORE_DOWN_RETRY_S", 0.05)
     monkeypatch.setenv("CI_REGISTRAR_STORE_DOWN_BUDGET_S", "0.3")

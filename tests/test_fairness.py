@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.fairness import Shares, share_for
-from bot.handlers.pull_requests import CHECK_NAME
+from bot.worker.fairness import Shares, share_for
+from bot.worker.handlers.pull_requests import CHECK_NAME
 from bot.store import service as store
 from tests.simulator.fixtures import github_sim  # noqa: F401
 from tests.test_service_support import build_world

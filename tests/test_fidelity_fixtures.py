@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from checks.config import Config
-from checks.contract import read_contract
+from checks.target.config import Config
+from checks.target.contract import read_contract
 from checks.engine import check_tree
 from checks.model import Backend
-from checks.tree import DirectoryTree, MemoryTree
+from checks.scanning.tree import DirectoryTree, MemoryTree
 from tests.fixtures.sglang import SGLANG_CONFIG  # what bench/fidelity.py writes for sglang
 
 TARGETS = Path(__file__).parent / "fixtures" / "targets"

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import requests
 
-from bot.handlers.pull_requests import CHECK_NAME
+from bot.worker.handlers.pull_requests import CHECK_NAME
 from tests.simulator.fixtures import github_sim  # noqa: F401
 from tests.test_service_support import ROOT, free_port, wait_for
 from tests.test_webhook_proxy import Channel

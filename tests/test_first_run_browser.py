@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from bot.settings import load_settings
+from bot.infra.settings import load_settings
 from bot.store import service as store
 from tests.simulator.fixtures import github_sim  # noqa: F401
 from tests.test_dashboard_browser import ARTIFACTS, browser, needs_chromium  # noqa: F401

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from checks.contract import Contract
+from checks.target.contract import Contract
 from checks.engine import check_tree
-from checks.fixes import LINE_LENGTH, replace_argument
-from checks.registrations import scan_file
-from checks.tree import MemoryTree
+from checks.fixing.fixes import LINE_LENGTH, replace_argument
+from checks.scanning.registrations import scan_file
+from checks.scanning.tree import MemoryTree
 from tests.fixtures.miles import miles_tree
 
 P = "tests/e2e/test_x.py"

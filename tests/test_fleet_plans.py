@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from checks.ci_images import Shell, start_script_rule
-from checks.ci_jobs import gpus_of_labels, read_suite_jobs
-from checks.config import Config, Dispatch, load_config
-from checks.dispatch_plan import NoRunner, choose_job, plan
-from checks.gh_expressions import UNKNOWN, Scope, evaluate, substitute
-from checks.runner_policy import read_label_policy
-from checks.target_ci import read_target_ci
-from checks.tree import DirectoryTree
+from checks.target.ci_images import Shell, start_script_rule
+from checks.target.ci_jobs import gpus_of_labels, read_suite_jobs
+from checks.target.config import Config, Dispatch, load_config
+from checks.target.dispatch_plan import NoRunner, choose_job, plan
+from checks.target.gh_expressions import UNKNOWN, Scope, evaluate, substitute
+from checks.target.runner_policy import read_label_policy
+from checks.target.target_ci import read_target_ci
+from checks.scanning.tree import DirectoryTree
 
 TARGETS = Path(__file__).parent / "fixtures" / "targets"
 SGLANG = TARGETS / "sglang" / "ci-382343f"

@@ -10,7 +10,7 @@ import pytest
 from bot.github.auth import REFRESH_MARGIN_S, AppAuth
 from bot.github.client import GitHub, git_blob_sha
 from bot.github.retry import GitHubError, RateLimited, RetryPolicy, TransientError, rate_limit_wait
-from bot.sources import GitHubTree, changed_paths
+from bot.worker.sources import GitHubTree, changed_paths
 from tests.patience import PATIENCE
 from tests.simulator.fixtures import github_sim  # noqa: F401
 
@@ -197,7 +197,7 @@ def test_a_create_is_not_resent_after_a_dropped_connection(gh):
 
 
 def test_calls_are_counted_by_endpoint_and_status(gh):
-    from bot import metrics
+    from bot.infra import metrics
 
     sim, github, client, repo, sha = gh
     client.file_at("radixark/miles", "a.py", "main")
@@ -340,7 +340,7 @@ def test_a_job_log_comes_from_the_redirect_without_the_token(gh):
 
 
 def test_tokens_and_keys_never_reach_the_logs(capsys, rsa_key):
-    from bot.logging import configure, get_logger, redact
+    from bot.infra.logging import configure, get_logger, redact
 
     configure()
     get_logger("t").info("calling", token="ghs_abcdefghijklmnop", private_key=rsa_key,

@@ -340,3 +340,58 @@ def test_a_long_comment_is_rendered_only_when_it_could_hold_a_command():
                              "from comments of at most 16,000: write the command in a comment of its own")
     assert parse(f"/run-rocm {SUITE}\n\n" + "x" * (16_000 - len(SUITE) - 12)).suite == SUITE  # exactly at the limit
     assert isinstance(parse("/run\u2011rocm x " + "y" * 16_000), Refusal)  # a disguised word counts too
+
+
+# -- issue 25 item 5: one reader for every command, as GitHub renders the comment -------------------
+@pytest.mark.parametrize("command", [f"/run-rocm {SUITE}", "/approve-rocm", "/rocm-status", "/calibrate-est-time"])
+@pytest.mark.parametrize("wrap", [
+    "![{c}](https://example.com/x.png)",  # an image's alt text: not shown as text
+    "before ![{c}](x.png) after",
+    "<details>\n\n{c}\n\n</details>",  # folded away
+    "<details><summary>more</summary>\n\n{c}\n\n</details>",
+    "<DETAILS>\n<summary>s</summary>\n\n{c}\n\n</DETAILS>",
+    "<pre>\n{c}\n</pre>",
+    "<pre>\n\n{c}\n\n</pre>",
+    "<!--\n{c}\n-->",
+    "<!-- {c} -->",
+    "    {c}",  # indented code
+    "```\n{c}\n```",
+    "~~~\n{c}\n~~~",
+    "> {c}",
+    "> quoted\n>\n> {c}",
+    "- {c}",
+    "# {c}",
+])
+def test_text_github_does_not_show_as_prose_is_never_a_command(command, wrap):
+    assert parse(wrap.format(c=command), roots=ROOTS) is None
+
+
+def test_prose_after_a_closed_details_block_counts():
+    body = "<details>\n\n/run-rocm hidden\n\n</details>\n\n/calibrate-est-time"
+    assert parse(body) == Command(grammar.CALIBRATE, line="/calibrate-est-time")
+
+
+@pytest.mark.parametrize("body, entity", [
+    (f"&#47;run-rocm {SUITE}", "&#47;"), (f"&#x2F;run-rocm {SUITE}", "&#x2F;"), ("&sol;approve-rocm", "&sol;"),
+    (f"&#x200B;/run-rocm {SUITE}", "&#x200B;"), ("/approve&#45;rocm", "&#45;"), ("&#47;calibrate-est-time", "&#47;"),
+])
+def test_an_html_entity_gets_the_look_alike_reply(body, entity):
+    assert refused(body) == (f"the command is written with the HTML entity `{entity}`, which GitHub shows as a "
+                             "character: commands are plain text")
+    assert parse(body).word is None
+
+
+def test_an_entity_in_the_arguments_is_refused_too():
+    assert parse(f"/run-rocm {SUITE}&#47;x") != Command(RUN, suite=f"{SUITE}/x", line=f"/run-rocm {SUITE}/x")
+
+
+def test_the_calibration_command_is_one_of_the_words():
+    assert parse("/calibrate-est-time") == Command(grammar.CALIBRATE, line="/calibrate-est-time")
+    assert "takes no arguments" in refused("/calibrate-est-time now")
+    assert parse("`/calibrate-est-time`") is None
+    from bot.worker.handlers.calibration import is_calibrate_command
+
+    assert is_calibrate_command("please\n\n/calibrate-est-time")
+    for hidden in ("<!-- /calibrate-est-time -->", "    /calibrate-est-time", "<pre>/calibrate-est-time</pre>",
+                   "<details>\n\n/calibrate-est-time\n\n</details>", "![/calibrate-est-time](x.png)", "/run-rocm x"):
+        assert not is_calibrate_command(hidden), hidden

@@ -92,8 +92,8 @@ def test_the_images_command_runs_from_the_wheel_in_a_clean_virtualenv(tmp_path):
 
     # What the wheel holds: the package and its data; no top-level `app` module; bytecode compiled.
     assert not (purelib / "app.py").exists()
-    assert (purelib / "bot" / "app-manifest.json").exists() and (purelib / "bot" / "templates").is_dir()
-    assert list((purelib / "bot" / "__pycache__").glob("server.*.pyc"))
+    assert (purelib / "bot" / "web" / "app-manifest.json").exists() and (purelib / "bot" / "web" / "templates").is_dir()
+    assert list((purelib / "bot" / "web" / "__pycache__").glob("server.*.pyc"))
     assert list((purelib / "checks" / "__pycache__").glob("*.pyc"))
 
     env = {k: v for k, v in os.environ.items()

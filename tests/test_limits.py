@@ -12,14 +12,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from bot.analysis import AnalysisError, LimitExceeded, budget_from_env, run_check_bounded
-from bot.sources import GitHubTree
-from checks.config import load_config
+from bot.worker.analysis import AnalysisError, LimitExceeded, budget_from_env, run_check_bounded
+from bot.worker.sources import GitHubTree
+from checks.target.config import load_config
 from checks.engine import check_tree
 from checks.limits import Limits
 from checks.model import Severity, code
-from checks.render import check_run_summary, md_code, md_message, suggestion_comment
-from checks.tree import GitRevisionTree, MemoryTree
+from checks.reporting.render import check_run_summary, md_code, md_message, suggestion_comment
+from checks.scanning.tree import GitRevisionTree, MemoryTree
 from tests.fixtures import attacks
 from tests.fixtures.miles import RUN_SUITE, miles_tree, test_file
 from tests.patience import PATIENCE
@@ -162,8 +162,8 @@ def test_two_thousand_star_references_after_a_comment_block():
 
 
 def test_starred_references_keep_the_comment_above_each_entry():
-    from checks.config import Config
-    from checks.contract import read_contract
+    from checks.target.config import Config
+    from checks.target.contract import read_contract
 
     contract = read_contract(MemoryTree(attacks.starred_references(references=3, comment_lines=2)), Config())
     cpu = contract.suites[next(b for b in contract.suites if b.value == "cpu")]
@@ -212,7 +212,7 @@ def test_did_you_mean_over_a_large_inventory_is_bounded():
 
 
 def test_near_names_keeps_the_nightly_rename_past_its_budget():
-    from checks.suites import NearNames
+    from checks.target.suites import NearNames
 
     near = NearNames(budget=1)
     candidates = {"nightly-stage-c-4-gpu-mi350", "stage-c-2-gpu-mi350"}
@@ -323,7 +323,7 @@ def test_git_revision_tree_symlink(tmp_path):
 # -- escaping --------------------------------------------------------------------------------------
 def _outside_code(markdown: str) -> str:
     """The text of `markdown` outside CommonMark code spans and fenced blocks (written apart from
-    checks.render so the test does not grade its own tokenizer)."""
+    checks.reporting.render so the test does not grade its own tokenizer)."""
     out, i = [], 0
     lines = markdown.split("\n")
     kept, fence = [], None
@@ -488,7 +488,7 @@ def test_analysis_budget_from_env():
 
 
 def test_run_check_completes_neutral_on_a_limit(monkeypatch):
-    from bot.handlers import pull_requests
+    from bot.worker.handlers import pull_requests
 
     updates = []
     from bot.github.client import _LRU
@@ -518,7 +518,7 @@ def test_run_check_completes_neutral_on_a_limit(monkeypatch):
 
 
 def test_directory_tree_symlink_stays_inside_the_checkout(tmp_path):
-    from checks.tree import DirectoryTree
+    from checks.scanning.tree import DirectoryTree
 
     root = tmp_path / "checkout"
     (root / "tests/e2e").mkdir(parents=True)

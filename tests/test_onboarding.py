@@ -14,9 +14,9 @@ import pytest
 import requests
 
 from app import create_app
-from bot.onboarding import load_manifest
-from bot.settings import github_web_url as web_url
-from bot.settings import load_settings
+from bot.web.onboarding import load_manifest
+from bot.infra.settings import github_web_url as web_url
+from bot.infra.settings import load_settings
 from tests.simulator import sign
 from tests.simulator.fixtures import github_sim  # noqa: F401
 from tests.patience import PATIENCE
@@ -40,7 +40,7 @@ def _produced_manifests(monkeypatch, sim, tmp_path) -> dict[str, dict]:
 
     from bot.commands.service import manifest as manifest_command
 
-    out = {"bot/app-manifest.json": load_manifest()}
+    out = {"bot/web/app-manifest.json": load_manifest()}
     printed = CliRunner().invoke(manifest_command, ["--url", "https://ci.example.org"])
     assert printed.exit_code == 0, printed.output
     out["ci-registrar manifest"] = json.loads(printed.output)
@@ -301,7 +301,7 @@ def test_an_organisation_is_chosen_and_an_invalid_one_is_refused(fresh):
 
 
 def test_github_unreachable_at_the_callback_gives_a_retry_page_and_loses_nothing(fresh, monkeypatch):
-    import bot.onboarding as onboarding
+    import bot.web.onboarding as onboarding
 
     sim, app, data_dir = fresh
     client, page = _setup_client(app, data_dir)
@@ -322,7 +322,7 @@ def test_github_unreachable_at_the_callback_gives_a_retry_page_and_loses_nothing
 
 @pytest.mark.parametrize("answer", [{"id": "abc"}, {"id": 5, "pem": "nope", "webhook_secret": "s"}, ["x"]])
 def test_a_malformed_conversion_saves_nothing_and_leaves_onboarding_open(fresh, monkeypatch, answer):
-    import bot.onboarding as onboarding
+    import bot.web.onboarding as onboarding
 
     sim, app, data_dir = fresh
     client, page = _setup_client(app, data_dir)

@@ -39,9 +39,11 @@ def test_a_maintainers_command_dispatches_the_exact_head_at_once(od):
     assert od.sim.reactions(od.repo, c["id"]) == ["eyes", "rocket"]
     [reply] = od.replies()
     assert "Dispatched" in reply and od.pr.head_sha in reply and "/actions/runs/" in reply
-    # three enabled registrations of the suite at the head: 90 + 2400 + 300 s on 4 GPUs
+    # three enabled registrations of the suite at the head, est_time 90, 2400 and 300 s: each charged
+    # what the runner lets it run, max(1800, 1.25 x est_time) = 1800 + 3000 + 1800 s on 4 GPUs
     assert "tests/e2e/test_new.py" in reply and EXTRA_TEST in reply and "test_disabled_rocm" not in reply
-    assert "3.10 GPU-hours" in reply
+    assert "7.34 GPU-hours" in reply
+    assert "`tests/e2e/test_new.py`: est_time=90, charged 1800 s, the runner's per-file timeout" in reply
     # the reply shows the plan, as `ci-registrar run-plan` prints it
     assert "Run plan:" in reply and "copied from `sgl-project/sglang:.github/workflows/nightly-test-amd-miles-rocm720.yml:34`" in reply
     assert "`python3 tests/ci/run_suite.py --hw rocm --suite nightly-stage-c-4-gpu-mi350 --cadence nightly " \
@@ -57,7 +59,7 @@ def test_listed_files_are_passed_and_costed(od):
     [d] = od.dispatches()
     assert d["inputs"]["test_files"] == "tests/e2e/test_new.py"
     [reply] = od.replies()
-    assert "0.10 GPU-hours" in reply and EXTRA_TEST not in reply
+    assert "2.00 GPU-hours" in reply and EXTRA_TEST not in reply  # 1800 s, not est_time's 90 s, on 4 GPUs
 
 
 def test_completion_lands_on_the_pr_and_in_the_store(od):
@@ -76,7 +78,7 @@ def test_completion_lands_on_the_pr_and_in_the_store(od):
     summary = run["output"]["summary"]
     assert "within est_time" in summary and "over est_time" in summary and "timed out" in summary
     assert run["output"]["title"].startswith("failure: 2 of 3")
-    from bot.durations import export_records
+    from bot.worker.durations import export_records
 
     rows = export_records(od.world.settings.database_url, repository="radixark/miles")
     assert {r["file"] for r in rows} == {"tests/e2e/test_new.py", EXTRA_TEST,
@@ -169,7 +171,7 @@ def test_the_audit_log_is_printed_and_shown_on_the_status_page(od):
     assert [e["action"] for e in entries][::-1] == ["command", "request", "command", "approval", "dispatch"]
     dispatch = entries[0]
     assert dispatch["actor"] == "maint" and dispatch["suite"] == SUITE and dispatch["head_sha"] == od.pr.head_sha
-    assert dispatch["run_id"] == od.dispatches()[0]["run_id"] and dispatch["cost_gpu_hours"] == 3.1
+    assert dispatch["run_id"] == od.dispatches()[0]["run_id"] and dispatch["cost_gpu_hours"] == 7.34
     text = subprocess.run([CLI, "audit"], env=env, capture_output=True, text=True, check=True).stdout
     assert "approval  @maint" in text
     from tests.signin_support import sign_in
@@ -216,9 +218,10 @@ def test_requests_on_postgresql_keep_one_run_in_flight(pg_url):
     assert store.claim_step(pg_url, "k", "reply") and not store.claim_step(pg_url, "k", "reply")
 
 
-def test_a_warm_maintainer_command_costs_ten_github_calls(od):
+def test_a_warm_maintainer_command_costs_eleven_github_calls(od):
     """Pinned: the PR's check has read the head; the command then needs its head, the trusted
-    configuration, the default branch's commit and tree (whose CI the run plan copies: its files
+    configuration, the comment re-read just before acting on it (issue 25: deleted or edited, it acts
+    on nothing), the default branch's commit and tree (whose CI the run plan copies: its files
     are the blobs the check read already, and the external consumer is cached), the permission,
     the dispatch, and the four writes the PR sees."""
     od.world.deliver(od.sim.webhook("pull_request", "opened", app=od.world.app, repo=od.repo, pull=od.pr, sender="bob"))
@@ -226,7 +229,8 @@ def test_a_warm_maintainer_command_costs_ten_github_calls(od):
     before = len(od.sim.requests_log)
     od.comment(f"/run-rocm {SUITE}", author="maint")
     calls = [r["operation"] for r in od.sim.requests_log[before:]]
-    assert calls == ["pulls/get", "reactions/create-for-issue-comment", "repos/get-content", "git/get-ref",
+    assert calls == ["pulls/get", "reactions/create-for-issue-comment", "repos/get-content", "issues/get-comment",
+                     "git/get-ref",
                      "git/get-tree", "repos/get-collaborator-permission-level", "actions/create-workflow-dispatch", "checks/create",
                      "reactions/create-for-issue-comment", "issues/create-comment"]
 
@@ -349,9 +353,10 @@ def test_an_8_gpu_suite_in_two_shards_dispatches_once_and_both_shards_land_in_on
     files = _eight_gpu_files(od)
     assert len(files) == 2 and files[BIG_TEST] == 1200
     [other] = [f for f in files if f != BIG_TEST]
-    # cost: 8 GPUs x 2 shards x the longer shard (1200 s: the runner puts each file on its own shard)
+    # cost: 8 GPUs x 2 shards x the longer shard (each file on its own shard, charged its per-file
+    # timeout: max(1800, 1.25 x 1200) = 1800 s)
     [reply] = od.replies()
-    assert "5.34 GPU-hours" in reply and "2 shards of 8 GPUs" in reply
+    assert "8.00 GPU-hours" in reply and "2 shards of 8 GPUs" in reply
     [started] = od.check_runs("MI350 · ")
     assert "Runs on `self-hosted`, `amd`, `mi350`, `8gpu` in 2 parallel shards." in started["output"]["summary"]
     # each shard's job runs its partition and prints its own [i/n] lines
@@ -365,7 +370,7 @@ def test_an_8_gpu_suite_in_two_shards_dispatches_once_and_both_shards_land_in_on
     assert run["output"]["title"] == "failure: 1 of 2 test files passed"
     summary = run["output"]["summary"]
     assert summary.count("| `tests/") == 2 and BIG_TEST in summary and other in summary  # one table, both shards
-    from bot.durations import export_records
+    from bot.worker.durations import export_records
 
     rows = export_records(od.world.settings.database_url, repository="radixark/miles")
     assert {(r["file"], r["elapsed_s"], r["outcome"]) for r in rows} == {(BIG_TEST, 1100.0, "PASS"), (other, 760.0, "FAIL")}
@@ -395,7 +400,7 @@ def test_a_shard_that_reported_nothing_leaves_its_files_visible(sharded):
     [run] = od.check_runs("MI350 · ")
     assert run["output"]["title"] == "failure: 1 of 2 test files passed"
     assert f"| `{other}` | NO RESULT |  | 800 s | not in any job's log |" in run["output"]["summary"]
-    from bot.durations import export_records
+    from bot.worker.durations import export_records
 
     assert [r["file"] for r in export_records(od.world.settings.database_url, repository="radixark/miles")] == [BIG_TEST]
 
@@ -443,7 +448,7 @@ def test_a_log_that_keeps_answering_500_ends_neutral_after_bounded_retries(shard
     assert "MI350 shard 1 / run" in run["output"]["summary"] and "500" in run["output"]["summary"]
     assert 5 <= fault.hits <= 5 * 3  # every attempt of the job (5) asked, each with its few HTTP retries
     # what was read is kept: shard 0's duration is stored
-    from bot.durations import export_records
+    from bot.worker.durations import export_records
 
     assert [r["file"] for r in export_records(od.world.settings.database_url, repository="radixark/miles")] == [BIG_TEST]
 
@@ -485,7 +490,7 @@ def test_a_request_stored_before_plans_were_kept_is_not_dispatched_unplanned(od)
 def no_parsing_here(monkeypatch):
     """ast.parse raises in this process (the worker's threads run here): only the analysis child may parse.
 
-    The child is a fresh interpreter (bot/analysis.py), so the patch does not reach it.
+    The child is a fresh interpreter (bot/worker/analysis.py), so the patch does not reach it.
     """
     import ast
 
@@ -502,7 +507,7 @@ def no_parsing_here(monkeypatch):
 def test_command_selection_parses_nothing_in_the_worker(od, no_parsing_here):
     od.comment(f"/run-rocm {SUITE}", author="maint")
     [d] = od.dispatches()
-    assert d["inputs"]["suite"] == SUITE and "3.10 GPU-hours" in od.replies()[-1]
+    assert d["inputs"]["suite"] == SUITE and "7.34 GPU-hours" in od.replies()[-1]
     od.comment(f"/run-rocm {SUITE} tests/e2e/megatron/test_qwen3_4B_ppo.py", author="maint")
     assert "has no ROCm registration in" in od.replies()[-1]
     assert "ROCm suites this PR can run on demand: `nightly-stage-c-4-gpu-mi350`" in od.replies()[-1]
@@ -516,8 +521,8 @@ def test_command_selection_parses_nothing_in_the_worker(od, no_parsing_here):
 def test_the_patch_would_catch_a_worker_that_parses(no_parsing_here):
     # the child's side of a selection, run in this process as the worker once did: the patch trips
     from bot.ondemand.selection import analyse
-    from checks.config import load_config
-    from checks.tree import MemoryTree
+    from checks.target.config import load_config
+    from checks.scanning.tree import MemoryTree
     from tests.ondemand_support import CONFIG, ondemand_files
 
     config, _ = load_config(CONFIG)

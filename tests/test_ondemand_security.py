@@ -352,10 +352,10 @@ def _(od):
 
 
 @case("budget-exhausted-at-approval", dispatches=1, reply="daily GPU-hours",
-      config=CONFIG.replace("daily_gpu_hours: 64", "daily_gpu_hours: 4"))
+      config=CONFIG.replace("daily_gpu_hours: 64", "daily_gpu_hours: 10"))
 def _(od):
-    od.comment(RUN, author="bob")
-    od.comment("/run-rocm nightly-stage-c-8-gpu-mi350", author="maint")  # 800 s x 8 GPUs: 1.78 h
+    od.comment(RUN, author="bob")  # 3 files, 1800 + 1800 + 2875 s x 4 GPUs: 7.20 h
+    od.comment("/run-rocm nightly-stage-c-8-gpu-mi350", author="maint")  # 2 shards x 1800 s x 8 GPUs: 8.00 h
     od.comment(RUN, author="triager")
     return od.comment("/approve-rocm", author="maint")[0]
 
@@ -444,26 +444,42 @@ def _registered(est: str, suite: str = SUITE) -> str:
 NEW = "tests/e2e/test_new.py"
 
 
-# -- a cost never rests on an est_time out of bounds ------------------------------------------------
+# -- a charge bounds what the run may use: no est_time makes it cheaper -------------------------------
 for _name, _est, _says, _hours in (
-        ("negative-est-time-is-costed-at-the-bound", "-100000", "costed at the bound, 1800 s", "2.00 GPU-hours"),
-        ("zero-est-time-is-costed-at-the-bound", "0", "costed at the bound, 1800 s", "2.00 GPU-hours"),
-        ("absurd-est-time-is-costed-at-the-jobs-limit", "1" + "0" * 400, "costed at the bound, 21600 s",
-         "24.00 GPU-hours")):
+        ("negative-est-time-is-charged-the-per-file-timeout", "-100000", "charged 1800 s, the runner's per-file timeout",
+         "2.00 GPU-hours"),
+        ("zero-est-time-is-charged-the-per-file-timeout", "0", "charged 1800 s, the runner's per-file timeout",
+         "2.00 GPU-hours"),
+        ("tiny-est-time-is-charged-the-per-file-timeout", "1e-9", "charged 1800 s, the runner's per-file timeout",
+         "2.00 GPU-hours"),
+        # the consumer's job (sglang's nightly) that runs the suite has timeout-minutes: 180
+        ("nan-est-time-is-charged-the-jobs-limit", 'float("nan")', "charged 10800 s, the GPU job's timeout (180 min",
+         "12.00 GPU-hours"),
+        ("absurd-est-time-is-charged-the-jobs-limit", "1" + "0" * 400, "charged 10800 s, the GPU job's timeout (180 min",
+         "12.00 GPU-hours")):
     @case(_name, dispatches=1, reply=_says)
     def _(od, est=_est, hours=_hours):  # noqa: F811 - each registered in the table
         od.push({NEW: _registered(est)})
         c = od.comment(f"{RUN} {NEW}", author="maint")[0]
-        assert hours in od.replies()[-1] and "-1" not in od.replies()[-1].split("GPU-hours")[0][-8:]
+        reply = od.replies()[-1]
+        assert hours in reply and "-1" not in reply.split("GPU-hours")[0][-8:], reply
         [request] = [r for r in store.requests_for_pull(od.world.settings.database_url, od.repo.full_name,
                                                         od.pr.number) if r.status == "dispatched"]
         assert request.cost_gpu_hours == float(hours.split()[0])
         return c
 
 
-@case("out-of-bounds-est-time-is-costed-at-the-stored-p90", dispatches=1, reply="the stored MI355X p90, 400 s")
+for _value in (".nan", ".inf"):
+    @case(f"non-finite-budget-{_value[1:]}-dispatches-nothing", dispatches=0, reactions=["eyes", "confused"],
+          reply="budgets.daily_gpu_hours must be a finite number",
+          config=CONFIG.replace("daily_gpu_hours: 64", f"daily_gpu_hours: {_value}"))
+    def _(od):  # noqa: F811 - issue 23: a NaN budget compares false with every cost and stopped nothing
+        return od.comment("/run-rocm nightly-stage-c-8-gpu-mi350", author="maint")[0]
+
+
+@case("a-stored-p90-does-not-lower-the-charge", dispatches=1, reply="charged 1800 s")
 def _(od):
-    from bot.durations import ingest_job_log
+    from bot.worker.durations import ingest_job_log
 
     od.push({NEW: _registered("-100000")})
     for run in (1, 2, 3):
@@ -472,7 +488,24 @@ def _(od):
                               runner_labels=["self-hosted", "mi350"], backend="rocm", suite=SUITE,
                               hardware="MI355X").inserted == 1
     c = od.comment(f"{RUN} {NEW}", author="maint")[0]
-    assert "0.45 GPU-hours" in od.replies()[-1]  # 400 s x 4 GPUs, rounded up
+    assert "2.00 GPU-hours" in od.replies()[-1]  # 1800 s x 4 GPUs: what the job lets the file run
+    return c
+
+
+@case("five-files-with-est-time-1-do-not-fit-one-gpu-hour", dispatches=0, reply="not dispatched",
+      config=CONFIG.replace("daily_gpu_hours: 64", "daily_gpu_hours: 1"))
+def _(od):
+    """Issue 23's attack: five files registered with est_time=1, one command each, under a
+    1 GPU-hour budget. Each may run 1800 s on 4 GPUs (2 GPU-hours): none is dispatched."""
+    files = {f"tests/e2e/test_cheap_{i}.py": _registered("1") for i in range(5)}
+    od.push(files)
+    c = None
+    for name in files:
+        c = od.comment(f"{RUN} {name}", author="maint")[0]
+        assert "needs about 2.00 GPU-hours" in od.replies()[-1]
+        assert f"`{name}`: est_time=1, charged 1800 s" in od.replies()[-1]
+    assert store.gpu_hours_since(od.world.settings.database_url, od.repo.full_name,
+                                 store.now() - dt.timedelta(hours=24)) == 0
     return c
 
 
@@ -553,14 +586,50 @@ def _(od):
     return a
 
 
-@case("approver-deletes-the-approval-before-the-job-runs", dispatches=1, reply="Dispatched")
+@case("approver-deletes-the-approval-before-the-job-runs", dispatches=0, replies=1)
 def _(od):
+    """Issue 25 item 5: the comment is re-read before acting; a deleted approval approves nothing."""
     od.comment(RUN, author="bob")
     a, d = od.comment("/approve-rocm", author="maint", deliver=False)
-    od.sim.delete_comment(od.repo, a["id"])  # the eyes, the rocket: 404
+    od.sim.delete_comment(od.repo, a["id"])  # the eyes: 404
     od.world.deliver(d)
     od.world.drain()
-    assert "dispatch" in [e.action for e in store.audit_entries(od.world.settings.database_url)]
+    actions = [e.action for e in store.audit_entries(od.world.settings.database_url)]
+    assert "dispatch" not in actions and "approval" not in actions
+
+
+@case("a-command-deleted-before-the-job-runs-dispatches-nothing", dispatches=0, replies=0)
+def _(od):
+    c, d = od.comment(RUN, author="maint", deliver=False)
+    od.sim.delete_comment(od.repo, c["id"])
+    od.world.deliver(d)
+    od.world.drain()
+    assert store.requests_for_pull(od.world.settings.database_url, od.repo.full_name, od.pr.number) == []
+
+
+@case("a-command-edited-away-before-the-job-runs-dispatches-nothing", dispatches=0, replies=0)
+def _(od):
+    c, d = od.comment(RUN, author="maint", deliver=False)
+    od.sim.edit_comment(od.repo, c["id"], f"never mind\n\n> {RUN}")
+    od.world.deliver(d)
+    od.world.drain()
+    return c
+
+
+@case("a-command-only-in-an-images-alt-text-dispatches-nothing", dispatches=0, reactions=NO_REACTIONS, replies=0)
+def _(od):
+    return od.comment(f"![{RUN}](https://example.com/run.png)", author="maint")[0]
+
+
+@case("a-command-only-in-details-dispatches-nothing", dispatches=0, reactions=NO_REACTIONS, replies=0)
+def _(od):
+    return od.comment(f"<details>\n\n{RUN}\n\n</details>", author="maint")[0]
+
+
+@case("an-entity-slash-gets-the-look-alike-reply", dispatches=0, reactions=["eyes", "confused"],
+      reply="HTML entity `&#47;`")
+def _(od):
+    return od.comment(f"&#47;run-rocm {SUITE}", author="maint")[0]
 
 
 @case("pull-request-gone-before-the-job-ran", dispatches=0, reactions=NO_REACTIONS, replies=0)
@@ -698,6 +767,47 @@ def test_a_redelivered_push_cancels_nothing_twice(github_sim, tmp_path, env):
     assert len(cancels) == 1 and cancels[0]["status"] == 202
 
 
+def test_a_late_or_replayed_push_of_an_older_head_changes_nothing(github_sim, tmp_path, env):
+    """Issue 23 item 1. B is pushed, then C; GitHub delivers C's `synchronize` first and B's only
+    after C's run was dispatched, then once more under a new delivery id (a replay). The order
+    of pushes is GitHub's: the PR's head is C, so B's delivery cancels nothing, marks nothing
+    superseded and posts nothing."""
+    import dataclasses
+    import uuid
+
+    od = build_ondemand(github_sim, tmp_path)
+    b = od.sim.push(od.repo, "feature", {NEW: _registered("90")})
+    late = od.sim.webhook("pull_request", "synchronize", app=od.world.app, repo=od.repo, pull=od.pr, sender="bob")
+    next_second()
+    c = od.push({NEW: _registered("95")})  # C, delivered at once
+    assert od.pr.head_sha == c != b
+    od.comment(RUN, author="maint")
+    [run_c] = od.dispatches()
+    assert run_c["inputs"]["head_sha"] == c
+    replies_before = od.replies()
+    replay = dataclasses.replace(late, delivery_id=str(uuid.uuid4()),
+                                 headers={**late.headers, "X-GitHub-Delivery": str(uuid.uuid4())})
+    for delivery in (late, replay):
+        assert od.world.deliver(delivery).status_code == 202
+        od.world.drain()
+    assert [e for e in od.sim.requests_log if e["operation"] == "actions/cancel-workflow-run"] == []
+    [run] = [r for r in od.sim.workflow_runs(od.repo) if r["id"] == run_c["run_id"]]
+    assert run["status"] != "completed"
+    [check] = od.check_runs("MI350 · ")
+    assert check["head_sha"] == c and check["status"] == "in_progress" and "Superseded" not in (
+        check["output"]["title"] or "")
+    url = od.world.settings.database_url
+    [request] = store.requests_for_pull(url, od.repo.full_name, od.pr.number)
+    assert request.status == "dispatched" and request.head_sha == c
+    assert "superseded" not in [e.action for e in store.audit_entries(url)]
+    assert od.replies() == replies_before  # no "moved to B", no new note
+    # C's own replayed push is C's: still nothing to cancel
+    again = od.sim.webhook("pull_request", "synchronize", app=od.world.app, repo=od.repo, pull=od.pr, sender="bob")
+    od.world.deliver(again)
+    od.world.drain()
+    assert store.get_request(url, request.id).status == "dispatched"
+
+
 def test_cancelling_superseded_runs_can_be_turned_off(github_sim, tmp_path, env):
     od = build_ondemand(github_sim, tmp_path, config=CONFIG + "  cancel_superseded_runs: false\n")
     first, old, new = _run_then_push(od)
@@ -722,7 +832,7 @@ def test_a_superseded_run_that_already_finished_is_left_alone(github_sim, tmp_pa
 
 
 # -- the budget holds under simultaneous commands ---------------------------------------------------------
-BUDGET = 8.0  # GPU-hours: two 4-GPU suites (3.10 h) and one 8-GPU suite (1.78 h) fit, no more
+BUDGET = 16.0  # GPU-hours: two 4-GPU suites (7.20 h each), or one of them and the 8-GPU suite (8.00 h), no more
 
 
 def _many_prs(od, count: int) -> list:
@@ -806,35 +916,142 @@ def fresh_pg_url():
 
 
 # -- the cost function itself (bot/ondemand/cost.py) ---------------------------------------------------
-@pytest.mark.parametrize("ests, positive, p90, seconds, basis", [
-    ([300], False, None, 300, "est_time"),
-    ([300, 200], False, None, 500, "est_time"),  # two registrations of one file in the suite
-    ([-100000], False, None, 1800, "bound"),  # the runner's per-file timeout for it
-    ([0], False, None, 1800, "bound"),
-    ([None], False, None, 21600, "bound"),  # not a number: the job's limit
-    ([float("nan")], False, None, 21600, "bound"),
-    ([float("inf")], False, None, 21600, "bound"),
-    ([10**400], False, None, 21600, "bound"),
-    ([30000], False, None, 21600, "bound"),
-    ([300, -5], False, None, 2100, "bound"),  # one bad registration does not hide behind a good one
-    ([-100000], False, 412.0, 412.0, "p90"),
-    ([30000], False, 99999.0, 21600, "p90"),  # even a stored p90 is capped by the job's limit
+# miles' runner: each file may run max(1800, 1.25 x est_time); the GPU job's limit is 360 minutes.
+@pytest.mark.parametrize("ests, seconds, basis", [
+    ([300], 1800, "per-file timeout"),  # a short file still holds its GPUs for the whole per-file timeout
+    ([2000], 2500, "per-file timeout"),  # 1.25 x est_time
+    ([300, 200], 3600, "per-file timeout"),  # two registrations of one file in the suite: each its timeout
+    ([1e-9], 1800, "per-file timeout"),  # the attack of issue 23: a tiny est_time is no cheaper
+    ([0.001], 1800, "per-file timeout"),
+    ([1], 1800, "per-file timeout"),
+    ([-100000], 1800, "per-file timeout"),
+    ([0], 1800, "per-file timeout"),
+    ([None], 21600, "job timeout"),  # not a number: the job's limit
+    ([float("nan")], 21600, "job timeout"),
+    ([float("inf")], 21600, "job timeout"),
+    ([float("-inf")], 21600, "job timeout"),
+    ([10**400], 21600, "job timeout"),
+    (["1e-9"], 1800, "per-file timeout"),  # a number as text counts as that number
+    (["fast"], 21600, "job timeout"),
+    ([True], 21600, "job timeout"),  # a bool is not an est_time
+    ([30000], 21600, "job timeout"),  # 37,500 s: the job ends first
+    ([17280], 21600, "job timeout"),  # exactly the job's limit
+    ([17279], 21598, "per-file timeout"),  # int(1.25 x 17279) = 21598: one below
+    ([300, -5], 3600, "per-file timeout"),  # one bad registration does not hide behind a good one
+    ([8640, 8640], 21600, "job timeout"),  # two registrations of 10,800 s each: exactly the job's limit
+    ([17000, 17000], 21600, "job timeout"),  # 21,250 s each: together past the job's limit
 ])
-def test_a_cost_never_rests_on_an_out_of_bounds_est_time(ests, positive, p90, seconds, basis):
-    from bot.ondemand.cost import cost_files, gpu_hours
+def test_a_file_is_charged_the_most_the_job_lets_it_run(ests, seconds, basis):
+    from bot.ondemand.cost import Limits, cost_files, gpu_hours
 
-    costing = cost_files({"tests/e2e/test_x.py": ests}, 4, est_time_positive=positive, timeout_per_file_s=1800,
-                         p90_of=lambda f: p90)
+    costing = cost_files({"tests/e2e/test_x.py": ests}, 4, est_time_positive=False, limits=Limits(1800, 21600))
     [f] = costing.files
     assert (f.seconds, f.basis) == (seconds, basis)
-    assert costing.gpu_hours == gpu_hours(seconds, 4) > 0
-    assert (f.note("MI355X") is None) == (basis == "est_time")
+    assert costing.seconds == seconds and costing.gpu_hours == gpu_hours(seconds, 4) > 0
+    assert costing.as_details() == [["tests/e2e/test_x.py", seconds, basis]]  # what the request keeps
+    [note] = costing.notes()  # the reply shows every file's basis
+    assert note.startswith("`tests/e2e/test_x.py`: ") and f"charged {seconds:g} s" in note
+    assert ("the runner's per-file timeout" if basis == "per-file timeout" else "the GPU job's timeout") in note
+    if basis == "per-file timeout":
+        assert "max(1800 s, 1.25 \u00d7 est_time)" in note and "attempts" not in note
 
 
-@pytest.mark.parametrize("ests", [[-1], [0], [None], [300, 0]])
+@pytest.mark.parametrize("est", [1e-9, 0.001, 1, 89, 90, 1439, 1440, 1441, 5000, 17279, 17280, 10**6, -1, 0,
+                                 float("nan"), float("inf"), None])
+def test_no_est_time_makes_a_file_cheaper_than_what_it_may_run(est):
+    from bot.ondemand.cost import Limits, cost_files
+
+    limits = Limits(1800, 21600)
+    [f] = cost_files({"t.py": [est]}, 4, est_time_positive=False, limits=limits).files
+    may_run = 21600 if est is None or est != est or est in (float("inf"),) else min(21600, max(1800, int(1.25 * est)))
+    assert f.seconds >= may_run >= 1800
+
+
+def test_the_limits_come_from_the_run_plan():
+    from bot.ondemand.cost import MAX_FILE_S, Limits
+    from checks.target.dispatch_plan import RunPlan
+
+    def run(**kw):
+        base = dict(suite="s", runs_on=("x",), runner_gpus=4, shards=1, image="", image_days=0,
+                    timeout_per_file_s=900, job_timeout_min=120, runner_flags=())
+        return RunPlan(**{**base, **kw})
+
+    assert Limits.of(run()) == Limits(900, 7200, 1, 0)
+    assert Limits.of(run(job_timeout_min=0)).job_timeout_s == MAX_FILE_S
+    assert Limits.of(run(job_timeout_min=-5)).job_timeout_s == MAX_FILE_S
+    assert Limits.of(run(job_timeout_min=361)).job_timeout_s == MAX_FILE_S  # GitHub's own limit
+    assert Limits.of(run(job_timeout_min=360)).job_timeout_s == MAX_FILE_S
+    assert Limits.of(run(job_timeout_min=359)).job_timeout_s == 359 * 60
+    retry = Limits.of(run(runner_flags=("--enable-retry",)))
+    assert (retry.attempts, retry.retry_increase_s) == (2, 600)  # the runner's defaults
+    retry = Limits.of(run(runner_flags=("--enable-retry", "--max-attempts", "3", "--retry-timeout-increase=60")))
+    assert (retry.attempts, retry.retry_increase_s) == (3, 60)
+    retry = Limits.of(run(runner_flags=("--enable-retry", "--max-attempts", "x", "--retry-timeout-increase")))
+    assert (retry.attempts, retry.retry_increase_s) == (2, 600)  # unreadable: the defaults
+    retry = Limits.of(run(runner_flags=("--enable-retry", "--max-attempts=0", "--retry-timeout-increase", "-9")))
+    assert (retry.attempts, retry.retry_increase_s) == (1, 0)
+    assert Limits.of(run(runner_flags=("--max-attempts", "3"))).attempts == 1  # no retry without --enable-retry
+
+
+@pytest.mark.parametrize("ests, shown", [([300], "est_time=300"), ([300, 200], "est_time=500"),
+                                         ([None], "not a number"), ([300, None], "not a number")])
+def test_the_note_shows_the_est_time_as_registered(ests, shown):
+    from bot.ondemand.cost import Limits, cost_files
+
+    [note] = cost_files({"t.py": ests}, 4, est_time_positive=False, limits=Limits()).notes()
+    assert note.startswith(f"`t.py`: {shown}, charged ")
+
+
+def test_the_limits_defaults_and_edges():
+    from bot.ondemand.cost import JOB, MAX_FILE_S, TIMEOUT, Limits
+    from checks.target.dispatch_plan import RunPlan
+
+    assert MAX_FILE_S == 21600  # GitHub's 360 minutes
+    assert Limits() == Limits(1800, 21600, 1, 0)  # miles' runner default, GitHub's job limit
+    base = dict(suite="s", runs_on=("x",), runner_gpus=4, shards=1, image="", image_days=0, timeout_per_file_s=900,
+                runner_flags=())
+    assert Limits.of(RunPlan(**base, job_timeout_min=1)).job_timeout_s == 60
+    assert Limits.of(RunPlan(**{**base, "runner_flags": ("--enable-retry", "--max-attempts=3=4")},
+                             job_timeout_min=60)).attempts == 2  # unreadable: the default
+    short = Limits(1800, 3600)
+    assert short.per_file(2879) == (3598.0, TIMEOUT)
+    assert short.per_file(2880) == (3600.0, JOB)  # exactly the job's limit
+    assert short.per_file(3000) == (3600.0, JOB)
+    assert short.per_file(None) == (3600.0, JOB)
+    from bot.ondemand.cost import FileCost
+
+    job = FileCost("t.py", None, 21600.0, JOB)
+    assert job.note(Limits()) == ("`t.py`: not a number, charged 21600 s, the GPU job's timeout "
+                                  "(360 min, the most any file can run)")
+    assert job.note() == "`t.py`: not a number, charged 21600 s, the GPU job's timeout (the most any file can run)"
+    timeout = FileCost("t.py", 90, 1800.0, TIMEOUT)
+    assert timeout.note() == "`t.py`: est_time=90, charged 1800 s, the runner's per-file timeout for it"
+    assert timeout.note(Limits(900, 3600, 2, 60)) == ("`t.py`: est_time=90, charged 1800 s, the runner's per-file "
+                                                      "timeout for it, max(960 s, 1.25 \u00d7 est_time) \u00d7 2 attempts")
+
+
+def test_retries_multiply_and_the_job_caps_the_charge():
+    from bot.ondemand.cost import Limits, cost_files
+
+    retry = Limits(1800, 21600, attempts=3, retry_increase_s=600)
+    [f] = cost_files({"t.py": [300]}, 4, est_time_positive=False, limits=retry).files
+    assert (f.seconds, f.basis) == (3 * 2400, "per-file timeout")  # each attempt max(1800 + 600, 375)
+    assert "\u00d7 3 attempts" in f.note(retry) and "max(2400 s" in f.note(retry)
+    short = Limits(1800, 3600)
+    costing = cost_files({"a.py": [1], "b.py": [1], "c.py": [1]}, 4, est_time_positive=False, limits=short)
+    assert [f.seconds for f in costing.files] == [1800, 1800, 1800]
+    assert costing.seconds == 3600  # one runner holds its GPUs for the job's hour at most
+    sharded = cost_files({"a.py": [1], "b.py": [1], "c.py": [1]}, 4, est_time_positive=False, limits=short, shards=2)
+    assert sharded.seconds == 2 * 3600  # the longest shard (two files) is capped, x 2 runners
+    wide = cost_files({"a.py": [1], "b.py": [1], "c.py": [1]}, 4, est_time_positive=False,
+                      limits=Limits(1800, 21600), shards=2)
+    assert wide.seconds == 2 * 3600 and wide.gpu_hours == 8.0
+    assert cost_files({}, 4, est_time_positive=False, limits=short).seconds == 0
+
+
+@pytest.mark.parametrize("ests", [[-1], [0], [None], [300, 0], [float("nan")], ["fast"]])
 def test_an_est_time_the_runner_rejects_refuses_the_command(ests):
-    from bot.ondemand.cost import cost_files
+    from bot.ondemand.cost import Limits, cost_files
 
-    costing = cost_files({"tests/e2e/test_x.py": ests}, 4, est_time_positive=True, timeout_per_file_s=1800,
-                         p90_of=lambda f: 500.0)
+    costing = cost_files({"tests/e2e/test_x.py": ests}, 4, est_time_positive=True, limits=Limits())
     assert costing.refusal and "which the runner rejects" in costing.refusal and costing.files == []

@@ -29,11 +29,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from checks.config import Dispatch, load_config
-from checks.dispatch_plan import plan
-from checks.durations import parse_job_log
-from checks.target_ci import read_target_ci
-from checks.tree import DirectoryTree
+from checks.target.config import Dispatch, load_config
+from checks.target.dispatch_plan import plan
+from checks.calibration.durations import parse_job_log
+from checks.target.target_ci import read_target_ci
+from checks.scanning.tree import DirectoryTree
 from tests.patience import PATIENCE
 
 ROOT = Path(__file__).resolve().parents[1]

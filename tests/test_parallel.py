@@ -1,4 +1,4 @@
-"""Files parsed on several processes (checks/parallel.py): the report is the one a single process
+"""Files parsed on several processes (checks/scanning/parallel.py): the report is the one a single process
 makes, finding for finding, with caps hit, did-you-mean budgets spent, syntax errors and a scan
 cache; a worker that fails costs only time."""
 
@@ -8,12 +8,12 @@ import os
 
 import pytest
 
-from checks import parallel
+from checks.scanning import parallel
 from checks.engine import check_tree
 from checks.limits import Limits
-from checks.render import to_json
-from checks.scan_cache import DiskScanCache
-from checks.tree import MemoryTree
+from checks.reporting.render import to_json
+from checks.scanning.scan_cache import DiskScanCache
+from checks.scanning.tree import MemoryTree
 from tests.fixtures.miles import CONSUMERS, test_file
 from tests.fixtures.miles_shape import miles_shaped
 
@@ -51,7 +51,7 @@ def test_the_report_does_not_depend_on_the_number_of_workers():
 
 def test_the_did_you_mean_budget_is_spent_in_file_order():
     """With a budget that runs out midway, the same files get their hints as in one process."""
-    from checks.suites import NearNames
+    from checks.target.suites import NearNames
 
     files = awkward_tree()
     unbounded = report(files, 1).count("did you mean")

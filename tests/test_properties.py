@@ -6,11 +6,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checks.config import Config
-from checks.contract import read_contract
+from checks.target.config import Config
+from checks.target.contract import read_contract
 from checks.engine import check_tree
-from checks.registrations import scan_file
-from checks.tree import MemoryTree
+from checks.scanning.registrations import scan_file
+from checks.scanning.tree import MemoryTree
 from tests.fixtures.miles import miles_tree, test_file
 
 test_file.__test__ = False

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from bot.queue import QueueConfig, open_queue
-from bot.settings import load_settings
+from bot.worker.queue import QueueConfig, open_queue
+from bot.infra.settings import load_settings
 from tests.conftest import REDIS_TEST_URL
 from tests.patience import wait_for
 

@@ -10,9 +10,9 @@ import pytest
 
 from checks.engine import check_tree
 from checks.model import Finding, Report, Severity, Span
-from checks.render import to_github, to_json, to_sarif, to_text
+from checks.reporting.render import to_github, to_json, to_sarif, to_text
 from checks.rules import make_finding
-from checks.tree import MemoryTree
+from checks.scanning.tree import MemoryTree
 from tests.fixtures.miles import miles_tree, test_file
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -33,7 +33,7 @@ import pytest
 from checks.engine import check_tree
 from checks.limits import Limits
 from checks.rules import RULES
-from checks.tree import MemoryTree
+from checks.scanning.tree import MemoryTree
 from tests.fixtures.miles import CONSUMERS, miles_tree
 
 ROOT = Path(__file__).parent / "fixtures" / "rules"

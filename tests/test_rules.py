@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from checks.contract import Contract, read_contract
-from checks.config import Config
+from checks.target.contract import Contract, read_contract
+from checks.target.config import Config
 from checks.engine import check_tree
 from checks.model import Severity
-from checks.registrations import scan_file
-from checks.tree import MemoryTree
+from checks.scanning.registrations import scan_file
+from checks.scanning.tree import MemoryTree
 from tests.fixtures import miles
 from tests.fixtures.miles import miles_tree, test_file
 
@@ -163,7 +163,7 @@ def test_reg001_not_for_what_only_the_symbol_table_refuses(case):
 def test_reg001_file_without_registration_fails_as_ast_parse_does(source, line):
     import ast
 
-    from checks.registrations import parses
+    from checks.scanning.registrations import parses
 
     with pytest.raises((SyntaxError, ValueError, RecursionError, MemoryError)):
         ast.parse(source)
@@ -809,6 +809,41 @@ def test_reg900_wrong_type_line_and_column():
     assert "calibration.margin" in f.message
 
 
+@pytest.mark.parametrize("value", [".nan", ".NaN", ".inf", "-.inf", "+.inf", ".Inf"])
+def test_reg900_a_non_finite_budget_is_located(value):
+    f = only(_config_findings(f"rules:\n  REG040: off\nbudgets:\n  max_files_per_command: 3\n"
+                              f"  daily_gpu_hours: {value}\n"), "REG900")
+    assert f.span.line == 5 and "budgets.daily_gpu_hours must be a finite number" in f.message
+
+
+@pytest.mark.parametrize("text, line, says", [
+    ("calibration:\n  margin: .nan\n", 2, "calibration.margin must be a finite number"),
+    ("calibration:\n  over_slack_s: .inf\n", 2, "calibration.over_slack_s must be a finite number"),
+    ("calibration:\n  max_margin: 1.0e+400\n", 2, "calibration.max_margin"),  # too large for a float: located
+    ("budgets:\n  daily_gpu_hours: -0.5\n", 2, "budgets.daily_gpu_hours must be from 0 to 1e+06"),
+    ("budgets:\n  daily_gpu_hours: 1000001\n", 2, "budgets.daily_gpu_hours must be from 0 to 1e+06"),
+    ("budgets:\n  max_files_per_command: 0\n", 2, "budgets.max_files_per_command must be from 1 to 1000"),
+    ("calibration:\n  window_days: 0\n", 2, "calibration.window_days must be from 1 to 3650"),
+    ("calibration:\n  floor_days: 99999\n", 2, "calibration.floor_days must be from 1 to 3650"),
+    ("calibration:\n  pull_request_every_days: 366\n", 2, "calibration.pull_request_every_days must be from 1 to 365"),
+    ("calibration:\n  timeout_per_file_s: 0\n", 2, "calibration.timeout_per_file_s must be from 1"),
+    ("calibration:\n  over_factor: 0.5\n", 2, "calibration.over_factor must be from 1 to 100"),
+    ("consumers:\n  - repository: a/b\n    workflow: w.yml\n    suites: [s]\n    shards: 300\n", 5,
+     "consumers[0].shards must be from 1 to 256"),
+    ("dispatch:\n  s:\n    workflow: w.yml\n    gpus: 65\n", 4, "dispatch.s.gpus must be from 1 to 64"),
+])
+def test_reg900_every_number_is_finite_and_in_range(text, line, says):
+    f = only(_config_findings(text), "REG900")
+    assert f.span.line == line and says in f.message, f.message
+
+
+@pytest.mark.parametrize("text", ["budgets:\n  daily_gpu_hours: 0\n", "budgets:\n  daily_gpu_hours: 1000000\n",
+                                  "calibration:\n  margin: 10\n  window_days: 3650\n  floor_days: 3650\n",
+                                  "calibration:\n  over_slack_s: 0\n"])
+def test_reg900_numbers_at_the_ends_of_their_ranges_are_valid(text):
+    assert _config_findings(text) == []
+
+
 def test_reg900_unknown_field_points_at_the_key():
     f = only(_config_findings("paths:\n  register_module: x.py\n  bogus: 1\n"), "REG900")
     assert span(f) == (3, 3, 3, 8)
@@ -1152,7 +1187,7 @@ def test_workflow_yaml_alias_bomb_does_not_hang_the_check():
 
 def test_excluded_file_names_are_not_discovered():
     """paths.test_excludes: sglang discovers every *.py under test/registered but conftest.py and __init__.py."""
-    from checks.config import load_config
+    from checks.target.config import load_config
     from checks.engine import discover
 
     config, findings = load_config("paths:\n  test_roots: [test/registered]\n  test_pattern: '*.py'\n"

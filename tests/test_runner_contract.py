@@ -1,4 +1,4 @@
-"""The runner's contract read from its code (checks/runner.py, checks/contract.resolve_validity):
+"""The runner's contract read from its code (checks/target/runner.py, checks/contract.resolve_validity):
 discovery, sanity_check, implicit-CPU roots, validity, open backends. Small synthetic targets."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ import re
 
 import pytest
 
-from checks.config import load_config
-from checks.contract import read_contract
+from checks.target.config import load_config
+from checks.target.contract import read_contract
 from checks.engine import check_tree, discover
 from checks.model import Backend
-from checks.runner import _glob_regex
-from checks.tree import MemoryTree
+from checks.target.runner import _glob_regex
+from checks.scanning.tree import MemoryTree
 
 REGISTER = '''
 from enum import Enum, auto
@@ -218,7 +218,9 @@ def test_main_block_required_where_the_register_module_checks_it(body, failed):
     [
         ('register_tpu_ci(10, "no-such-suite")', "failure"),  # a backend the runner validates
         ('register_tpu_ci(10, "no-such-suite", disabled="x")', "failure"),  # ... disabled or not
-        ('register_amd_ci(10, "no-such-suite")', "warning"),  # not validated by the runner
+        # not validated by the runner, and no job runs it: the test never runs either (REG010's
+        # one severity; a job that runs it makes it a warning, tests/test_discovery_idioms.py)
+        ('register_amd_ci(10, "no-such-suite")', "failure"),
     ],
 )
 def test_unknown_suite_severity_follows_the_runners_validation(call, severity):

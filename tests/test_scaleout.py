@@ -8,7 +8,7 @@ import pytest
 import requests
 from sqlalchemy import select
 
-from bot.handlers.pull_requests import CHECK_NAME
+from bot.worker.handlers.pull_requests import CHECK_NAME
 from bot.store.db import session_scope
 from bot.store.service import Delivery
 from tests.conftest import REDIS_TEST_URL

@@ -1,4 +1,4 @@
-"""Scan facts (checks/scan_facts.py) and the command line's disk cache (checks/scan_cache.py).
+"""Scan facts (checks/scanning/scan_facts.py) and the command line's disk cache (checks/scanning/scan_cache.py).
 
 A check through a cache reports exactly what a check without one reports, cold or warm; a corrupt
 entry is a miss; keys change with the content, the contract, the implicit-CPU root and `exact`.
@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 
-from checks.contract import read_contract
-from checks.config import Config
+from checks.target.contract import read_contract
+from checks.target.config import Config
 from checks.engine import check_tree
-from checks.registrations import scan_file
-from checks.scan_cache import DiskScanCache
-from checks.scan_facts import (
+from checks.scanning.registrations import scan_file
+from checks.scanning.scan_cache import DiskScanCache
+from checks.scanning.scan_facts import (
     ENGINE_FACTS_VERSION,
     contract_fingerprint,
     dumps,
@@ -24,7 +24,7 @@ from checks.scan_facts import (
     scan_key,
     to_facts,
 )
-from checks.tree import MemoryTree
+from checks.scanning.tree import MemoryTree
 from tests.fixtures.miles import miles_tree, test_file
 
 test_file.__test__ = False
@@ -205,7 +205,7 @@ def test_cli_cache_dir_cold_and_warm_agree(tmp_path):
 
 
 def test_refused_hints_are_counted_so_their_scans_are_not_kept():
-    from checks.suites import NearNames
+    from checks.target.suites import NearNames
 
     near = NearNames(budget=1)
     assert near.lookup("label", "x", {"a", "b"}, "labels", lambda n, c: "hint") == []
@@ -223,10 +223,10 @@ def test_the_contract_fingerprint_is_the_same_in_every_process():
     root = Path(__file__).resolve().parent.parent
     script = (
         "from pathlib import Path\n"
-        "from checks.config import load_config\n"
-        "from checks.contract import read_contract\n"
-        "from checks.scan_facts import contract_fingerprint\n"
-        "from checks.tree import DirectoryTree\n"
+        "from checks.target.config import load_config\n"
+        "from checks.target.contract import read_contract\n"
+        "from checks.scanning.scan_facts import contract_fingerprint\n"
+        "from checks.scanning.tree import DirectoryTree\n"
         "from tests.fixtures.sglang import SGLANG_CONFIG\n"
         "tree = DirectoryTree(Path('tests/fixtures/targets/sglang/r2026-08-22-382343f'))\n"
         "config, problems = load_config(SGLANG_CONFIG)\n"

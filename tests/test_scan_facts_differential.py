@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from checks import scan_facts
+from checks.scanning import scan_facts
 from checks.engine import check_tree
 from checks.model import Argument, Backend, Change, Finding, Fix, Registration, Severity, Span
-from checks.registrations import FileScan
-from checks.render import to_json
-from checks.scan_cache import DiskScanCache
-from checks.tree import DirectoryTree, git_blob_sha
+from checks.scanning.registrations import FileScan
+from checks.reporting.render import to_json
+from checks.scanning.scan_cache import DiskScanCache
+from checks.scanning.tree import DirectoryTree, git_blob_sha
 from tests.conftest import CLI
 from tests.fixtures.sglang import SGLANG_CONFIG
 
@@ -144,7 +144,7 @@ def _same(a, b, what: str) -> None:
 
 @pytest.mark.parametrize("root", TREES, ids=lambda p: f"{p.parent.name}-{p.name}")
 def test_cold_warm_and_indexed_reports_are_identical(root, tmp_path):
-    from bot.analysis import run_check_bounded
+    from bot.worker.analysis import run_check_bounded
     from bot.store.db import upgrade
     from bot.store.index import RegistrationIndex
 
@@ -189,7 +189,7 @@ def test_composed_suites_survive_the_second_cli_run(tmp_path):
 def test_the_main_block_requirement_holds_on_the_warm_run(tmp_path):
     """sglang's runner rejects an enabled registration in a file without `__main__`: the warm run
     must know the file has none (a fact the facts did not carry before)."""
-    from checks.tree import MemoryTree
+    from checks.scanning.tree import MemoryTree
 
     files = {p: DirectoryTree(TARGETS / "sglang" / "r2026-08-22-382343f").read(p)
              for p in DirectoryTree(TARGETS / "sglang" / "r2026-08-22-382343f").paths()}
@@ -204,7 +204,7 @@ def test_the_main_block_requirement_holds_on_the_warm_run(tmp_path):
 
 def test_the_index_on_postgresql_answers_the_same_report(pg_url):
     """The same through the store the App scales out on (facts are JSON text in either database)."""
-    from bot.analysis import run_check_bounded
+    from bot.worker.analysis import run_check_bounded
     from bot.store.db import upgrade
     from bot.store.index import RegistrationIndex
 
@@ -223,9 +223,9 @@ def test_the_index_on_postgresql_answers_the_same_report(pg_url):
 def test_an_edit_of_the_runner_that_moves_its_lines_keeps_the_index_warm():
     """sglang edits test/run_suite.py every few days; the scans of its test files do not change,
     so the contract fingerprint (the index key) must not either."""
-    from checks.config import load_config
-    from checks.contract import read_contract
-    from checks.tree import MemoryTree
+    from checks.target.config import load_config
+    from checks.target.contract import read_contract
+    from checks.scanning.tree import MemoryTree
 
     root = TARGETS / "sglang" / "r2026-03-07-0f62da6"
     files = {p: DirectoryTree(root).read(p) for p in DirectoryTree(root).paths()}

@@ -17,7 +17,7 @@ import pytest
 
 from checks.engine import check_tree
 from checks.model import Change
-from checks.tree import GitRevisionTree, changed_paths
+from checks.scanning.tree import GitRevisionTree, changed_paths
 from tests.conftest import CLI
 from tests.fixtures.miles import LABELS, PR_TEST, PR_TEST_ROCM, REGISTER_MODULE, test_file
 

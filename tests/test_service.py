@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.handlers.pull_requests import CHECK_NAME, FAILED_TITLE
+from bot.worker.handlers.pull_requests import CHECK_NAME, FAILED_TITLE
 from bot.store import service as store
 from tests.test_service_support import build_world
 from tests.simulator.fixtures import github_sim  # noqa: F401
@@ -188,7 +188,7 @@ def test_a_fault_is_survived_within_the_retry_budget(world, method, path, kind, 
 
 @pytest.mark.parametrize("kind", ["503", "drop", "secondary_rate_limit"])
 def test_a_fault_that_never_ends_fails_the_job_visibly(world, kind):
-    from bot import metrics
+    from bot.infra import metrics
 
     before = metrics.JOB_FAILURES.labels("pull_request", "retry_budget")._value.get()
     world.sim.inject_fault("GET", r"/git/trees/", kind, times=None, **({"retry_after": 1} if kind != "503" and kind != "drop" else {}))
@@ -224,8 +224,8 @@ def test_a_misspelt_suite_fails_the_check_with_an_annotation_at_the_argument(git
     pr = sim.open_pull_request(repo, "typo", "main", author="bob")
     from tests.test_service_support import World, env_for
     from app import create_app
-    from bot.queue import QueueConfig, open_queue
-    from bot.settings import load_settings
+    from bot.worker.queue import QueueConfig, open_queue
+    from bot.infra.settings import load_settings
     from bot.store.db import upgrade
 
     settings = load_settings(env_for(sim, gh_app, tmp_path))

@@ -14,7 +14,7 @@ import time
 import pytest
 import requests
 
-from bot.handlers.pull_requests import CHECK_NAME
+from bot.worker.handlers.pull_requests import CHECK_NAME
 from tests.simulator.fixtures import github_sim  # noqa: F401
 from tests.test_service_support import ROOT, Workers, build_world, env_for, free_port, wait_for, worker_env
 from tests import processes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.handlers.pull_requests import CHECK_NAME
+from bot.worker.handlers.pull_requests import CHECK_NAME
 from bot.store import service as store
 from tests import processes
 from tests.patience import PATIENCE

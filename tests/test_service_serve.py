@@ -9,7 +9,7 @@ import sys
 
 import requests
 
-from bot.handlers.pull_requests import CHECK_NAME
+from bot.worker.handlers.pull_requests import CHECK_NAME
 from tests.test_service_support import ROOT, env_for, free_port, wait_for
 from tests.simulator.fixtures import github_sim  # noqa: F401
 from tests import processes

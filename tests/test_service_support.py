@@ -6,8 +6,8 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from bot.queue import QueueConfig, open_queue
-from bot.settings import load_settings
+from bot.worker.queue import QueueConfig, open_queue
+from bot.infra.settings import load_settings
 from bot.store.db import upgrade
 
 SUITES = '''CI_SUITES = {
@@ -195,7 +195,7 @@ class Workers:
             processes.stop(proc, grace=5)
 
     def start_web(self, env: dict, port: int, workers: int = 2) -> subprocess.Popen:
-        """The Procfile's web process: `ci-registrar serve --no-worker` (gunicorn, bot/server.py)."""
+        """The Procfile's web process: `ci-registrar serve --no-worker` (gunicorn, bot/web/server.py)."""
         env = {**env, "PORT": str(port), "HOST": "127.0.0.1", "WEB_CONCURRENCY": str(workers),
                "PROMETHEUS_MULTIPROC_DIR": str(self.tmp_path / "prometheus")}
         log = open(self.tmp_path / f"web-{len(self.procs)}.log", "wb")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from app import create_app
-from bot.queue import QueueConfig, open_queue
-from bot.settings import load_settings
+from bot.worker.queue import QueueConfig, open_queue
+from bot.infra.settings import load_settings
 from bot.store.db import upgrade
-from bot.suggestions import commentable_lines
+from bot.worker.suggestions import commentable_lines
 from tests.fixtures.miles import miles_tree, test_file
 from tests.simulator.fixtures import github_sim  # noqa: F401
 from tests.test_service_support import World, env_for

@@ -1,4 +1,4 @@
-"""checks/suites.py on its own: what a suite name says, and the corrections that must keep the hardware.
+"""checks/target/suites.py on its own: what a suite name says, and the corrections that must keep the hardware.
 
 A did-you-mean or a one-click fix that moved a registration to other hardware (another GPU count,
 an NVIDIA suite for a ROCm one) would be worse than none, so each rule of the hardware claim and
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checks.model import Backend
-from checks.suites import (
+from checks.target.suites import (
     SUGGESTION_COMPARISONS,
     HardwareIndex,
     NearNames,

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from checks.engine import check_tree
-from checks.tree import MemoryTree
+from checks.scanning.tree import MemoryTree
 from tests.conftest import CLI
 from tests.fixtures.miles import miles_tree, test_file
 

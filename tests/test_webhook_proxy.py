@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from bot.proxy import WebhookProxy, delivery_of, events
+from bot.web.proxy import WebhookProxy, delivery_of, events
 from tests.simulator import sign
 from tests.simulator.fixtures import github_sim  # noqa: F401
 from tests.test_service_support import build_world, wait_for

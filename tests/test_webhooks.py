@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from app import create_app
-from bot.queue import QueueConfig, open_queue
-from bot.settings import load_settings
+from bot.worker.queue import QueueConfig, open_queue
+from bot.infra.settings import load_settings
 
 SECRET = "It's a Secret to Everybody"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from checks.engine import check_tree
-from checks.render import summary_line
-from checks.tree import DirectoryTree
+from checks.reporting.render import summary_line
+from checks.scanning.tree import DirectoryTree
 from checks.wording import article, backend_name, plural
 
 TARGETS = Path(__file__).parent / "fixtures" / "targets"

@@ -15,7 +15,7 @@ import click
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def audit(repository, pull_number, limit, fmt):
     """The on-demand audit log: who did what, when, on which commit and suite, at what cost."""
-    from bot.settings import load_settings
+    from bot.infra.settings import load_settings
     from bot.store import ondemand
     from bot.store.measurements import NO_STORE, open_for_reading, sqlite_path
 

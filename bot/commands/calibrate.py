@@ -1,6 +1,6 @@
 """`ci-registrar calibrate`: est_time proposals from stored MI355X durations, on a local checkout.
 
-The policy is checks/calibration.py (docs/calibration.md); the edits checks/calibration_edits.py.
+The policy is checks/calibration/policy.py (docs/calibration.md); the edits checks/fixing/calibration_edits.py.
 Durations come from the store (`--durations [--repository OWNER/NAME]`, as `check` takes them)
 or from a `durations export` file (`--durations-file`).
 """
@@ -23,8 +23,8 @@ def _fail(message: str) -> None:
 
 
 def _records_from_file(path: str, repository: str | None) -> list[dict]:
-    """The measurements of a `--durations-file` (checks/durations_file.py reads every shape)."""
-    from checks.durations_file import DurationsFileError, read_durations_file
+    """The measurements of a `--durations-file` (checks/calibration/durations_file.py reads every shape)."""
+    from checks.calibration.durations_file import DurationsFileError, read_durations_file
 
     try:
         found = read_durations_file(path)
@@ -39,8 +39,8 @@ def _records_from_file(path: str, repository: str | None) -> list[dict]:
 
 def _records_from_store(repository: str | None) -> list[dict]:
     from bot.commands.check import require_stored_repository
-    from bot.durations import export_records
-    from bot.settings import load_settings
+    from bot.worker.durations import export_records
+    from bot.infra.settings import load_settings
     from bot.store.measurements import NO_STORE, open_for_reading, sqlite_path
 
     url = load_settings().database_url
@@ -95,12 +95,12 @@ def _table(plan, suites: list[str]) -> str:
 def calibrate(repo: str | None, from_store: bool, durations_file: str | None, repository: str | None, fmt: str,
               show_diff: bool, write: bool, default_branch: str, as_of: str | None) -> None:
     """Propose est_time values from stored durations (docs/calibration.md). Exit 2: usage or environment error."""
-    from checks.calibration import Bounds, Plan, build_suite_windows, decide_all, stats_rows
-    from checks.calibration_edits import EditError, plan_edits
-    from checks.config import CONFIG_PATH, load_config
-    from checks.contract import read_contract
+    from checks.calibration.policy import Bounds, Plan, build_suite_windows, decide_all, stats_rows
+    from checks.fixing.calibration_edits import EditError, plan_edits
+    from checks.target.config import CONFIG_PATH, load_config
+    from checks.target.contract import read_contract
     from checks.engine import check_tree
-    from checks.tree import DirectoryTree
+    from checks.scanning.tree import DirectoryTree
 
     from bot.commands.root import checkout
 
@@ -126,12 +126,12 @@ def calibrate(repo: str | None, from_store: bool, durations_file: str | None, re
     config, config_findings = load_config(tree.read(CONFIG_PATH))
     if config_findings:
         _fail(f"{CONFIG_PATH}: {config_findings[0].message}")
-    from checks.timeout_model import with_runner_timeout
+    from checks.target.timeout_model import with_runner_timeout
 
     params = with_runner_timeout(config.calibration, tree.read, config.paths.register_module)
     windows = build_suite_windows(records, params, now=now, repository=repository, default_branch=default_branch)
     if records or durations_file:
-        from checks.durations_file import nothing_read
+        from checks.calibration.durations_file import nothing_read
 
         mine = [r for r in records if repository is None or r.get("repository") in (None, repository)]
         notice = nothing_read(durations_file or "the store", mine, len(windows), params.hardware, repository)

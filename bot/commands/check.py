@@ -24,8 +24,8 @@ def _fail(message: str) -> None:
 
 
 def _durations_from_file(path: str, repository: str | None):
-    """`check_tree`'s durations from a `--durations-file` (checks/durations_file.py reads every shape)."""
-    from checks.durations_file import DurationsFileError, read_durations_file
+    """`check_tree`'s durations from a `--durations-file` (checks/calibration/durations_file.py reads every shape)."""
+    from checks.calibration.durations_file import DurationsFileError, read_durations_file
 
     try:
         found = read_durations_file(path)
@@ -48,8 +48,8 @@ def _durations_from_file(path: str, repository: str | None):
 
 def _durations_from_store(repository: str | None):
     def rows(config) -> list[dict]:
-        from bot.durations import check_rows
-        from bot.settings import load_settings
+        from bot.worker.durations import check_rows
+        from bot.infra.settings import load_settings
         from bot.store.measurements import NO_STORE, open_for_reading, sqlite_path
 
         url = load_settings().database_url
@@ -97,7 +97,8 @@ def _named_paths(root: Path, paths: tuple[str, ...]) -> list[str]:
                    ".github/ci-registrar.yml).")
 @click.option("--base", "base", default=None, help="Base git revision: check the diff base..head.")
 @click.option("--head", "head", default=None, help="Head git revision (with --base; default HEAD).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif", "summary"]), default="text", show_default=True,
+              help="summary: the check run's summary Markdown, as the App posts it (with --base: registration-only, per-suite costs).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write the report to this file instead of stdout (e.g. a SARIF file to upload).")
 @click.option("--new-only", is_flag=True, help="With --base: report only what the diff brings: findings on registrations it added or changed, in files it added, removals, and every other finding the base revision did not have; the exit status follows what is reported.")
 @click.option("--fix", "apply_fixes", is_flag=True, help="Apply the fixes to the files in the working tree, then report what is left.")
@@ -138,8 +139,8 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
             click.echo(f"{r.code}  {r.severity.value:<7}  {r.name}: {r.summary}")
         return
     from checks.engine import check_tree
-    from checks.parallel import available_workers
-    from checks.tree import DirectoryTree, GitError, GitRevisionTree, changed_paths
+    from checks.scanning.parallel import available_workers
+    from checks.scanning.tree import DirectoryTree, GitError, GitRevisionTree, changed_paths
 
     from bot.commands.root import checkout
 
@@ -169,7 +170,7 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
     if not no_cache:
         import hashlib
 
-        from checks.scan_cache import DiskScanCache, default_cache_dir
+        from checks.scanning.scan_cache import DiskScanCache, default_cache_dir
 
         if cache_dir is None:
             # One cache per checkout: a run loads its own repository's facts, not every repository's
@@ -264,7 +265,7 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
             Path(output).write_text(text + "\n", encoding="utf-8")
         except OSError as exc:
             _fail(f"cannot write {output}: {exc.strerror or exc}")
-        from checks.render import summary_line
+        from checks.reporting.render import summary_line
 
         click.echo(summary_line(report), err=True)
     else:
@@ -322,7 +323,7 @@ def _fix(root: Path, tree, report, run, *, rerun: bool, keep_new=None):
 
 
 def _render(report, fmt: str, root: Path, *, brief: bool = False, verbose: bool = False) -> str:
-    from checks.render import RENDERERS, to_brief_text, to_sarif
+    from checks.reporting.render import RENDERERS, to_brief_text, to_sarif
 
     if brief and fmt == "text":
         return to_brief_text(report, verbose)

@@ -14,7 +14,7 @@ def db():
 @click.option("--revision", default="head", show_default=True, help="Alembic revision to upgrade to.")
 def upgrade(revision):
     """Create or upgrade the store's schema."""
-    from bot.settings import load_settings
+    from bot.infra.settings import load_settings
     from bot.store.db import upgrade as run_upgrade
 
     url = load_settings().database_url

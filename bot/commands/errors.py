@@ -72,12 +72,12 @@ def environment_error(exc: BaseException) -> str | None:
     """A one-line explanation for an environment failure, or None when `exc` is a bug to show."""
     if isinstance(exc, ModuleNotFoundError):
         return missing_extra(exc)
-    settings = sys.modules.get("bot.settings")
+    settings = sys.modules.get("bot.infra.settings")
     if settings is not None and isinstance(exc, settings.SettingsError):
         return str(exc)
     sqlalchemy_exc = sys.modules.get("sqlalchemy.exc")
     if sqlalchemy_exc is not None and isinstance(exc, (sqlalchemy_exc.OperationalError, sqlalchemy_exc.InterfaceError)):
-        from bot.settings import load_settings
+        from bot.infra.settings import load_settings
 
         where = _database_where(load_settings().database_url)
         return f"cannot reach the database ({where}): {_first_reason(exc)} (check DATABASE_URL)"

@@ -108,8 +108,13 @@ def new_findings(report: Report, added_files: set[str], base_report=None, change
     finding is left to decide), every other finding the base did not have (checks/introduced.py):
     what the diff broke elsewhere, in files and registrations it never touched."""
     spans: dict[str, list[tuple[int, int]]] = {}
+    renamed: dict[str, list[tuple[int, int]]] = {}
     for reg in report.registrations:
-        if reg.change in (Change.ADDED, Change.CHANGED):
+        if reg.change is Change.CHANGED and _only_the_suite_renamed(reg):
+            # a suite rename (sglang b7d62bd72: stage-a/b/c -> base-a/b/c in 473 files) carries the
+            # registration's old findings along: the same finding under the new name is not new
+            renamed.setdefault(reg.file, []).append(reg.statement_lines)
+        elif reg.change in (Change.ADDED, Change.CHANGED):
             spans.setdefault(reg.file, []).append(reg.statement_lines)
     kept, undecided = set(), []
     for f in report.findings:
@@ -117,6 +122,8 @@ def new_findings(report: Report, added_files: set[str], base_report=None, change
             kept.add(id(f))
         elif any(first <= f.span.line <= last for first, last in spans.get(f.file, ())):
             kept.add(id(f))
+        elif any(first <= f.span.line <= last for first, last in renamed.get(f.file, ())) and base_report is None:
+            kept.add(id(f))  # no base to compare with: what the diff touched is reported
         else:
             undecided.append(f)
     if undecided and base_report is not None:
@@ -124,3 +131,13 @@ def new_findings(report: Report, added_files: set[str], base_report=None, change
 
         kept.update(id(f) for f in introduced(report, base_report(), changed or {}, undecided))
     return [f for f in report.findings if id(f) in kept]
+
+
+def _only_the_suite_renamed(reg) -> bool:
+    """The registration changed only its suite (or the parts sglang composes it from)."""
+    base = reg.base
+    if base is None or base.suite == reg.suite:
+        return False
+    names = set(reg.arguments) | set(base.arguments)
+    return all(reg.value(n) == base.value(n) for n in names - {"suite", "stage", "runner_config"}) \
+        and all((reg.arguments.get(n) is None) == (base.arguments.get(n) is None) for n in names)

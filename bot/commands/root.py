@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-CONFIG_PATH = ".github/ci-registrar.yml"  # checks.config.CONFIG_PATH, without importing the checks here
-REGISTER_MODULE = "tests/ci/ci_register.py"  # checks.config.Paths.register_module's default
+CONFIG_PATH = ".github/ci-registrar.yml"  # checks.target.config.CONFIG_PATH, without importing the checks here
+REGISTER_MODULE = "tests/ci/ci_register.py"  # checks.target.config.Paths.register_module's default
 
 
 def _marks_root(candidate: Path) -> bool:
@@ -42,7 +42,7 @@ def checkout(command: str, repo: str | None, start: Path | None = None) -> Path:
 
 def is_target(tree) -> bool:
     """A repository the commands apply to: it has the configuration or the register module."""
-    from checks.config import CONFIG_PATH, load_config
+    from checks.target.config import CONFIG_PATH, load_config
 
     if tree.read(CONFIG_PATH) is not None:
         return True

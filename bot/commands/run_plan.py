@@ -1,6 +1,6 @@
 """`ci-registrar run-plan SUITE`: what `/run-rocm SUITE` would dispatch from this checkout.
 
-The same code as the App's command (bot/ondemand/selection.py `select`, checks/dispatch_plan.py,
+The same code as the App's command (bot/ondemand/selection.py `select`, checks/target/dispatch_plan.py,
 bot/ondemand/cost.py `cost_files`), on a checkout that is both the "head" (its test files) and the
 "default branch" (its workflows, its runner, its `.github/ci-registrar.yml`). Durations are not
 read: each file is costed at its est_time, or at the bound the run enforces when its est_time is
@@ -43,14 +43,14 @@ def run_plan(suite: str, more_files: tuple[str, ...], repo: str | None, files: t
     """Print the plan `/run-rocm SUITE [FILE...]` would dispatch from this checkout: runner labels,
     image, shards, timeouts, command, files, GPUs, GPU-hours and the job it copies."""
     from bot.commands.root import checkout
-    from bot.ondemand.cost import cost_files
+    from bot.ondemand.cost import Limits, cost_files
     from bot.ondemand.selection import NotSelectable, select
-    from checks.config import CONFIG_PATH, load_config
-    from checks.contract import read_contract
-    from checks.dispatch_plan import plan_lines
+    from checks.target.config import CONFIG_PATH, load_config
+    from checks.target.contract import read_contract
+    from checks.target.dispatch_plan import plan_lines
     from checks.limits import Budget
-    from checks.target_ci import read_target_ci
-    from checks.tree import DirectoryTree
+    from checks.target.target_ci import read_target_ci
+    from checks.scanning.tree import DirectoryTree
 
     root = checkout("run-plan", repo)
     tree = DirectoryTree(root)
@@ -88,11 +88,11 @@ def run_plan(suite: str, more_files: tuple[str, ...], repo: str | None, files: t
         per_file.setdefault(reg.file, []).append(reg.est_time)
     run = selection.plan
     costing = cost_files(per_file, selection.gpus, est_time_positive=target.contract.est_time_positive,
-                         timeout_per_file_s=run.timeout_per_file_s, p90_of=lambda _file: None, shards=run.shards)
+                         limits=Limits.of(run), shards=run.shards)
     if costing.refusal:
         _fail(costing.refusal)
     view = run.as_json(costing.gpu_hours)
-    view["notes"] = list(view["notes"]) + list(selection.notes) + costing.notes(config.calibration.hardware)
+    view["notes"] = list(view["notes"]) + list(selection.notes) + costing.notes()
     if fmt == "json":
         click.echo(json.dumps(view, indent=2))
         return

@@ -11,7 +11,7 @@ import click
 DEFAULT_THREADS = 4
 
 def shutdown_grace_s() -> float:
-    from bot.server import shutdown_grace_s as grace
+    from bot.web.server import shutdown_grace_s as grace
 
     return grace()
 
@@ -26,7 +26,7 @@ def _migrate_if_embedded(settings) -> None:
 
 
 def _consumer(queue, threads: int):
-    from bot.fairness import share_for
+    from bot.worker.fairness import share_for
 
     queue.runtime.shares.limit = share_for(threads)  # one installation never holds every thread
     queue.runtime.share_analysis_slots()  # and never every analysis slot, in any process
@@ -49,9 +49,9 @@ def serve(host, port, threads, no_worker):
 
     One web worker process by default (WEB_CONCURRENCY sets more; with --no-worker it is 2 per core).
     """
-    from bot.logging import configure
-    from bot.server import run
-    from bot.settings import load_settings
+    from bot.infra.logging import configure
+    from bot.web.server import run
+    from bot.infra.settings import load_settings
 
     configure()
     settings = load_settings()
@@ -66,11 +66,11 @@ def serve(host, port, threads, no_worker):
 @click.option("--metrics-port", type=int, default=None, help="Serve this process's Prometheus metrics on this port.")
 def worker(threads, metrics_port):
     """A worker process only: runs queued jobs (any number of these may share one Redis queue)."""
-    from bot.logging import configure, get_logger
-    from bot.queue import open_queue
-    from bot.settings import load_settings
+    from bot.infra.logging import configure, get_logger
+    from bot.worker.queue import open_queue
+    from bot.infra.settings import load_settings
 
-    from bot.tasks import start_reconciler
+    from bot.worker.tasks import start_reconciler
 
     configure()
     settings = load_settings()
@@ -111,7 +111,7 @@ def manifest(public_url, name):
     """Print the GitHub App manifest for a deployment at URL (to register the App by hand).
     Exit 2: URL is not an absolute http(s) URL."""
     from bot.commands.errors import fail
-    from bot.onboarding import app_name_problem, default_app_name, manifest_for, valid_public_url
+    from bot.web.onboarding import app_name_problem, default_app_name, manifest_for, valid_public_url
 
     problem = valid_public_url(public_url)
     if problem:

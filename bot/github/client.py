@@ -31,13 +31,13 @@ import requests
 from github import Auth, Github, GithubException
 from github.ContentFile import ContentFile
 
-from bot import metrics
+from bot.infra import metrics
 from bot.github import transport
 from bot.github.auth import AppAuth
 from bot.github.retry import GitHubError, RateLimited, RetryPolicy, TransientError, is_retryable_status, rate_limit_wait
 from bot.github.transport import API_VERSION, USER_AGENT
-from bot.logging import get_logger
-from checks.tree import git_blob_sha
+from bot.infra.logging import get_logger
+from checks.scanning.tree import git_blob_sha
 
 log = get_logger("ci_registrar.github")
 
@@ -129,7 +129,7 @@ GRAPHQL_BATCH_BYTES = 8 * 1024 * 1024
 
 
 def _compact_tree(raw: dict) -> dict:
-    """A recursive listing packed into one string: what bot.sources reads of each entry (type,
+    """A recursive listing packed into one string: what bot.worker.sources reads of each entry (type,
     mode, blob SHA, size, path), entries separated by NUL (which no git path holds).
 
     One str per listing, not a dict per entry: a miles-sized listing is ~0.2 MB either way on the
@@ -204,7 +204,7 @@ class GitHub:
         # times the parsed form's overhead.
         self.etags = _LRU(max_items=4096, max_bytes=32 * 1024 * 1024)
         self.blobs = BlobCache(blob_dir)
-        self.consumers = _LRU(max_items=256, max_bytes=8 * 1024 * 1024)  # bot.sources.external_consumers
+        self.consumers = _LRU(max_items=256, max_bytes=8 * 1024 * 1024)  # bot.worker.sources.external_consumers
         # Listings packed into one string each (_compact_tree) and bounded by what they really hold:
         # a miles-sized recursive listing is ~1.4 MB as GitHub sends it, ~0.15 MB like this.
         self.trees = _LRU(max_items=256, max_bytes=16 * 1024 * 1024)
@@ -558,6 +558,11 @@ class InstallationClient:
         object's attributes, and reading it back as a dict would cost a GET (no caller wants it)."""
         self.call("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}",
                   lambda: self._repo(repo).get_check_run(check_run_id).edit(**_check_run_args(body)))
+
+    def issue_comment(self, repo: str, comment_id: int) -> dict:
+        """GET one comment as it is now: a command is re-read just before it is acted on."""
+        return self.get_json(f"/repos/{repo}/issues/comments/{int(comment_id)}",
+                             "/repos/{owner}/{repo}/issues/comments/{comment_id}")
 
     def comment(self, repo: str, number: int, body: str) -> dict:
         return self.call("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments",

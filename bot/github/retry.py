@@ -6,7 +6,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from bot.settings import env_float as _env_float
+from bot.infra.settings import env_float as _env_float
 
 
 class GitHubError(Exception):

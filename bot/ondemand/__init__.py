@@ -2,5 +2,5 @@
 
 grammar (comment text -> command), permissions (who may run or approve, checked live), selection
 (which registrations a command selects at the head SHA, and their cost), texts (what the PR sees),
-flow (requests, approvals, dispatch). The handlers in bot/handlers/rocm_*.py route events here.
+flow (requests, approvals, dispatch). The handlers in bot/worker/handlers/rocm_*.py route events here.
 """

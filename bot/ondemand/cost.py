@@ -1,21 +1,28 @@
 """What an on-demand run costs, in GPU-hours: the one place the budget's price of a run is made.
 
-est_time is written by the pull request, so it is never taken on trust. Each selected file is
-costed at its registration's est_time only when that lies within the bounds a run can actually
-take (0 < est_time <= MAX_FILE_S). Outside them:
+What is charged bounds what may run. est_time is written by the pull request, so it only ever
+raises a charge: each selected file is charged the most the dispatched job lets it hold its GPUs,
+under the timeouts that job enforces (the run plan, checks/target/dispatch_plan.py, read from the default
+branch's runner and job, never from the PR):
 
-- est_time <= 0 (or not a number) where the runner itself rejects it (the contract's
-  `est_time_positive`, read from the runner by checks/runner.py): the command is refused, as the
-  PR check's REG002 would fail that registration;
-- otherwise the file is costed at its stored MI355X p90 when the store holds enough passing runs
-  (`calibration.min_samples`), else at the bound: the runner's per-file timeout for that est_time
-  (checks/durations.runner_timeout, what the runner lets the file run before it kills it), or
-  MAX_FILE_S when even that is unbounded.
+- the runner's per-file timeout for that est_time (checks/durations.runner_timeout: for miles'
+  runner `max(timeout_per_file, 1.25 x est_time)`), so an est_time of 1e-9, 1 or a negative
+  number is charged the whole per-file timeout, never less;
+- times the attempts the runner's flags allow (`--enable-retry`, `--max-attempts`, each attempt's
+  timeout raised by `--retry-timeout-increase`);
+- never more than the GPU job's own timeout (`job_timeout_min`, at most GitHub's 360 minutes): an
+  est_time that is not a finite number (NaN, inf, a 400-digit literal) is charged that.
 
-The reply names each file so costed and which of the two it was.
+A run's total is capped the same way: one runner holds its GPUs at most for the job's timeout.
+Where the runner itself rejects a non-positive est_time (the contract's `est_time_positive`, read
+by checks/target/runner.py) the command is refused, as the PR check's REG002 would fail it.
 
-A run split into shards (checks/dispatch_plan.py) holds `shards` runners: it costs the runner's
-GPUs x the shards x the longest shard, with the files split the way the runner splits them.
+The reply shows each file's basis: its est_time, the per-file timeout it gets and what was charged.
+
+A run split into shards holds `shards` runners: it costs the runner's GPUs x the shards x the
+longest shard, with the files split the way the runner splits them (an upper bound whatever split
+the runner makes, since no shard is longer than the longest and all of them together hold no more
+than shards x the job's timeout).
 """
 
 from __future__ import annotations
@@ -23,15 +30,64 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from checks.dispatch_plan import partition
-from checks.durations import runner_timeout
+from checks.target.dispatch_plan import partition
+from checks.calibration.durations import runner_timeout
 
-# A GitHub Actions job's limit, 360 minutes (the reusable ROCm job the on-demand workflow calls
-# sets none; deploy/workflows/rocm-on-demand-job.yml sets `timeout-minutes: 360`): no file of a
-# run can hold its GPUs longer than the whole job.
+# A GitHub Actions job's limit, 360 minutes: no file of a run can hold its GPUs longer than the
+# whole job, whatever the job's own timeout-minutes says.
 MAX_FILE_S = 360 * 60
 
-EST_TIME, P90, BOUND = "est_time", "p90", "bound"
+TIMEOUT, JOB = "per-file timeout", "job timeout"
+
+# miles' tests/ci/run_suite.py defaults (argparse) for the retry flags a plan may pass
+DEFAULT_MAX_ATTEMPTS = 2
+DEFAULT_RETRY_INCREASE_S = 600
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The timeouts the dispatched job enforces, from the run plan (never from the PR)."""
+
+    timeout_per_file_s: int = 1800  # the runner's per-file floor (--timeout-per-file)
+    job_timeout_s: int = MAX_FILE_S  # one shard's job (timeout-minutes), at most GitHub's limit
+    attempts: int = 1  # runs of one file, retries included
+    retry_increase_s: int = 0  # added to each attempt's timeout when retries are on
+
+    @classmethod
+    def of(cls, plan) -> "Limits":
+        flags = list(getattr(plan, "runner_flags", ()) or ())
+        job_min = getattr(plan, "job_timeout_min", None)
+        job_s = MAX_FILE_S if not job_min or job_min <= 0 else min(int(job_min) * 60, MAX_FILE_S)
+        attempts, increase = 1, 0
+        if "--enable-retry" in flags:
+            attempts = max(1, _flag_int(flags, "--max-attempts", DEFAULT_MAX_ATTEMPTS))
+            increase = max(0, _flag_int(flags, "--retry-timeout-increase", DEFAULT_RETRY_INCREASE_S))
+        return cls(int(plan.timeout_per_file_s), job_s, attempts, increase)
+
+    def per_file(self, est: float | None) -> tuple[float, str]:
+        """(seconds, basis): the most one registration with this est_time may run."""
+        if est is None or not math.isfinite(est):
+            return float(self.job_timeout_s), JOB
+        # a non-positive est_time gets the runner's floor, as max(floor, 1.25 x est) gives it
+        one = runner_timeout(max(est, 0.0), self.timeout_per_file_s + self.retry_increase_s)
+        most = self.attempts * one
+        if most >= self.job_timeout_s:
+            return float(self.job_timeout_s), JOB
+        return float(most), TIMEOUT
+
+
+def _flag_int(flags: list[str], name: str, default: int) -> int:
+    """A runner flag's integer value (`--name N` or `--name=N`); the default when absent; the
+    default too when unreadable (the plan's flags come from the default branch's job)."""
+    for i, flag in enumerate(flags):
+        value = flags[i + 1] if flag == name and i + 1 < len(flags) else (
+            flag.split("=", 1)[1] if flag.startswith(name + "=") else None)
+        if value is not None:
+            try:
+                return int(value)
+            except ValueError:
+                return default
+    return default
 
 
 @dataclass(frozen=True)
@@ -39,16 +95,21 @@ class FileCost:
     file: str
     est_time: float | None  # as registered (summed over the file's registrations in the suite)
     seconds: float  # what the budget counts for it
-    basis: str  # EST_TIME | P90 | BOUND
+    basis: str  # TIMEOUT | JOB
 
-    def note(self, hardware: str) -> str | None:
-        """The reply's line for a file not costed at its own est_time."""
-        if self.basis == EST_TIME:
-            return None
+    def note(self, limits: Limits | None = None) -> str:
+        """The reply's line for this file: its est_time and what it is charged, and why."""
         shown = "not a number" if self.est_time is None else f"est_time={self.est_time:g}"
-        why = (f"the stored {hardware} p90, {self.seconds:g} s" if self.basis == P90
-               else f"the bound, {self.seconds:g} s (the most the runner lets the file run)")
-        return f"`{self.file}`: {shown} is outside 0 < est_time \u2264 {MAX_FILE_S} s, so it is costed at {why}"
+        if self.basis == JOB:
+            why = "the GPU job's timeout" + (f" ({limits.job_timeout_s // 60} min, the most any file can run)"
+                                               if limits is not None else " (the most any file can run)")
+        else:
+            why = "the runner's per-file timeout for it"
+            if limits is not None:
+                why += f", max({limits.timeout_per_file_s + limits.retry_increase_s} s, 1.25 \u00d7 est_time)"
+                if limits.attempts > 1:
+                    why += f" \u00d7 {limits.attempts} attempts"
+        return f"`{self.file}`: {shown}, charged {self.seconds:g} s, {why}"
 
 
 @dataclass(frozen=True)
@@ -57,23 +118,27 @@ class Costing:
     gpus: int  # what one runner of the run occupies
     refusal: str | None = None  # why the command is refused (nothing is costed then)
     shards: int = 1  # runners held in parallel
+    limits: Limits = Limits()
 
     @property
     def seconds(self) -> float:
         """Runner-seconds the budget counts: the sum of the files on one runner, else every shard
-        counted as long as the longest (over-counting only by the shards' imbalance)."""
-        if self.shards <= 1:
-            return float(sum(f.seconds for f in self.files))
-        split = partition({f.file: f.seconds for f in self.files}, self.shards)
-        per_file = {f.file: f.seconds for f in self.files}
-        return self.shards * max((sum(per_file[name] for name in shard) for shard in split), default=0.0)
+        counted as long as the longest; never past what the job's timeout lets the runners hold."""
+        runners = max(1, self.shards)
+        if runners == 1:
+            total = float(sum(f.seconds for f in self.files))
+        else:
+            per_file = {f.file: f.seconds for f in self.files}
+            split = partition(per_file, runners)
+            total = runners * max((sum(per_file[name] for name in shard) for shard in split), default=0.0)
+        return float(min(total, runners * self.limits.job_timeout_s))
 
     @property
     def gpu_hours(self) -> float:
         return gpu_hours(self.seconds, self.gpus)
 
-    def notes(self, hardware: str) -> list[str]:
-        return [n for n in (f.note(hardware) for f in self.files) if n]
+    def notes(self) -> list[str]:
+        return [f.note(self.limits) for f in self.files]
 
     def as_details(self) -> list[list]:
         return [[f.file, f.seconds, f.basis] for f in self.files]
@@ -86,68 +151,43 @@ def gpu_hours(seconds: float, gpus: int) -> float:
 
 
 def _number(value) -> float | None:
-    if value is None:
+    if value is None or isinstance(value, bool):
         return None
     try:
         number = float(value)
     except OverflowError:  # an integer literal too large for a float
         return math.inf
+    except (TypeError, ValueError):
+        return None
     return None if math.isnan(number) else number
 
 
-def in_bounds(est: float | None) -> bool:
-    return est is not None and 0 < est <= MAX_FILE_S
-
-
-def bound_for(est: float | None, timeout_per_file_s: int) -> float:
-    """The most the runner lets a file with this est_time run (MAX_FILE_S when it has no limit)."""
-    if est is None or not math.isfinite(est):
-        return float(MAX_FILE_S)
-    return float(min(runner_timeout(est, timeout_per_file_s), MAX_FILE_S))
-
-
-def cost_files(per_file: dict[str, list], gpus: int, *, est_time_positive: bool, timeout_per_file_s: int,
-               p90_of, shards: int = 1) -> Costing:
-    """per_file: file -> the est_time of each of its registrations in the suite.
-    p90_of(file) -> the stored p90 in seconds, or None."""
+def cost_files(per_file: dict[str, list], gpus: int, *, est_time_positive: bool, limits: Limits,
+               shards: int = 1) -> Costing:
+    """per_file: file -> the est_time of each of its registrations in the suite."""
     files = []
     for file in sorted(per_file):
         ests = [_number(e) for e in per_file[file]]
-        shown = ests[0] if len(ests) == 1 else (None if None in ests else sum(ests))
-        outside = [e for e in ests if not in_bounds(e)]
-        if not outside:
-            files.append(FileCost(file, shown, float(sum(ests)), EST_TIME))
-            continue
-        rejected = [e for e in outside if e is None or e <= 0]
+        rejected = [e for e in ests if e is None or e <= 0]
         if est_time_positive and rejected:
             what = "is not a number" if rejected[0] is None else f"is {rejected[0]:g}"
             return Costing([], gpus, f"`{file}`'s est_time {what}, which the runner rejects (est_time must be "
-                                     "a positive number): fix the registration first", shards)
-        p90 = p90_of(file)
-        if p90 is not None and p90 > 0:
-            files.append(FileCost(file, shown, float(min(p90, MAX_FILE_S)), P90))
+                                     "a positive number): fix the registration first", shards, limits)
+        shown = ests[0] if len(ests) == 1 else (None if None in ests else sum(ests))
+        bounds = [limits.per_file(e) for e in ests]
+        seconds = sum(s for s, _ in bounds)
+        if seconds >= limits.job_timeout_s or any(b == JOB for _, b in bounds):
+            files.append(FileCost(file, shown, float(limits.job_timeout_s), JOB))
         else:
-            seconds = sum(e if in_bounds(e) else bound_for(e, timeout_per_file_s) for e in ests)
-            files.append(FileCost(file, shown, float(seconds), BOUND))
-    return Costing(files, gpus, shards=shards)
+            files.append(FileCost(file, shown, float(seconds), TIMEOUT))
+    return Costing(files, gpus, shards=shards, limits=limits)
 
 
-def cost_selection(selection, contract, config, store_url: str, repository: str) -> Costing:
-    """The cost of a /run-rocm selection, with p90s from the store's durations on the calibration
-    hardware (MI355X by default)."""
+def cost_selection(selection, contract) -> Costing:
+    """The cost of a /run-rocm selection under its run plan's timeouts (the per-file timeout the
+    dispatched job passes, its job timeout and retry flags)."""
     per_file: dict[str, list] = {}
     for reg in selection.registrations:
         per_file.setdefault(reg.file, []).append(reg.est_time)
-    calibration = config.calibration
-
-    def p90_of(file: str) -> float | None:
-        from bot.store.measurements import query_stats
-
-        rows = query_stats(store_url, repository=repository, file=file, hardware=calibration.hardware,
-                           params=calibration)
-        rows = [r for r in rows if r.n >= calibration.min_samples and r.p90 is not None]
-        return max((float(r.p90) for r in rows), default=None)
-
-    # the per-file timeout the dispatched job enforces (the run plan's, from the job that runs the suite)
     return cost_files(per_file, selection.gpus, est_time_positive=bool(getattr(contract, "est_time_positive", False)),
-                      timeout_per_file_s=selection.plan.timeout_per_file_s, p90_of=p90_of, shards=selection.plan.shards)
+                      limits=Limits.of(selection.plan), shards=selection.plan.shards)

@@ -18,17 +18,17 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from bot.durations import ingest_job_log
+from bot.worker.durations import ingest_job_log
 from bot.github.retry import GitHubError, TransientError
 from bot.ondemand import texts
 from bot.ondemand.cost import Costing
 from bot.ondemand.permissions import Authority
 from bot.ondemand.selection import Outcome, Selection, analyse_bounded
-from bot.sources import GitHubTree
+from bot.worker.sources import GitHubTree
 from bot.store import ondemand as store
-from checks.config import CONFIG_PATH, Config, load_config
-from checks.dispatch_plan import partition
-from checks.durations import parse_job_log, runner_timeout
+from checks.target.config import CONFIG_PATH, Config, load_config
+from checks.target.dispatch_plan import partition
+from checks.calibration.durations import parse_job_log, runner_timeout
 from checks.wording import plural
 
 BUDGET_WINDOW = dt.timedelta(hours=24)
@@ -46,7 +46,7 @@ def _iso_now() -> str:
 class Pull:
     """One pull request as the flow needs it: GitHub's answer now, the trusted configuration, the store."""
 
-    job: object  # bot.routing.JobContext
+    job: object  # bot.worker.routing.JobContext
     repo: str
     number: int
     data: dict  # GET pulls/{n}
@@ -91,7 +91,7 @@ class Pull:
     def analyse(self, suite: str | None = None, files=()) -> Outcome:
         """The head's runnable suites (and `suite`'s selection and plan), read in the bounded
         analysis child, with the default branch's CI and the external consumers' workflows."""
-        from bot.sources import external_consumers
+        from bot.worker.sources import external_consumers
         from bot.store.index import RegistrationIndex
 
         self._analysis = analyse_bounded(self.tree, self.config, suite=suite, files=files, head_sha=self.head_sha,
@@ -134,11 +134,11 @@ def requested_files(request) -> list[str]:
 def details(requested: list[str], selection: Selection, costing: Costing, hardware: str) -> dict:
     """What a request keeps: the files asked for, each selected file with its est_time as
     registered, how the budget costed each (bot/ondemand/cost.py) and the reply's notes on that,
-    and where and how it runs (checks/dispatch_plan.py): the dispatch's inputs (`plan`) and the
+    and where and how it runs (checks/target/dispatch_plan.py): the dispatch's inputs (`plan`) and the
     plan as `run-plan --format json` shows it (`run_plan`), which the replies and the completed
     check run read (its per-file timeout judges each file)."""
     return {"requested": list(requested), "selected": [[f.file, f.est_time] for f in costing.files],
-            "costed": costing.as_details(), "cost_notes": costing.notes(hardware) + list(selection.notes),
+            "costed": costing.as_details(), "cost_notes": costing.notes() + list(selection.notes),
             "gpus": selection.gpus, "plan": selection.plan.inputs(),
             "run_plan": selection.plan.as_json(costing.gpu_hours)}
 
@@ -249,7 +249,7 @@ def open_request_check(pull: Pull, request, comment_url: str | None) -> None:
 def _inputs(pull: Pull, request, dispatch) -> dict:
     values = {"suite": request.suite, "head_sha": request.head_sha, "pull_number": str(request.pull_number),
               "files": " ".join(requested_files(request)), "repository": request.repository,
-              # where and how it runs, planned (and costed) when the request was made (checks/dispatch_plan.py)
+              # where and how it runs, planned (and costed) when the request was made (checks/target/dispatch_plan.py)
               **request.details.get("plan", {})}
     # A request stored before plans were recorded has none: the workflow's own defaults apply.
     return {name: values[source] for name, source in dispatch.inputs.items() if source in values}
@@ -636,7 +636,7 @@ def finish(job, request, run: dict, run_client) -> None:
     `run_client`: a client for the repository the run lives in.
 
     Every shard's log is read. A log GitHub fails to serve (5xx, no answer) is asked for again
-    with the job's own retries (bot/tasks.py: backoff, a bounded number of attempts); on the last
+    with the job's own retries (bot/worker/tasks.py: backoff, a bounded number of attempts); on the last
     attempt, or for a log that is gone (404/410), the check run completes `neutral` and names the
     shard whose log could not be read: a run is never `success` with results missing, and never
     left in progress because a log would not download.

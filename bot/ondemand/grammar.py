@@ -3,12 +3,13 @@
 Strict on purpose: whatever passes here may reach a workflow input. The comment is read as GitHub
 renders it (CommonMark with GitHub's tables and strikethrough, by markdown-it-py), and only its
 visible prose counts: a command is a line of a top-level paragraph that starts with one of the
-command words. Text GitHub shows as code (fenced or indented blocks, `<pre>`), hides (HTML
-comments) or quotes (`>` blockquotes, so quoting a maintainer's command never repeats it) is not
+command words (every command: `/run-rocm`, `/approve-rocm`, `/deny-rocm`, `/rocm-status`,
+`/calibrate-est-time`). Text GitHub shows as code (fenced or indented blocks, `<pre>`), hides (HTML
+comments, `<details>` blocks, an image's alt text) or quotes (`>` blockquotes, so quoting a maintainer's command never repeats it) is not
 a command; neither is a list item, a heading or a table cell. One command per comment, every
 token plain ASCII from a small character set. A line that only *looks* like a command (a Unicode
 dash or letter standing in for an ASCII one, a full-width slash, an invisible character inside
-or before the command word) is a refusal with a reason, never silently run and never silently
+or before the command word, an HTML entity such as `&#47;` or `&#x200B;`) is a refusal with a reason, never silently run and never silently
 ignored; so is a command whose paragraph goes on below it (file paths on the next line), which
 would otherwise run more than its author meant.
 """
@@ -16,6 +17,7 @@ would otherwise run more than its author meant.
 from __future__ import annotations
 
 import fnmatch
+import html
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -26,7 +28,8 @@ RUN = "/run-rocm"
 APPROVE = "/approve-rocm"
 DENY = "/deny-rocm"
 STATUS = "/rocm-status"
-WORDS = (RUN, APPROVE, DENY, STATUS)
+CALIBRATE = "/calibrate-est-time"  # bot/worker/handlers/calibration.py: one reader for every command
+WORDS = (RUN, APPROVE, DENY, STATUS, CALIBRATE)
 
 GRAMMAR = (
     "`/run-rocm <suite> [<test-file> ...]` runs a ROCm suite (or only the listed test files of it) "
@@ -46,7 +49,10 @@ MAX_COMMENT = 16_000
 
 # GitHub's comment Markdown: CommonMark plus the GFM block and inline syntax that changes which
 # text is prose (tables, strikethrough). Raw HTML is parsed as HTML, as GitHub does.
-_MARKDOWN = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+# `text_join` is off so that an HTML entity (`&#47;`) stays a token of its own: GitHub shows it as
+# the character, but a command written with one is not plain text (a look-alike, refused).
+_MARKDOWN = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"]).disable("text_join")
+_HIDING = re.compile(r"<(/?)details\b", re.IGNORECASE)  # a <details> block: folded away, not prose
 _BREAKS = ("softbreak", "hardbreak")  # GitHub shows a comment's newlines as line breaks
 
 # Letters that render like ASCII ones (a sample of Unicode's confusables for the command words).
@@ -87,6 +93,7 @@ class _CommandLine:
 class _Lines:
     commands: list[_CommandLine] = field(default_factory=list)
     lookalikes: list[str] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)  # HTML entities in look-alike lines, as written
 
 
 def _skeleton(text: str) -> str:
@@ -113,7 +120,7 @@ def _shown(token) -> str:
     not plain text), raw HTML is dropped (a tag or a comment is not shown)."""
     if token.type == "code_inline":
         return token.markup + token.content + token.markup
-    if token.type == "html_inline":
+    if token.type in ("html_inline", "image"):  # an image's alt text is not shown as text
         return ""
     return token.content or token.markup
 
@@ -121,8 +128,13 @@ def _shown(token) -> str:
 def _paragraph_lines(body: str):
     """Each top-level paragraph of the rendered comment as lines, each line its inline tokens."""
     tokens = _MARKDOWN.parse(body)
+    folded = 0  # <details> blocks open around this point: their paragraphs are not top-level prose
     for opening, inline in zip(tokens, tokens[1:]):
-        if opening.type != "paragraph_open" or opening.level != 0 or inline.type != "inline":
+        if opening.type == "html_block":
+            for closing in _HIDING.findall(opening.content):
+                folded = max(0, folded - 1) if closing else folded + 1
+            continue
+        if folded or opening.type != "paragraph_open" or opening.level != 0 or inline.type != "inline":
             continue
         lines: list[list] = [[]]
         for child in inline.children or ():
@@ -140,7 +152,11 @@ def _command_lines(body: str) -> _Lines:
         texts = ["".join(_shown(t) for t in parts).strip(" \t") for parts in lines]
         for n, (parts, line) in enumerate(zip(lines, texts)):
             word = _word_of(line)
-            if word is not None:
+            entities = [t.markup for t in parts if t.type == "text_special" and t.info == "entity"]
+            if (word is not None or _word_of(_skeleton(line)) is not None) and entities:
+                found.lookalikes.append(line)  # `&#47;run-rocm`: shown as a command, not written as one
+                found.entities.extend(entities)
+            elif word is not None:
                 html = next((t.content for t in parts if t.type == "html_inline"), None)
                 follows = next((t for t in texts[n + 1:] if t), None)
                 found.commands.append(_CommandLine(word, line, html, follows))
@@ -219,7 +235,7 @@ def parse(body: str | None, *, roots: list[str] | None = None, pattern: str = "t
     """
     if not body:
         return None
-    folded = _skeleton(body)
+    folded = _skeleton(html.unescape(body))  # entities decoded first: `/approve&#45;rocm` is looked at
     if not any(w[1:] in folded for w in WORDS):
         return None  # no command word, not even a disguised one: nothing to render
     if len(body) > MAX_COMMENT:
@@ -228,6 +244,9 @@ def parse(body: str | None, *, roots: list[str] | None = None, pattern: str = "t
     lines = _command_lines(body)
     if not lines.commands and not lines.lookalikes:
         return None
+    if lines.lookalikes and not lines.commands and lines.entities:
+        return Refusal(f"the command is written with the HTML entity {_quoted(lines.entities[0])}, which GitHub "
+                       "shows as a character: commands are plain text")
     if lines.lookalikes and not lines.commands:
         line = lines.lookalikes[0]
         first = line.split(None, 1)[0]
@@ -260,7 +279,7 @@ def parse(body: str | None, *, roots: list[str] | None = None, pattern: str = "t
     tokens = rest.split()  # non-ASCII letters are refused by the suite and path checks below
     if len(tokens) > MAX_TOKENS:
         return Refusal(f"too many arguments ({len(tokens)})", word)
-    if word in (APPROVE, STATUS):
+    if word in (APPROVE, STATUS, CALIBRATE):
         if tokens:
             return Refusal(f"`{word}` takes no arguments", word)
         return Command(word, line=line)

@@ -4,14 +4,14 @@ The suite must be a ROCm suite (of the head's inventory, or of the default branc
 inventory or a job of its CI that runs it with a ROCm backend) AND have a dispatch entry in the
 configuration from the default branch (its own, or the `"*"` entry): only the trusted branch says
 what may be dispatched, and to which workflow. Where and how it runs is the plan
-(checks/dispatch_plan.py), made from the default branch's CI (checks/target_ci.py): nothing of it
+(checks/target/dispatch_plan.py), made from the default branch's CI (checks/target/target_ci.py): nothing of it
 comes from the pull request, whose head gives only the test files. The files are the ones the
 runner itself selects for the plan's flags (its cadence, its label policy), so what is listed and
 charged is what runs. Read statically through checks/, like the PR check: the repository's code
 is never executed here. `ci-registrar run-plan` calls the same `select`.
 
 Reading the PR's files is analysis of PR content, so it runs where the PR check runs: in the
-bounded analysis child (bot/analysis.py), under the same time and memory limits and the same
+bounded analysis child (bot/worker/analysis.py), under the same time and memory limits and the same
 checks/limits.py caps, with the same registration index. The worker only sends the job and gets
 back an Outcome (`analyse_bounded`); `analyse` is the child's side. No file of the PR is parsed
 on a worker thread (CPython 3.11's parser is not safe to run in several threads at once).
@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from checks.config import Config, Dispatch
-from checks.contract import Contract, read_contract
-from checks.dispatch_plan import NoRunner, RunPlan, plan
+from checks.target.config import Config, Dispatch
+from checks.target.contract import Contract, read_contract
+from checks.target.dispatch_plan import NoRunner, RunPlan, plan
 from checks.engine import Context, _scan, discover
 from checks.limits import Budget, Limits
 from checks.model import Backend, Registration
-from checks.target_ci import TargetCI, read_target_ci
+from checks.target.target_ci import TargetCI, read_target_ci
 
 ENGINE = "bot.ondemand.selection:analyse"
 
@@ -106,7 +106,7 @@ def runner_selects(run: RunPlan, target: TargetCI, notes: list[str]):
 def select(tree, config: Config, contract: Contract, suite: str, files: list[str], head_sha: str,
            budget: Budget | None = None, scan_cache=None, *, target: TargetCI | None = None) -> Selection:
     """The ROCm registrations of `suite` at the head that its run plan runs (of `files` only, when
-    given), and that plan. `target`: the default branch's CI (checks/target_ci.py); None reads it
+    given), and that plan. `target`: the default branch's CI (checks/target/target_ci.py); None reads it
     from `tree` itself (a local checkout, where the two are one).
 
     Files are scanned as the PR check scans them (checks.engine._scan: the caps of `budget`, the
@@ -174,7 +174,7 @@ class Outcome:
 def analyse(head, base=None, changed=None, *, config_text=None, limits: Limits | None = None, scan_cache=None,
             config: Config, suite: str | None = None, files: tuple[str, ...] = (), head_sha: str = "",
             consumers_from: dict | None = None) -> Outcome:
-    """The child's job (bot.analysis runs it as its engine): read the head's contract and the
+    """The child's job (bot.worker.analysis runs it as its engine): read the head's contract and the
     default branch's CI (`base`: the default branch, never the PR), then select.
 
     `config` is the trusted configuration (the default branch's, read by the worker); the PR's
@@ -199,11 +199,11 @@ def analyse(head, base=None, changed=None, *, config_text=None, limits: Limits |
 def analyse_bounded(tree, config: Config, *, suite: str | None = None, files=(), head_sha: str = "",
                     scan_cache=None, log=None, base=None, consumers_from: dict | None = None) -> Outcome:
     """`analyse` in the bounded analysis child. A limit reached is a refusal that names it.
-    `base`: the default branch's tree (bot.sources.GitHubTree), whose CI the plan copies.
+    `base`: the default branch's tree (bot.worker.sources.GitHubTree), whose CI the plan copies.
 
-    Raises bot.analysis.AnalysisError when the child raised (a bug: the job's failure handling applies).
+    Raises bot.worker.analysis.AnalysisError when the child raised (a bug: the job's failure handling applies).
     """
-    from bot.analysis import LimitExceeded, run_check_bounded
+    from bot.worker.analysis import LimitExceeded, run_check_bounded
 
     result = run_check_bounded(tree, base, None, config_text=None, engine=ENGINE, scan_cache=scan_cache, log=log,
                                consumers_from=consumers_from,

@@ -14,7 +14,7 @@ import json
 import re
 
 from bot.ondemand.grammar import GRAMMAR
-from checks.dispatch_plan import plan_lines
+from checks.target.dispatch_plan import plan_lines
 from checks.wording import plural
 
 REQUEST_CHECK = "MI350 run request · {suite}"
@@ -67,7 +67,7 @@ def _selected_table(files_with_est: list[tuple[str, float | None]]) -> str:
 
 
 def plan_block(view: dict | None) -> str:
-    """The run plan (checks/dispatch_plan.py, as `ci-registrar run-plan` prints it), or nothing
+    """The run plan (checks/target/dispatch_plan.py, as `ci-registrar run-plan` prints it), or nothing
     for a request stored before plans were kept."""
     if not view:
         return ""
@@ -101,8 +101,8 @@ def dispatched(suite: str, head_sha: str, number: int, run_url: str | None, file
 
 def _cost_basis(gpus: int, shards: int) -> str:
     if shards <= 1:
-        return f"{plural(gpus, 'GPU')} \u00d7 the sum of est_time"
-    return f"{shards} shards of {plural(gpus, 'GPU')} \u00d7 the longest shard's est_time"
+        return f"{plural(gpus, 'GPU')} \u00d7 the most each file may run"
+    return f"{shards} shards of {plural(gpus, 'GPU')} \u00d7 the longest shard, each file at the most it may run"
 
 
 def in_flight(user: str, suite: str, run_url: str | None, requester: str) -> str:
@@ -121,7 +121,7 @@ def head_unseen(user: str, what: str, head_sha: str, moved: bool) -> str:
 
 
 def cost_notes(notes: list[str]) -> str:
-    """Files whose est_time was not used for the cost (bot/ondemand/cost.py), one line each."""
+    """Each file's charge and its basis (bot/ondemand/cost.py), one line each."""
     if not notes:
         return ""
     return "\n\nCost: " + ("; ".join(notes) if len(notes) == 1 else "\n" + "\n".join(f"- {n}" for n in notes)) + "."

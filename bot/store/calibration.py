@@ -19,7 +19,7 @@ class CalibrationRun(Base):
     outcome: Mapped[str] = mapped_column(String(32))
     pull_number: Mapped[int | None] = mapped_column(Integer, nullable=True)
     every_days: Mapped[float] = mapped_column(Float)  # the repository's calibration.pull_request_every_days then
-    # JSON: the REG020 verdict of each calibrated file at that refresh (bot.calibration_pr.verdicts)
+    # JSON: the REG020 verdict of each calibrated file at that refresh (bot.worker.calibration_pr.verdicts)
     verdicts: Mapped[str | None] = mapped_column(Text, nullable=True)
     requested_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)  # due now
     ingest_request_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -67,7 +67,7 @@ def get_engine(url: str) -> Engine:
 
 
 # A PostgreSQL that does not answer a connect is an outage, not a wait without end: a job then
-# waits for the store on the queue (bot/tasks.py) rather than holding its worker thread. TCP
+# waits for the store on the queue (bot/worker/tasks.py) rather than holding its worker thread. TCP
 # keepalives find a connection whose peer vanished. Any of these set in DATABASE_URL wins.
 PG_CONNECT_DEFAULTS = {"connect_timeout": 5, "keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
                        "keepalives_count": 3}

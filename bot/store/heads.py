@@ -2,7 +2,7 @@
 PR's head stops spending GitHub calls and never writes a verdict nobody will look at.
 
 Noted when any push's job starts, and, for a `synchronize` delivery, already when the intake
-accepts it (bot/webhooks.py), so a job of an older push still queued for that PR learns of it
+accepts it (bot/web/webhooks.py), so a job of an older push still queued for that PR learns of it
 before it starts. The intake never writes to the store itself: a store write per delivery cut the
 intake to a third of its rate (bench/ingress.py --action synchronize). It hands the note to an
 in-process buffer (NoteBuffer), which a background thread writes in one transaction every
@@ -123,7 +123,7 @@ class NoteBuffer:
             try:
                 note_many(url, heads)
             except Exception as exc:  # noqa: BLE001 - only the saving is lost
-                from bot.logging import get_logger
+                from bot.infra.logging import get_logger
 
                 get_logger("ci_registrar.web").warning("could not note PR heads", error=type(exc).__name__,
                                                        notes=len(heads))
@@ -135,7 +135,7 @@ BUFFER = NoteBuffer()
 def note_delivery(url: str, event: str, data: dict) -> None:
     """From an accepted delivery's payload: a push to an open PR's branch (`synchronize`), the only
     event that can put a newer head behind a job already queued for the same PR, handed to BUFFER.
-    Opened and reopened are noted by their own job (bot/handlers/pull_requests.py)."""
+    Opened and reopened are noted by their own job (bot/worker/handlers/pull_requests.py)."""
     if event != "pull_request" or data.get("action") != "synchronize":
         return
     pr, repository = _mapping(data.get("pull_request")), _mapping(data.get("repository"))

@@ -1,7 +1,7 @@
 """The registration index (migration 0006): what the engine learnt from each file, by content.
 
 A scan of one file (its registrations, parse outcome and the facts the rules need) depends only on
-the file's bytes and the contract it is read against (checks/scan_facts.py), so every worker keeps
+the file's bytes and the contract it is read against (checks/scanning/scan_facts.py), so every worker keeps
 it here under (repository, scan key): the key digests the git blob SHA, the contract fingerprint
 and the engine's facts version. A check then reads from GitHub only the blobs the index lacks,
 and an App upgrade that changes what a scan holds (ENGINE_FACTS_VERSION) simply misses every old

@@ -1,7 +1,7 @@
 """The measurements table (migration 0002): one row per attempt of one test file in one job, and
 the SQL that reads and writes it: idempotent inserts, the window and its statistics, lookups.
 
-bot.durations turns logs and files into rows and rows into exports; it never writes SQL itself.
+bot.worker.durations turns logs and files into rows and rows into exports; it never writes SQL itself.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 from sqlalchemy.types import TypeDecorator
 
 from bot.store.db import Base, get_engine, session_scope, upgrade
-from checks.calibration import UNMERGED_EVENTS
-from checks.durations import CalibrationParams, DurationStats, duration_stats, elapsed_problem
+from checks.calibration.policy import UNMERGED_EVENTS
+from checks.calibration.durations import CalibrationParams, DurationStats, duration_stats, elapsed_problem
 
 UNKNOWN_HARDWARE = "unknown"
 NATURAL_KEY = ("repository", "run_id", "job_id", "file", "attempt")
@@ -426,7 +426,7 @@ def query_stats(
 ) -> list[StatRow]:
     """n, median, p90, max per (repository, file, backend, hardware) over the last window_runs
     passing runs within window_days days (defaults from params, else the `calibration:` defaults
-    of checks/config.py: 10 runs, 30 days).
+    of checks/target/config.py: 10 runs, 30 days).
 
     The database filters, ranks (ROW_NUMBER over the partial PASS index) and aggregates; rows
     come sorted by repository, file, backend, hardware.

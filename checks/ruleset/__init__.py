@@ -26,11 +26,14 @@ from types import ModuleType
 
 REQUIRED_SECTIONS = ("Why", "Example", "How to fix")
 _SECTION = re.compile(r"^## (.+?)\s*$", re.MULTILINE)
+# a rule's own module; any other module of the package (a helper two rules share) is not a rule
+_RULE_MODULE = re.compile(r"^reg\d{3}_")
 
 
 def rule_modules() -> list[ModuleType]:
     """Every rule module of this package, by module name (regNNN_... sorts by code)."""
-    return [importlib.import_module(f"{__name__}.{m.name}") for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)]
+    return [importlib.import_module(f"{__name__}.{m.name}") for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
+            if _RULE_MODULE.match(m.name)]
 
 
 def doc_sections(docstring: str | None) -> tuple[tuple[str, str], ...]:

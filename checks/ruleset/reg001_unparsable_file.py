@@ -29,4 +29,4 @@ NAME = "unparsable-file"
 SEVERITY = Severity.FAILURE
 SUMMARY = "The file does not parse (syntax error, not UTF-8, too deep): the runner cannot read it."
 FIXABLE = False
-IMPLEMENTED_IN = "checks/registrations.py (scan_file)"
+IMPLEMENTED_IN = "checks/scanning/registrations.py (scan_file)"

@@ -31,4 +31,4 @@ SUMMARY = (
     " or disabled."
 )
 FIXABLE = False
-IMPLEMENTED_IN = "checks/registrations.py (_FileReader.read_registration, validate_values)"
+IMPLEMENTED_IN = "checks/scanning/registrations.py (_FileReader.read_registration, validate_values)"

@@ -28,4 +28,4 @@ NAME = "invisible-registration"
 SEVERITY = Severity.WARNING
 SUMMARY = "A registration the runner silently ignores: aliased import, attribute call, call not a top-level expression statement, call inside `if`."
 FIXABLE = False
-IMPLEMENTED_IN = "checks/registrations.py (_FileReader.find_invisible)"
+IMPLEMENTED_IN = "checks/scanning/registrations.py (_FileReader.find_invisible)"

@@ -27,4 +27,4 @@ NAME = "unused-suppression"
 SEVERITY = Severity.NOTICE
 SUMMARY = "A `# ci-registrar: ignore[...]` comment that suppresses no finding."
 FIXABLE = False
-IMPLEMENTED_IN = "checks/suppressions.py"
+IMPLEMENTED_IN = "checks/scanning/suppressions.py"

@@ -24,10 +24,18 @@ suite to a 4-GPU one); a token that is no hardware model and no word of the inve
 is taken for a typo. A disabled registration gets the hint, never a one-click fix: it may be
 disabled precisely because its hardware has no CI yet.
 
-Severity follows the runner of that revision. A runner that validates nothing and only prints
-"Unknown suite" (sgl-project/sglang until April 2026) still runs a suite a job names: when a
-workflow runs the suite with the registration's backend (`--hw`) and nightly flag, the finding
-is a warning that names that job; when none does, it stays a failure (the test never runs).
+Severity: one defect, one severity, in every era and for every backend. The test never runs
+(**failure**) when the runner rejects the name (it validates this backend's suites and raises),
+or when it lets the name through and no job runs the suite for that backend; the finding then
+says so plainly: "no workflow in this repository or its configured consumers runs suite X for
+backend Y". The runner lets a name through when it does not validate that backend's suites
+(sgl-project/sglang's AMD and NPU suites, which `validate_all_suites` never checks) or only
+prints "Unknown suite" (sglang until April 2026). The test runs (**warning**: add the suite to
+the inventory) when a workflow runs the suite with the registration's backend (`--hw`) and
+nightly flag, naming that job, or when a workflow runs the file itself (`python3 file.py`, or
+pytest on the file, its directory or a glob, `python -m pytest` too). It is also a warning when
+a workflow could not be read whole (REG902: it may be the one that runs it), and for a disabled
+registration where the runner accepts one with an unknown suite.
 """
 
 from checks.model import Severity

@@ -29,4 +29,4 @@ NAME = "external-consumer-unread"
 SEVERITY = Severity.WARNING
 SUMMARY = "A configured external consumer's workflow could not be read (not given to the CLI, not readable by the App, not UTF-8 or not YAML): the suites it runs are unknown, so the checks that need them (REG013, REG016) are skipped for this check."
 FIXABLE = False
-IMPLEMENTED_IN = "checks/workflows.py"
+IMPLEMENTED_IN = "checks/target/workflows.py"

@@ -18,7 +18,7 @@ A pull request that lowers est_time below passing runs of the window fails:
 > lowers est_time from 800 to 600 s, below 4 of the 5 passing runs on MI355X in the window (slowest 720 s) ...
 
 REG020 flags exactly what `ci-registrar calibrate` would change, with the value it would write:
-both call `checks.calibration.decide`. An est_time the thresholds would call over-estimated but
+both call `checks.calibration.policy.decide`. An est_time the thresholds would call over-estimated but
 that calibrate leaves alone (a timeout remembered, a window not yet full) is not flagged; the
 calibrate report says why (`unchanged: ... timeout-in-window`, `window-not-full`).
 
@@ -49,7 +49,7 @@ IMPLEMENTED_IN = "checks/ruleset/reg020_est_time_miscalibrated.py"
 
 def check(reg, window, params, bounds=None) -> list:
     """REG020 for one registration with enough runs: calibrate's decision, flagged when it changes est_time."""
-    from checks.calibration import Bounds, decide
+    from checks.calibration.policy import Bounds, decide
     from checks.rules import make_finding
 
     decision = decide(reg, window, params, bounds or Bounds())
@@ -65,8 +65,8 @@ def check(reg, window, params, bounds=None) -> list:
 
 def lowering(reg, d, params):
     """A change that lowers est_time below passing runs of the window: a failure naming how many."""
-    from checks.calibration import hardware_for_suite
-    from checks.durations import suggest_est_time
+    from checks.calibration.policy import hardware_for_suite
+    from checks.calibration.durations import suggest_est_time
     from checks.rules import make_finding
 
     base = reg.base

@@ -47,8 +47,8 @@ def check(ctx, checked: set[str], consumers_of, durations_index=None) -> list:
     from collections import defaultdict
 
     from checks.rules import make_finding
-    from checks.shards import Item, heaviest, minutes, partition, rebalance, shards_needed
-    from checks.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES
+    from checks.calibration.shards import Item, heaviest, minutes, partition, rebalance, shards_needed
+    from checks.target.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES
 
     out = []
     params = ctx.config.calibration

@@ -30,4 +30,4 @@ NAME = "unreadable-contract"
 SEVERITY = Severity.WARNING
 SUMMARY = "The suite inventory, register signatures or labels cannot be read statically; rules that depend on the unreadable part are skipped (a failure when it is the runner's discovery, or when that discovery reads no file while test files exist)."
 FIXABLE = False
-IMPLEMENTED_IN = "checks/contract.py"
+IMPLEMENTED_IN = "checks/target/contract.py"

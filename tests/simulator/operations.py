@@ -478,6 +478,7 @@ class RestOperations:
             cr["output"].update({k: v for k, v in output.items() if k != "annotations"})
             cr["annotations"].extend(copy.deepcopy(annotations))
         if "actions" in body:
+            _validate_actions(body["actions"])
             cr["actions"] = body["actions"]
         cr["patches"] += 1
 
@@ -701,3 +702,26 @@ class RestOperations:
 def _b64_lines(content: bytes) -> str:
     encoded = base64.b64encode(content).decode()
     return "\n".join(encoded[i:i + 60] for i in range(0, len(encoded), 60)) + ("\n" if encoded else "")
+
+
+# GitHub's check run `actions` (REST "Create a check run"): at most 3 buttons, each with a label of
+# at most 20 characters, a description of at most 40 and an identifier of at most 20, all required.
+_ACTION_LIMITS = {"label": 20, "description": 40, "identifier": 20}
+
+
+def _validate_actions(actions) -> None:
+    def invalid(message: str):
+        return ApiError(422, "Validation Failed", errors=[
+            {"resource": "CheckRun", "code": "invalid", "field": "actions", "message": message}])
+
+    if not isinstance(actions, list) or len(actions) > 3:
+        raise invalid("actions: at most 3 are allowed")
+    for action in actions:
+        if not isinstance(action, dict):
+            raise invalid("an action is an object")
+        for key, limit in _ACTION_LIMITS.items():
+            value = action.get(key)
+            if not isinstance(value, str) or not value:
+                raise invalid(f"{key} is required")
+            if len(value) > limit:
+                raise invalid(f"{key} is too long (maximum is {limit} characters)")

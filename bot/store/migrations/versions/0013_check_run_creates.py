@@ -4,7 +4,7 @@ sending it.  (branch fix-races; the coordinator re-numbers on merge)
 A create whose answer is lost (read timeout, dropped connection, the process killed meanwhile)
 may still have made the run on GitHub, with nothing in `check_runs`. The first job of another
 delivery for that head must then list GitHub's runs rather than assume none exists
-(bot/handlers/pull_requests.find_or_create_run), or the head gets two runs.
+(bot/worker/handlers/pull_requests.find_or_create_run), or the head gets two runs.
 
 Revision ID: 0013_check_run_creates
 Revises: 0012_measurement_provenance

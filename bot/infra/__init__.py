@@ -1,0 +1,1 @@
+"""Shared infrastructure of both processes: settings, logging, metrics and webhook payloads."""

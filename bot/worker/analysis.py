@@ -1,0 +1,403 @@
+"""One analysis job under a wall-clock and a memory limit: the engine runs in a child process.
+
+Every analysis of PR content goes through here: the PR check (checks.engine.check_tree, the
+default engine) and a /run-rocm command's selection (bot.ondemand.selection.analyse).
+
+checks/limits.py bounds what the engine reads and builds, but Python alone cannot stop a
+computation that takes too long, or cap its memory, from inside the same process. So the App runs
+`check_tree` in a child process (`python -m bot.worker.analysis`, a fresh interpreter: nothing of the
+worker's threads, sockets or tokens is inherited, and no main module is re-imported as
+multiprocessing's spawn/forkserver would do) with RLIMIT_AS (memory) and RLIMIT_CPU (a backstop
+should this process die) set in the child before it imports the engine, and kills it when its
+time is up. Messages go both ways as pickles over multiprocessing.connection framing on the
+child's stdin and a dedicated pipe.
+
+Design: the child reads files through the parent. It gets the two listings (head and base paths)
+and a Tree whose `read`/`prefetch` send the path over the pipe; the parent answers from the real
+Tree (bot/worker/sources.py GitHubTree: GitHub calls, retries, the blob cache). Why this over the two
+alternatives:
+- a snapshot of every byte the engine might need would duplicate the engine's choice of files
+  (discovery, diff mode, suite totals) in the parent, and read files the engine would not;
+- reading the blob cache directory from the child needs every blob on disk first (the cache is
+  optional and memory-first) and the same duplicated choice of files.
+Proxying keeps exactly the in-process engine's reads, with GitHub I/O, tokens and caches in the
+parent only. The clock counts the child's time only: the time the parent spends fetching a blob
+for it is not charged to the analysis (GitHub's slowness has its own retry handling).
+
+The result is the engine's Report, or a LimitExceeded naming the limit, its value and the file
+being read when it was hit. bot/worker/handlers/pull_requests.py turns that into a `neutral` check run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Mapping
+
+from checks.limits import Limits
+
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MEMORY_MB = 1024
+TIMEOUT_ENV = "CI_REGISTRAR_ANALYSIS_TIMEOUT_S"
+MEMORY_ENV = "CI_REGISTRAR_ANALYSIS_MEMORY_MB"
+ENGINE = "checks.engine:check_tree"
+
+_FROM_TREE = object()
+_EXIT_OUT_OF_MEMORY = 3  # the child could not even say it ran out of memory
+
+
+class AnalysisError(Exception):
+    """The engine raised in the child (a bug, not a limit): the job's ordinary failure handling applies."""
+
+
+@dataclass(frozen=True)
+class LimitExceeded:
+    """The analysis was stopped: `limit` ("timeout_s" or "memory_bytes") reached at `value`."""
+
+    limit: str
+    value: float | int
+    detail: str
+    file: str | None = None
+
+    @property
+    def env_var(self) -> str:
+        return TIMEOUT_ENV if self.limit == "timeout_s" else MEMORY_ENV
+
+    def describe_value(self) -> str:
+        if self.limit == "timeout_s":
+            return f"{self.value:g} s"
+        return f"{self.value / (1024 * 1024):g} MiB"
+
+    def check_run(self) -> tuple[str, dict, list[dict]]:
+        """(conclusion, output, annotations) for the check run: neutral, never a pass."""
+        from checks.reporting.render import SUMMARY_LIMIT, md_code, md_text
+
+        what = "time" if self.limit == "timeout_s" else "memory"
+        title = f"Not checked: the analysis reached its {what} limit ({self.limit} = {self.describe_value()})"
+        where = f" while reading {md_code(self.file)}" if self.file else ""
+        summary = (
+            f"CI Registrar stopped analysing this commit{where}: {md_text(self.detail)}.\n\n"
+            f"The limit is `{self.limit}` = {self.describe_value()} (set by `{self.env_var}`). "
+            "No registration was checked, so this check is **neutral**, not a pass: the inputs this "
+            "pull request adds (test files, workflows, the suite inventory) are larger or more "
+            "expanded than a review needs. Make them smaller, or raise the limit for this deployment."
+        )
+        return "neutral", {"title": title[:255], "summary": summary[:SUMMARY_LIMIT]}, []
+
+
+def budget_from_env(environ: Mapping[str, str]) -> tuple[float, int]:
+    """(timeout in seconds, memory in bytes) from CI_REGISTRAR_ANALYSIS_TIMEOUT_S / _MEMORY_MB."""
+    timeout, memory = DEFAULT_TIMEOUT_S, DEFAULT_MEMORY_MB
+    raw = environ.get(TIMEOUT_ENV)
+    if raw not in (None, ""):
+        try:
+            timeout = float(raw)
+        except ValueError:
+            raise ValueError(f"{TIMEOUT_ENV}={raw!r}: expected a number of seconds") from None
+        if not timeout > 0:
+            raise ValueError(f"{TIMEOUT_ENV}={raw!r}: must be more than 0")
+    raw = environ.get(MEMORY_ENV)
+    if raw not in (None, ""):
+        if not raw.strip().isdigit() or int(raw) < 64:
+            raise ValueError(f"{MEMORY_ENV}={raw!r}: expected a whole number of MiB, at least 64")
+        memory = int(raw)
+    return timeout, memory * 1024 * 1024
+
+
+# -- the child ------------------------------------------------------------------------------------
+class _ProxyTree:
+    """A checks.scanning.tree.Tree whose files the parent reads (see the module docstring)."""
+
+    def __init__(self, conn, name: str, paths: list[str] | None, shas: dict[str, str] | None = None):
+        self._conn, self._name, self._paths = conn, name, paths
+        self._shas = shas or {}
+        self.listed = paths is not None  # as the parent's tree: an unlisted base is read at known paths only
+
+    def blob_sha(self, path: str) -> str | None:
+        """From the parent's listing: the engine's scan cache answers a file without reading it."""
+        return self._shas.get(path)
+
+    def paths(self):
+        if self._paths is None:  # an unlisted tree (the base): asked for only if the engine needs it
+            self._conn.send(("paths", self._name))
+            self._paths = self._conn.recv()
+        return self._paths
+
+    def read(self, path: str) -> bytes | None:
+        self._conn.send(("read", self._name, path))
+        return self._conn.recv()
+
+    def prefetch(self, paths) -> None:
+        self._conn.send(("prefetch", [(self._name, list(paths))]))
+        self._conn.recv()
+
+    def prefetch_many(self, pairs) -> None:
+        """checks.scanning.tree.prefetch: head and base paths in one message, so the parent reads them in one go."""
+        self._conn.send(("prefetch", [(tree._name, list(paths)) for tree, paths in pairs]))
+        self._conn.recv()
+
+
+class _ProxyScanCache:
+    """The engine's scan-cache hook (checks/scanning/scan_facts.py) answered by the parent's store."""
+
+    def __init__(self, conn):
+        self._conn = conn
+
+    def get_many(self, keys) -> dict:
+        self._conn.send(("index_get", list(keys)))
+        return self._conn.recv()
+
+    def put_many(self, entries: dict) -> None:
+        self._conn.send(("index_put", entries))
+        self._conn.recv()
+
+
+class _Duplex:
+    """Two one-way multiprocessing Connections used as one."""
+
+    def __init__(self, reader: Connection, writer: Connection):
+        self.reader, self.writer = reader, writer
+
+    def send(self, obj) -> None:
+        self.writer.send(obj)
+
+    def recv(self):
+        return self.reader.recv()
+
+    def poll(self, timeout: float) -> bool:
+        return self.reader.poll(timeout)
+
+    def close(self) -> None:
+        self.reader.close()
+        self.writer.close()
+
+
+def _child_main() -> None:
+    """`python -m bot.worker.analysis <fd>`: stdin brings the job, the file descriptor takes the answers."""
+    conn = _Duplex(Connection(0, writable=False), Connection(int(sys.argv[1]), readable=False))
+    os.dup2(2, 1)  # stray prints go to stderr, never into the protocol
+    try:
+        job = conn.recv()
+    except EOFError:
+        return
+    memory_bytes, cpu_s = job["memory_bytes"], job["cpu_s"]
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))  # if the parent is gone
+    except (ValueError, OSError):
+        pass
+    out_of_memory = False
+    try:
+        module, name = job["engine"].split(":")
+        run = getattr(importlib.import_module(module), name)
+        listings = job["listings"]
+        head = _ProxyTree(conn, "head", listings["head"], job.get("head_shas"))
+        base = _ProxyTree(conn, "base", listings["base"]) if job["has_base"] else None
+        extra = {"scan_cache": _ProxyScanCache(conn)} if job.get("scan_cache") else {}
+        if job.get("consumers_from") is not None:
+            extra["consumers_from"] = job["consumers_from"]
+        extra.update(job.get("arguments") or {})
+        report = run(head, base, job["changed"], config_text=job["config_text"], limits=job["limits"], **extra)
+        del head, base
+        conn.send(("report", report))
+    except MemoryError:
+        out_of_memory = True  # answered below, once the traceback (and what it holds) is freed
+    except (EOFError, BrokenPipeError):
+        pass  # the parent is gone or stopped us
+    except BaseException:  # noqa: BLE001 - reported to the parent, which raises it there
+        conn.send(("error", traceback.format_exc()[-4000:]))
+    if out_of_memory:
+        try:
+            conn.send(("memory", None))
+        except BaseException:  # noqa: BLE001
+            os._exit(_EXIT_OUT_OF_MEMORY)
+
+
+# -- the parent -----------------------------------------------------------------------------------
+def run_check_bounded(
+    head,
+    base=None,
+    changed=None,
+    *,
+    config_text=_FROM_TREE,
+    limits: Limits | None = None,
+    timeout_s: float | None = None,
+    memory_bytes: int | None = None,
+    engine: str = ENGINE,
+    scan_cache=None,
+    log=None,
+    consumers_from: dict | None = None,
+    arguments: dict | None = None,
+):
+    """checks.engine.check_tree(head, base, changed, config_text=..., limits=..., consumers_from=...) in a child process.
+
+    Returns the Report, or LimitExceeded when the child runs longer than `timeout_s` (time spent
+    computing, not waiting for the parent's reads) or past `memory_bytes`. Defaults come from the
+    environment (budget_from_env, Limits.from_env). Raises AnalysisError when the engine raises.
+    `engine` ("module:function") exists for tests.
+    `scan_cache`: the engine's scan-cache hook in this process (the App's registration index); the
+    child reaches it over the pipe. It is a cache: an error in it is logged (`log`) and treated
+    as a miss, never as the check's failure.
+    `consumers_from`: the external consumers' workflows the parent read
+    (bot.worker.sources.external_consumers), passed on as they are.
+    `arguments`: more keyword arguments for `engine` (pickled: plain data), e.g. the on-demand
+    selection's trusted configuration and command (bot/ondemand/selection.py).
+    """
+    env_timeout, env_memory = budget_from_env(os.environ)
+    timeout_s = env_timeout if timeout_s is None else timeout_s
+    memory_bytes = env_memory if memory_bytes is None else memory_bytes
+    limits = limits or Limits.from_env(os.environ)
+    if config_text is _FROM_TREE:
+        from checks.target.config import CONFIG_PATH
+
+        config_text = head.read(CONFIG_PATH)
+    if consumers_from:  # enough of an oversized file for the engine to see it is over the cap
+        consumers_from = {k: v[: limits.file_bytes + 1] if isinstance(v, bytes) else v for k, v in consumers_from.items()}
+    trees = {"head": head, "base": base}
+    # The head is listed up front (discovery needs every path); a base only where it has a listing
+    # already (bot.worker.sources reads an unlisted base at the paths the engine asks for).
+    head_paths = list(head.paths())
+    head_blob_sha = getattr(head, "blob_sha", None)
+    head_shas = {p: sha for p in head_paths if (sha := head_blob_sha(p))} if scan_cache is not None and head_blob_sha else None
+    listings = {"head": head_paths,
+                "base": list(base.paths()) if base is not None and getattr(base, "listed", True) else None}
+    from bot.worker import analysis_slots
+
+    # One of the analysis slots shared between installations (bot/worker/analysis_slots.py): taken before
+    # the child starts, paused (SIGSTOP) and taken again when the job must yield, freed at the end.
+    with analysis_slots.held(_installation(), log=log) as slot:
+        return _run_child(slot, engine, listings, base, head_shas, changed, config_text, limits, memory_bytes,
+                          timeout_s, consumers_from, arguments, trees, scan_cache, log)
+
+
+def _installation():
+    from bot.worker.routing import CURRENT_JOB
+
+    job = CURRENT_JOB.get()
+    return job.installation_id if job is not None else None
+
+
+YIELD_CHECK_S = 0.1  # how often a running analysis asks whether it must give its slot up
+
+
+def _run_child(slot, engine, listings, base, head_shas, changed, config_text, limits, memory_bytes, timeout_s,
+               consumers_from, arguments, trees, scan_cache, log):
+    answers_r, answers_w = os.pipe()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "bot.worker.analysis", str(answers_w)], stdin=subprocess.PIPE,
+                                pass_fds=(answers_w,), close_fds=True)
+    finally:
+        os.close(answers_w)
+    parent_conn = _Duplex(Connection(answers_r, writable=False), Connection(os.dup(proc.stdin.fileno()), readable=False))
+    proc.stdin.close()
+    computing = 0.0
+    last_file: str | None = None
+    try:
+        try:
+            parent_conn.send({"engine": engine, "listings": listings, "has_base": base is not None,
+                              "scan_cache": scan_cache is not None, "head_shas": head_shas,
+                              "changed": changed, "config_text": config_text,
+                              "limits": limits, "memory_bytes": memory_bytes, "cpu_s": int(timeout_s) + 10,
+                              "consumers_from": consumers_from, "arguments": arguments})
+        except (BrokenPipeError, OSError):
+            pass  # the child is gone already: its exit status says why, below
+        next_check = time.monotonic() + YIELD_CHECK_S
+        while True:
+            if slot is not None and time.monotonic() >= next_check:
+                if slot.must_yield():
+                    # Another installation has waited its turn: this analysis stops where it is
+                    # (its memory kept, its clock stopped) until the slot comes back to it.
+                    _signal(proc, signal.SIGSTOP)
+                    try:
+                        slot.yield_and_wait()
+                    finally:
+                        _signal(proc, signal.SIGCONT)
+                next_check = time.monotonic() + YIELD_CHECK_S
+            started = time.monotonic()
+            wait = max(timeout_s - computing, 0)
+            ready = parent_conn.poll(wait if slot is None else min(wait, YIELD_CHECK_S))
+            computing += time.monotonic() - started
+            if not ready:
+                if computing < timeout_s:
+                    continue  # a tick to ask the scheduler, not the limit
+                return LimitExceeded("timeout_s", timeout_s, f"it ran longer than {timeout_s:g} s", last_file)
+            try:
+                message = parent_conn.recv()
+            except (EOFError, OSError):
+                try:
+                    code = proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    code = None
+                return _died(code, timeout_s, memory_bytes, last_file)
+            kind = message[0]
+            if kind == "read":
+                _, name, path = message
+                last_file = path
+                data = trees[name].read(path)
+                if data is not None and len(data) > limits.file_bytes:
+                    data = data[: limits.file_bytes + 1]  # enough for the engine to see it is over the cap
+                try:
+                    parent_conn.send(data)
+                except (BrokenPipeError, OSError):
+                    pass  # the child died meanwhile: the next recv says how
+            elif kind == "prefetch":
+                from checks.scanning.tree import prefetch
+
+                prefetch([(trees[name], paths) for name, paths in message[1]])
+                parent_conn.send(None)
+            elif kind == "paths":
+                parent_conn.send(list(trees[message[1]].paths()))
+            elif kind == "index_get":
+                parent_conn.send(_index_call(scan_cache.get_many, message[1], {}, log))
+            elif kind == "index_put":
+                parent_conn.send(_index_call(scan_cache.put_many, message[1], None, log))
+            elif kind == "report":
+                return message[1]
+            elif kind == "memory":
+                return LimitExceeded("memory_bytes", memory_bytes, f"it needed more than {memory_bytes / (1024 * 1024):g} MiB", last_file)
+            else:
+                raise AnalysisError(f"the analysis raised:\n{message[1]}")
+    finally:
+        parent_conn.close()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(5)
+
+
+def _signal(proc, signum) -> None:
+    try:
+        proc.send_signal(signum)
+    except (ProcessLookupError, OSError):
+        pass  # it ended meanwhile: the next read says how
+
+
+def _index_call(fn, argument, fallback, log):
+    try:
+        return fn(argument)
+    except Exception as exc:  # noqa: BLE001 - a cache: the check goes on without it
+        if log is not None:
+            log.warning("registration index unavailable", error=type(exc).__name__)
+        return fallback
+
+
+def _died(exitcode: int | None, timeout_s: float, memory_bytes: int, last_file: str | None):
+    if exitcode == _EXIT_OUT_OF_MEMORY:
+        return LimitExceeded("memory_bytes", memory_bytes, f"it needed more than {memory_bytes / (1024 * 1024):g} MiB", last_file)
+    if exitcode is not None and exitcode < 0 and -exitcode == signal.SIGXCPU:
+        return LimitExceeded("timeout_s", timeout_s, "it used more CPU time than its limit allows", last_file)
+    if exitcode is not None and exitcode < 0 and -exitcode in (signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS):
+        # With RLIMIT_AS set, allocation failures outside Python's reach end the process this way.
+        return LimitExceeded("memory_bytes", memory_bytes, f"the analysis process was ended by signal {-exitcode}, most likely past its {memory_bytes / (1024 * 1024):g} MiB memory limit", last_file)
+    raise AnalysisError(f"the analysis process exited with code {exitcode}")
+
+
+if __name__ == "__main__":
+    _child_main()

@@ -1,0 +1,1 @@
+"""Calibration: durations, the est_time policy and shard predictions."""

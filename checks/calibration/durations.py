@@ -1,0 +1,560 @@
+"""Per-file durations: the runner's log lines parsed, their statistics, and est_time calibration.
+
+Pure: no database, no network, no bot/ imports. The store and the service live in bot/worker/durations.py.
+
+What the target's runner (tests/ci/run_suite.py) prints, each line of a downloaded job
+log prefixed with an ISO-8601 timestamp and a space:
+
+    [3/12] tests/e2e/megatron/test_qwen3_4B_ppo.py  PASS  elapsed=812s
+    [3/12] tests/e2e/test_x.py  TIMEOUT  elapsed=1800s exit=-9 timeout_after=1800s retry_of=attempt=1
+    End (2/11):
+    filename='tests/e2e/test_x.py', elapsed=812, _estimated_time=800
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+
+from checks.target.config import Calibration as _ConfigCalibration
+from checks.target.timeout_model import of_params
+from checks.wording import plural
+
+OUTCOMES = ("PASS", "FAIL", "TIMEOUT")
+
+# The longest elapsed time a measurement may claim: a week (no runner's job lives that long). A
+# value outside (0, MAX_ELAPSED_S] or not finite is refused where it is read, with its line or item:
+# `elapsed=<301 digits>s` is infinity as a float and would reach the store, a page and a PR.
+MAX_ELAPSED_S = 7 * 24 * 3600
+
+
+def elapsed_problem(value: Any, name: str = "elapsed") -> str | None:
+    """Why `value` is no elapsed time in seconds (None: it is one)."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return f"{name} {value!r} is not a number of seconds"
+    if not math.isfinite(seconds):
+        return f"{name} is not a finite number of seconds"
+    if seconds <= 0 or seconds > MAX_ELAPSED_S:
+        return f"{name}={seconds:g}s is outside (0 s, 7 days]"
+    return None
+
+# ----------------------------------------------------------------------------------------------
+# Parsing
+
+# Actions' prefix: 2026-08-15T04:05:06.1234567Z (7 fractional digits; any number accepted).
+_TIMESTAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z ")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# A line that claims to be a summary line: "[i/n] " first. Anything that fails the strict shape
+# after this is reported as malformed rather than silently dropped.
+_SUMMARY_HEAD = re.compile(r"\s*\[\s*\d+\s*/\s*\d+\s*\]\s")
+_SUMMARY = re.compile(
+    r"\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]\s+(\S+?)\s{1,}(PASS|FAIL|TIMEOUT)\s+elapsed=(\d+(?:\.\d+)?)s"
+    r"((?:\s+[A-Za-z_]+=\S*)*)\s*$"
+)
+_STATUS_WORD = re.compile(r"\s*\[[^\]]*\]\s+\S+\s+(\S+)")
+_TRAILING = re.compile(r"([A-Za-z_]+)=(\S*)")
+_EXIT = re.compile(r"-?\d+")
+_SECONDS = re.compile(r"(\d+(?:\.\d+)?)s?")
+_RETRY_OF = re.compile(r"attempt=(\d+)")
+_END = re.compile(r"End \((\d+)/(\d+)\):\s*$")
+# miles' runner logs `_estimated_time=`, sglang's `estimated_time=`.
+_END_DETAIL = re.compile(
+    r"filename='([^']+)',\s*elapsed=(\d+(?:\.\d+)?),\s*_?estimated_time=(\d+(?:\.\d+)?)"
+)
+_SUITE_ARG = re.compile(r"--suite[ =]([A-Za-z0-9_.\-]+)")
+_HW_ARG = re.compile(r"--hw[ =](cpu|cuda|rocm|amd)\b")
+# sglang's `--hw amd` is the ROCm backend: the same MI300/MI350 hardware family.
+_HW_BACKEND = {"amd": "rocm"}
+
+
+@dataclass(slots=True)
+class FileRecord:
+    """One attempt of one test file, from one summary line."""
+
+    file: str
+    status: str  # PASS | FAIL | TIMEOUT
+    elapsed: float  # seconds
+    attempt: int  # 1 for the first run, k + 1 for a line with retry_of=attempt=k
+    line: int  # 1-based line number in the log
+    index: int | None = None  # the [i/n] of the summary line
+    total: int | None = None
+    exit_code: int | None = None
+    timeout_after: int | None = None  # seconds
+    retry_of: int | None = None
+    timestamp: datetime | None = None  # the Actions timestamp of the line, UTC
+    est_time: float | None = None  # from the runner's End (...) logger lines for the same file
+
+
+@dataclass(slots=True)
+class EndRecord:
+    """The runner's logger pair `End (i/n):` + `filename='...', elapsed=N, _estimated_time=E`."""
+
+    file: str
+    elapsed: float
+    est_time: float
+    index: int
+    total: int
+    line: int
+
+
+@dataclass
+class ParsedLog:
+    records: list[FileRecord] = field(default_factory=list)
+    ends: list[EndRecord] = field(default_factory=list)
+    malformed: list[tuple[int, str]] = field(default_factory=list)  # (line number, reason)
+    lines: int = 0
+    suite: str | None = None  # from the runner's `--suite <name>` command line, if logged
+    backend: str | None = None  # from `--hw <backend>`
+
+    @property
+    def est_times(self) -> dict[str, float]:
+        return {end.file: end.est_time for end in self.ends}
+
+
+def parse_timestamp(text: str) -> datetime | None:
+    """An Actions timestamp (`2026-08-15T04:05:06.1234567Z`) as an aware UTC datetime."""
+    m = _TIMESTAMP.match(text + " " if not text.endswith(" ") else text)
+    if not m:
+        return None
+    return _to_datetime(m.group(1), m.group(2))
+
+
+def _to_datetime(whole: str, fraction: str | None) -> datetime:
+    # By hand: strptime costs ~30 us a call, this ~1 us (the parser's budget is ~5 us a line).
+    micro = int((fraction or "0")[:6].ljust(6, "0"))
+    return datetime(
+        int(whole[0:4]), int(whole[5:7]), int(whole[8:10]), int(whole[11:13]), int(whole[14:16]), int(whole[17:19]),
+        micro, tzinfo=timezone.utc,
+    )
+
+
+def _stamp_datetime(stamp: str | None) -> datetime | None:
+    """`2026-08-15T04:05:06.1234567Z` (the prefix _strip_prefix split off) as a datetime."""
+    if not stamp:
+        return None
+    if len(stamp) == 28:  # Actions' usual 7 digits: fromisoformat (C) on the first 6
+        return datetime.fromisoformat(stamp[:26]).replace(tzinfo=timezone.utc)
+    whole, _, fraction = stamp[:-1].partition(".")
+    return _to_datetime(whole, fraction or None)
+
+
+def _strip_prefix(line: str) -> tuple[str, str | None]:
+    """The line without its Actions timestamp (and ANSI colours), and the timestamp's text."""
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    # Fast path: Actions writes exactly 7 fractional digits, so the prefix is 29 characters.
+    if len(line) > 28 and line[28] == " " and line[27] == "Z" and line[10] == "T" and line[4] == "-":
+        return line[29:], line[:28]
+    m = _TIMESTAMP.match(line)
+    if m:
+        return line[m.end():], line[: m.end() - 1]
+    return line, None
+
+
+def _number(text: str) -> float:
+    value = float(text)
+    return int(value) if value.is_integer() else value
+
+
+def _malformed_reason(body: str) -> str:
+    status = _STATUS_WORD.match(body)
+    if status and status.group(1) not in OUTCOMES:
+        return f"unknown status {status.group(1)!r} (expected PASS, FAIL or TIMEOUT)"
+    if "elapsed=" not in body:
+        return "summary line without elapsed=<N>s (truncated?)"
+    if not re.search(r"elapsed=\d+(?:\.\d+)?s(\s|$)", body):
+        return "elapsed is not a number of seconds like elapsed=812s"
+    return "summary line does not match '[i/n] <file>  <PASS|FAIL|TIMEOUT>  elapsed=<N>s [exit=<code>] [timeout_after=<N>s] [retry_of=attempt=<k>]'"
+
+
+def parse_job_log(text: str) -> ParsedLog:
+    """Parse a downloaded Actions job log: the runner's per-file summary lines and End lines.
+
+    CRLF line ends, `##[group]`/`::group::` blocks, ANSI colours, interleaved noise and a
+    truncated last line are all tolerated; a line that looks like a summary line but is not one is
+    reported with its line number in `malformed` and skipped.
+    """
+    result = ParsedLog()
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    truncated = bool(lines) and lines[-1] != ""  # no line end after the last line
+    if not truncated and lines:
+        lines.pop()
+    result.lines = len(lines)
+    records = result.records
+    malformed = result.malformed
+    attempts: dict[str, int] = {}
+    pending_end: tuple[int, int, int] | None = None  # (line, i, n) of an End line awaiting its detail
+
+    for number, raw in enumerate(lines, 1):
+        # Cheap pre-filter: every line this parser reads holds one of these three substrings.
+        if "elapsed=" in raw:
+            body, stamp = _strip_prefix(raw.rstrip("\r"))
+            if "filename='" in body:
+                m = _END_DETAIL.search(body)
+                if m is None:
+                    malformed.append((number, "End detail line without filename='...', elapsed=N, _estimated_time=E"))
+                elif not float(m.group(3)) <= MAX_ELAPSED_S:  # est_time is stored with the measurements
+                    malformed.append((number, "estimated_time is not a finite number of seconds up to 7 days"))
+                else:
+                    idx, tot = (pending_end[1], pending_end[2]) if pending_end else (0, 0)
+                    result.ends.append(
+                        EndRecord(m.group(1), _number(m.group(2)), _number(m.group(3)), idx, tot, number)
+                    )
+                pending_end = None
+                continue
+            if not body or body[0] not in "[ \t" or not _SUMMARY_HEAD.match(body):
+                continue  # noise that happens to say elapsed=
+            m = _SUMMARY.match(body)
+            if m is None:
+                malformed.append((number, _malformed_reason(body)))
+                continue
+            bad = elapsed_problem(_number(m.group(5)))
+            if bad:
+                malformed.append((number, bad))
+                continue
+            record = FileRecord(
+                file=m.group(3),
+                status=m.group(4),
+                elapsed=_number(m.group(5)),
+                attempt=1,
+                line=number,
+                index=int(m.group(1)),
+                total=int(m.group(2)),
+                timestamp=_stamp_datetime(stamp),
+            )
+            if m.group(6):
+                for key, value in _TRAILING.findall(m.group(6)):
+                    if key == "exit":
+                        if not _EXIT.fullmatch(value) or len(value) > 11 or abs(int(value)) >= 2**31:
+                            bad = f"exit={value!r} is not an integer"
+                            break
+                        record.exit_code = int(value)
+                    elif key == "timeout_after":
+                        sm = _SECONDS.fullmatch(value)
+                        if not sm or elapsed_problem(sm.group(1), "timeout_after"):
+                            bad = (elapsed_problem(sm.group(1), "timeout_after") if sm else None) \
+                                or f"timeout_after={value!r} is not a number of seconds"
+                            break
+                        record.timeout_after = int(float(sm.group(1)))
+                    elif key == "retry_of":
+                        rm = _RETRY_OF.fullmatch(value)
+                        if not rm or len(rm.group(1)) > 6:  # the store's integer column
+                            bad = f"retry_of={value!r} is not attempt=<k>"
+                            break
+                        record.retry_of = int(rm.group(1))
+                    # unknown key=value fields: a newer runner's addition, ignored
+            if bad:
+                malformed.append((number, bad))
+                continue
+            previous = attempts.get(record.file, 0)
+            attempt = record.retry_of + 1 if record.retry_of is not None else 1
+            if attempt <= previous:
+                attempt = previous + 1  # the same file run again without retry_of: still a new attempt
+            record.attempt = attempt
+            attempts[record.file] = attempt
+            records.append(record)
+        elif "End (" in raw:
+            body, _stamp = _strip_prefix(raw.rstrip("\r"))
+            m = _END.search(body)
+            if m:
+                pending_end = (number, int(m.group(1)), int(m.group(2)))
+        elif "--suite" in raw:
+            if result.suite is None:
+                m = _SUITE_ARG.search(raw)
+                if m:
+                    result.suite = m.group(1)
+                hw = _HW_ARG.search(raw)
+                if hw:
+                    result.backend = _HW_BACKEND.get(hw.group(1), hw.group(1))
+
+    if truncated and "elapsed=" not in lines[-1]:
+        body, _stamp = _strip_prefix(lines[-1].rstrip("\r"))
+        if _SUMMARY_HEAD.match(body):
+            malformed.append((len(lines), "truncated summary line at the end of the log"))
+
+    if result.ends:
+        est = result.est_times
+        for record in records:
+            record.est_time = est.get(record.file)
+    return result
+
+
+# ----------------------------------------------------------------------------------------------
+# Statistics
+
+
+class DurationStats(NamedTuple):
+    n: int
+    median: float | None
+    p90: float | None
+    max: float | None
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """numpy.percentile's default ('linear'): interpolate between the closest ranks."""
+    if not sorted_values:
+        raise ValueError("percentile of no values")
+    h = (len(sorted_values) - 1) * q
+    lo = math.floor(h)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    low = sorted_values[lo]
+    return low + (h - lo) * (sorted_values[hi] - low)
+
+
+def duration_stats(values: Iterable[float]) -> DurationStats:
+    """n, median, p90, max of durations in seconds (numpy-compatible percentiles)."""
+    ordered = sorted(values)
+    if not ordered:
+        return DurationStats(0, None, None, None)
+    return DurationStats(len(ordered), percentile(ordered, 0.5), percentile(ordered, 0.9), ordered[-1])
+
+
+def _round_up(seconds: float, round_to_s: int) -> int:
+    step = max(1, int(round_to_s))
+    # round(...) first: 1000 x 1.15 is 1150.0000000000002 in binary and must not become 1160.
+    return int(math.ceil(round(seconds / step, 9)) * step)
+
+
+def suggest_est_time(p90: float, margin: float = 1.15, round_to_s: int = 10, *, slowest: float | None = None,
+                     max_margin: float = 1.0) -> int:
+    """p90 x margin, and at least the slowest passing run x max_margin, rounded up to round_to_s seconds.
+
+    The second bound is the calibration policy's (docs/calibration.md): a p90 alone undercuts the
+    slow mode of a bimodal file (sglang's weekly script once set 300 s to 13 s).
+    """
+    floor = slowest * max_margin if slowest is not None else 0.0
+    return _round_up(max(p90 * margin, floor), round_to_s)
+
+
+def runner_timeout(est_time: float, timeout_per_file_s: int = 1800, model=None) -> int:
+    """The runner's per-file timeout for an est_time: miles' max(per-file default, int(1.25 x est_time)),
+    or `model`'s (checks/target/timeout_model.py: sglang's max(1.5 x est, est + 1800))."""
+    if model is not None:
+        return model.timeout(est_time, timeout_per_file_s)
+    return max(int(timeout_per_file_s), int(1.25 * est_time))
+
+
+# ----------------------------------------------------------------------------------------------
+# Calibration (REG020 / REG021)
+
+
+# The `calibration:` section of .github/ci-registrar.yml, with its defaults: one schema
+# for the configuration file and for callers that pass parameters directly.
+CalibrationParams = _ConfigCalibration
+
+DEFAULT_PARAMS = CalibrationParams()
+
+# verdict kinds
+OK = "ok"
+UNDER = "under-estimated"
+OVER = "over-estimated"
+EXCEEDS_TIMEOUT = "exceeds-timeout"
+INSUFFICIENT = "insufficient-data"
+NOT_LOWERED = "not-lowered"  # above the over-estimate ceiling, but a run timed out in the window
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A verdict on one est_time against its stored durations; the lead wraps it into a finding."""
+
+    kind: str  # ok | under-estimated | over-estimated | exceeds-timeout | insufficient-data | not-lowered
+    rule: str | None  # "REG020", "REG021", or None when the est_time is fine
+    severity: str | None  # failure | warning | notice | None
+    est_time: float
+    n: int
+    median: float | None
+    p90: float | None
+    max: float | None
+    timeout_s: int  # the runner's timeout for est_time
+    suggested: int | None  # a calibrated est_time, when there is one to offer
+    message: str
+    hardware: str | None = None
+    since: date | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out["since"] = self.since.isoformat() if self.since else None
+        return out
+
+
+class OtherBackendEstimate(NamedTuple):
+    est_time: int  # other_est_time x ratio, rounded up to round_to_s
+    ratio: float  # median of measured ROCm / CUDA est_time
+    pairs: int
+
+
+def _param(params: Any, name: str):
+    if params is None:
+        return getattr(DEFAULT_PARAMS, name)
+    if isinstance(params, Mapping):
+        return params.get(name, getattr(DEFAULT_PARAMS, name))
+    return getattr(params, name, getattr(DEFAULT_PARAMS, name))
+
+
+def _stats_of(stats: Any) -> DurationStats:
+    if stats is None:
+        return DurationStats(0, None, None, None)
+    if isinstance(stats, DurationStats):
+        return stats
+    if isinstance(stats, Mapping):
+        return DurationStats(int(stats.get("n") or 0), stats.get("median"), stats.get("p90"), stats.get("max"))
+    return DurationStats(int(stats.n or 0), stats.median, stats.p90, stats.max)
+
+
+def _s(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    return f"{seconds:.0f}"
+
+
+def _since_date(since: date | datetime | str | None) -> date | None:
+    if since is None or isinstance(since, str) and not since:
+        return None
+    if isinstance(since, datetime):
+        return since.date()
+    if isinstance(since, date):
+        return since
+    return datetime.fromisoformat(str(since).replace("Z", "+00:00")).date()
+
+
+def calibrate(
+    est_time: float,
+    stats: Any,
+    params: Any = None,
+    *,
+    since: date | datetime | str | None = None,
+    hardware: str | None = None,
+    other_estimate: OtherBackendEstimate | None = None,
+    timeouts: int = 0,
+    slowest: float | None = None,
+    timed_out_at: float | None = None,
+) -> Calibration:
+    """Judge est_time against stored durations as REG020 / REG021 define it (docs/rules.md).
+
+    stats: DurationStats (or anything with n, median, p90, max) over the window of passing runs.
+    params: CalibrationParams, config.calibration, or a mapping; missing keys take the defaults
+    of the `calibration:` section (docs/configuration.md).
+    since: the oldest measurement in the window, for the message.
+    other_estimate: estimate_from_other_backend(...) for the REG021 message when data is short.
+    timeouts: TIMEOUT attempts in the window; with any, est_time is never called over-estimated
+    (the calibration policy does not lower it).
+    slowest: the slowest passing run within floor_days (all of them, not only the last
+    window_runs): the suggestion never goes below it x max_margin (default: the stats' max).
+    timed_out_at: the longest TIMEOUT attempt within window_days (the runner's limit it hit):
+    where est_time set that limit, the run needed more, and est_time is raised past it.
+    """
+    st = _stats_of(stats)
+    hardware = hardware or _param(params, "hardware")
+    min_samples = int(_param(params, "min_samples"))
+    margin = float(_param(params, "margin"))
+    round_to_s = int(_param(params, "round_to_s"))
+    over_factor = float(_param(params, "over_factor"))
+    over_slack_s = float(_param(params, "over_slack_s"))
+    model = of_params(params)
+    timeout = runner_timeout(est_time, int(_param(params, "timeout_per_file_s")), model)
+    since_d = _since_date(since)
+    where = f" on {hardware}" if hardware else ""
+    since_txt = f" since {since_d.isoformat()}" if since_d else ""
+
+    def verdict(kind, rule, severity, suggested, message):
+        return Calibration(
+            kind, rule, severity, est_time, st.n, st.median, st.p90, st.max, timeout, suggested, message,
+            hardware, since_d,
+        )
+
+    if st.n < min_samples or st.p90 is None:
+        if st.n == 0:
+            head = f"no stored passing durations{where} for est_time {_s(est_time)} s"
+        elif st.n == 1:
+            head = (
+                f"est_time {_s(est_time)} s rests on a single run{where}{since_txt} "
+                f"({_s(st.max)} s); {min_samples} passing runs are needed to calibrate it"
+            )
+        else:
+            head = (
+                f"only {st.n} passing runs{where}{since_txt} (p90 {_s(st.p90)} s, max {_s(st.max)} s); "
+                f"{min_samples} are needed to calibrate est_time {_s(est_time)} s"
+            )
+        suggested = None
+        if other_estimate is not None:
+            suggested = other_estimate.est_time
+            head += (
+                f"; from the other backend's est_time x {other_estimate.ratio:.2f} "
+                f"(median over {other_estimate.pairs} files with both) it would be about {suggested}"
+            )
+        if st.max is not None and st.max > timeout:
+            head += f"; note: observed max {_s(st.max)} s already exceeds the runner's timeout {timeout} s"
+        return verdict(INSUFFICIENT, "REG021", "notice", suggested, head)
+
+    base = f"p90 {_s(st.p90)} s over {st.n} passing runs{where}{since_txt}"
+    max_margin = float(_param(params, "max_margin"))
+    floor_run = max(st.max or 0, slowest or 0)
+    suggested = suggest_est_time(st.p90, margin, round_to_s, slowest=floor_run, max_margin=max_margin)
+    per_file = int(_param(params, "timeout_per_file_s"))
+    if timed_out_at is not None and timed_out_at >= timeout and model.set_by_est(est_time, per_file):
+        # Killed at the limit this est_time sets: that run needed more than timed_out_at seconds.
+        suggested = max(suggested, _round_up(timed_out_at * max_margin, round_to_s))
+        return verdict(
+            EXCEEDS_TIMEOUT, "REG020", "warning", suggested,
+            f"{base}; a run timed out after {_s(timed_out_at)} s, the runner's limit for est_time {_s(est_time)} s "
+            f"({model.describe()}): it needed more; suggest {suggested}",
+        )
+    if st.max is not None and st.max > timeout:
+        # The runner would kill a run it has already seen pass: est_time must cover the max.
+        needed = _round_up(min(st.max / model.factor, st.max - (model.slack or 0)) if model.slack is not None
+                           else st.max / model.factor, round_to_s)  # > 0: the max outlived a positive limit
+        while model.timeout(needed, per_file) < st.max:
+            needed += max(1, round_to_s)
+        suggested = max(suggested, needed)
+        return verdict(
+            EXCEEDS_TIMEOUT, "REG020", "failure", suggested,
+            f"{base}; observed max {_s(st.max)} s exceeds the runner's timeout of {timeout} s for "
+            f"est_time {_s(est_time)} s ({model.describe().replace('timeout_per_file_s', str(per_file))}); "
+            f"suggest {suggested}",
+        )
+    if est_time < st.p90:
+        return verdict(
+            UNDER, "REG020", "warning", suggested,
+            f"{base}; est_time {_s(est_time)} s is under-estimated; suggest {suggested}",
+        )
+    ceiling = max(over_factor * st.p90, st.p90 + over_slack_s)
+    # The suggestion itself is never "over": a value that covers the slowest passing run stays.
+    if est_time > ceiling and est_time > suggested:
+        if timeouts:
+            return verdict(
+                NOT_LOWERED, None, None, None,
+                f"{base}; est_time {_s(est_time)} s is above max({over_factor:g} x p90, p90 + {over_slack_s:g} s) "
+                f"but not lowered: {plural(timeouts, 'run')} timed out in the window",
+            )
+        return verdict(
+            OVER, "REG020", "warning", suggested,
+            f"{base}; est_time {_s(est_time)} s is over-estimated (above max({over_factor:g} x p90, "
+            f"p90 + {over_slack_s:g} s) = {_s(ceiling)} s and above the slowest passing run's bound); suggest {suggested}",
+        )
+    return verdict(OK, None, None, None, f"{base}; est_time {_s(est_time)} s fits")
+
+
+def estimate_from_other_backend(
+    other_est_time: float,
+    pairs: Iterable[tuple[float, float]],
+    *,
+    round_to_s: int = 10,
+    min_pairs: int = 3,
+) -> OtherBackendEstimate | None:
+    """Estimate a ROCm est_time from the CUDA one: other_est_time x median(measured ROCm / CUDA est_time).
+
+    pairs: (measured ROCm duration, e.g. its p90; CUDA est_time) for files that have both.
+    None when fewer than min_pairs usable pairs exist.
+    """
+    ratios = sorted(m / c for m, c in pairs if m is not None and c and c > 0 and m > 0)
+    if len(ratios) < min_pairs:
+        return None
+    ratio = percentile(ratios, 0.5)
+    return OtherBackendEstimate(_round_up(other_est_time * ratio, round_to_s), ratio, len(ratios))

@@ -1,0 +1,1 @@
+"""Fixes: argument edits, libcst codemods and calibration edits, every other byte kept."""

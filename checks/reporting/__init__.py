@@ -1,0 +1,1 @@
+"""Reporting: the text, JSON, GitHub and SARIF renderings of a report."""

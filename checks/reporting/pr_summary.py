@@ -1,0 +1,290 @@
+"""What a pull request changes, for its reviewer: registration-only or not, and per suite what it
+gains or loses, what it costs per run, who runs it and what stored runs back its est_times.
+
+Built once by the engine in a diff check (checks/engine.py) from the same contexts the rules read,
+carried on the Report (plain data: the App's analysis child pickles it back) and shown by
+checks/reporting/render.py's check-run summary, which both the App and `ci-registrar check --format summary`
+print. Nothing here reads a store or the network: stored runs arrive as the durations index.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from checks.model import Backend, Change, Registration
+from checks.scanning.registrations import gpu_count_from_name
+from checks.calibration.shards import Item, heaviest, partition
+from checks.target.suites import parse_suite_name
+from checks.target.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES
+
+_REGISTER = re.compile(r"register_[a-z][a-z0-9_]*_ci")
+# Documentation never changes what CI runs; a PR that also edits it stays registration-only.
+_DOC_SUFFIXES = (".md", ".rst", ".txt")
+
+
+@dataclass
+class ConsumerCost:
+    """One job that runs a suite, and what the suite costs it per run."""
+
+    where: str  # "workflow:line", or "owner/repo:path:line" for another repository's job
+    cadence: str  # "nightly", "per run" (PR/push/dispatch), or "set at run time"
+    timeout_minutes: int
+    timeout_stated: bool  # False: GitHub's default job timeout
+    shards: int  # 0: decided at run time
+    longest_before: float | None  # seconds of est_time in the runner's heaviest LPT shard
+    longest_after: float | None
+    gpu_hours_before: float
+    gpu_hours_after: float
+
+
+@dataclass
+class SuiteRow:
+    backend: str
+    suite: str
+    files_added: list[str] = field(default_factory=list)
+    files_removed: list[str] = field(default_factory=list)
+    files_before: int = 0
+    files_after: int = 0
+    est_before: float = 0.0
+    est_after: float = 0.0
+    gpus: int | None = None
+    consumers: list[ConsumerCost] = field(default_factory=list)
+    stored_runs: int = 0  # runs stored for this suite's files at head (the durations' n, summed)
+    files_measured: int = 0  # files at head with at least one stored run
+    unmeasured_added: list[str] = field(default_factory=list)  # added files with no stored run
+
+    @property
+    def suggest_run(self) -> bool:
+        """A ROCm suite gaining files no stored run backs: `/run-rocm SUITE` measures them."""
+        return Backend(self.backend).is_rocm_family and bool(self.unmeasured_added)
+
+    @property
+    def run_gpu_hours(self) -> float:
+        """What `/run-rocm SUITE` would cost: the suite's est_time at head on its GPUs."""
+        return self.est_after * (self.gpus or 1) / 3600
+
+
+@dataclass
+class PrSummary:
+    registration_only: bool
+    reasons: list[str]  # why not registration-only (paths and what changed in them), at most a few
+    test_files: int = 0  # changed test files whose code is the same once registrations are set aside
+    inventories: int = 0  # changed suite inventories / register modules
+    workflows: int = 0
+    docs: int = 0
+    other: int = 0
+    rows: list[SuiteRow] = field(default_factory=list)
+
+
+# -- registration-only: the same AST once registrations are set aside ---------------------------
+def _is_register_call(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Expr) or not isinstance(node.value, ast.Call):
+        return False
+    func = node.value.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    return bool(_REGISTER.fullmatch(name))
+
+
+class _SetAside(ast.NodeTransformer):
+    """Takes out register_*_ci(...) statements and the imported names of register functions."""
+
+    def generic_visit(self, node):
+        super().generic_visit(node)
+        for name in ("body", "orelse", "finalbody"):
+            body = getattr(node, name, None)
+            if isinstance(body, list) and body and all(isinstance(s, ast.stmt) for s in body):
+                kept = [s for s in body if not _is_register_call(s)]
+                if not kept and name == "body" and not isinstance(node, ast.Module):
+                    kept = [ast.Pass()]
+                setattr(node, name, kept)
+        return node
+
+    def visit_ImportFrom(self, node):  # noqa: N802 - ast's visitor naming
+        node.names = [a for a in node.names if not _REGISTER.fullmatch(a.name)]
+        return node if node.names else None
+
+
+_TABLE_CALLS = frozenset({"dict", "list", "set", "tuple", "frozenset"})
+
+
+def _literal(node: ast.AST) -> bool:
+    """A value made of constants, names, attributes (HWBackend.ROCM) and container calls only:
+    a table such as CI_SUITES, never code."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            if not (isinstance(n.func, ast.Name) and n.func.id in _TABLE_CALLS):
+                return False
+        elif not isinstance(n, (ast.Constant, ast.Dict, ast.List, ast.Tuple, ast.Set, ast.Name, ast.Attribute,
+                                ast.expr_context, ast.keyword, ast.Starred)):
+            return False
+    return True
+
+
+def _shape(source: bytes | None, *, inventory: bool = False) -> str | None:
+    """The file's code with registrations (and, for an inventory, its literal tables) set aside;
+    None when it does not parse."""
+    if source is None:
+        return ""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    tree = _SetAside().visit(tree)
+    if inventory:
+        tree.body = [s for s in tree.body if not (isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None and _literal(s.value))]
+    return ast.dump(tree, include_attributes=False)
+
+
+def same_code(before: bytes | None, after: bytes | None, *, inventory: bool = False) -> bool:
+    """True when two versions of a Python file differ only in registrations (and their imports),
+    and for an inventory module, in its literal tables."""
+    a, b = _shape(before, inventory=inventory), _shape(after, inventory=inventory)
+    return a is not None and a == b
+
+
+# -- the per-suite table -------------------------------------------------------------------------
+def _gpus(suite: str, regs: list[Registration]) -> int | None:
+    parsed = parse_suite_name(suite)
+    if parsed is not None and parsed.gpus is not None:
+        return parsed.gpus
+    if parsed is not None and parsed.gpus is None:  # a CPU suite
+        return 0
+    counts = {gpu_count_from_name(r.file) for r in regs} - {None}
+    return counts.pop() if len(counts) == 1 else None
+
+
+def _cadence(use) -> str:
+    if use.nightly is None:
+        return "set at run time"
+    return "nightly" if use.nightly else "per run"
+
+
+def _selected(regs: list[Registration], use) -> list[Registration]:
+    """The registrations a consumer's invocation runs: enabled, its backend, and nightly=True ones
+    only where it selects nightly registrations."""
+    return [r for r in regs if r.disabled is None and use.selects(r.backend.value)
+            and (not r.nightly or use.nightly is not False)]
+
+
+def _longest(regs: list[Registration], shards: int) -> float | None:
+    if shards < 1 or not regs:
+        return None if shards < 1 else 0.0
+    return heaviest(partition([Item(r.file, r.est_time or 0.0, r.est_time or 0.0) for r in regs], shards)).est_total
+
+
+def _est(regs: list[Registration]) -> float:
+    return float(sum(r.est_time or 0 for r in regs if r.disabled is None))
+
+
+def suite_rows(before: list[Registration], after: list[Registration], touched: set[tuple[str, str]], uses,
+               durations_index=None) -> list[SuiteRow]:
+    by_before: dict[tuple[str, str], list[Registration]] = defaultdict(list)
+    by_after: dict[tuple[str, str], list[Registration]] = defaultdict(list)
+    for r in before:
+        if r.suite:
+            by_before[(r.backend.value, r.suite)].append(r)
+    for r in after:
+        if r.suite:
+            by_after[(r.backend.value, r.suite)].append(r)
+    rows = []
+    for backend, suite in sorted(touched):
+        old, new = by_before.get((backend, suite), []), by_after.get((backend, suite), [])
+        old_files, new_files = {r.file for r in old}, {r.file for r in new}
+        row = SuiteRow(backend, suite, sorted(new_files - old_files), sorted(old_files - new_files),
+                       len(old_files), len(new_files), _est(old), _est(new), _gpus(suite, new or old))
+        gpus = row.gpus if row.gpus else 0
+        for use in uses:
+            if use.suite != suite or not use.selects(backend):
+                continue
+            timeout = use.timeout_minutes or GITHUB_DEFAULT_TIMEOUT_MINUTES
+            where = f"{use.consumer}:{use.span.line}" if use.span is not None else use.consumer
+            sel_old, sel_new = _selected(old, use), _selected(new, use)
+            row.consumers.append(ConsumerCost(
+                where, _cadence(use), timeout, bool(use.timeout_minutes), use.shards,
+                _longest(sel_old, use.shards), _longest(sel_new, use.shards),
+                _est(sel_old) * gpus / 3600, _est(sel_new) * gpus / 3600))
+        if durations_index is not None:
+            for r in new:
+                d = durations_index.for_reg(r)  # the suite's calibration hardware, as REG020 reads it
+                n = d.stats.n if d is not None else 0
+                row.stored_runs += n
+                row.files_measured += 1 if n else 0
+        measured = {r.file for r in new if durations_index and (d := durations_index.for_reg(r)) and d.stats.n}
+        row.unmeasured_added = [f for f in row.files_added if f not in measured]
+        rows.append(row)
+    return rows
+
+
+def touched_suites(report_regs: list[Registration], head_inventory: dict, base_inventory: dict) -> set[tuple[str, str]]:
+    """(backend, suite) of every registration the diff added, changed or removed (old and new
+    suite of a move), and of every suite the diff added to or took out of the inventory."""
+    out: set[tuple[str, str]] = set()
+    for r in report_regs:
+        if r.change in (Change.ADDED, Change.CHANGED, Change.REMOVED) and r.suite:
+            out.add((r.backend.value, r.suite))
+        if r.change is Change.CHANGED and r.base is not None and r.base.suite:
+            out.add((r.base.backend.value, r.base.suite))
+    for backend in set(head_inventory) | set(base_inventory):
+        for suite in set(head_inventory.get(backend, ())) ^ set(base_inventory.get(backend, ())):
+            out.add((backend.value, suite))
+    return out
+
+
+def build(ctx, base_ctx, changed: dict[str, str | None], report_regs: list[Registration], head, base,
+          discovered: set[str], base_discovered: set[str], contract: set[str], durations_index=None) -> PrSummary:
+    """The summary of a diff check (head path -> base path in `changed`; a path the head lacks
+    maps to its base path with the head gone); `contract`: the inventory, register module, labels
+    and configuration paths (checks.engine.contract_paths)."""
+    from checks.target.workflows import is_workflow_path
+
+    config = ctx.config
+    inventories = {config.paths.suites_module, config.paths.register_module, config.paths.labels_module}
+    summary = PrSummary(True, [])
+    head_paths = set(head.paths())
+
+    cap = ctx.budget.limits.file_bytes
+
+    def read(tree, path):
+        """A version to compare; one over the file cap is compared as unreadable (never the same),
+        and no second REG902: the scan said so already."""
+        data = tree.read(path) if path else None
+        return b"\0" if data is not None and len(data) > cap else data
+
+    def not_only(path: str, why: str) -> None:
+        summary.registration_only = False
+        summary.other += 1
+        if len(summary.reasons) < 5:
+            summary.reasons.append(f"{path}: {why}")
+
+    for path, base_path in sorted(changed.items()):
+        gone = path not in head_paths
+        if path.endswith(_DOC_SUFFIXES) or path.startswith("docs/"):
+            summary.docs += 1
+        elif is_workflow_path(path, config):
+            summary.workflows += 1
+        elif path in contract:
+            if path.endswith(".py") and path in inventories and not same_code(read(base, base_path), None if gone else read(head, path), inventory=True):
+                not_only(path, "code outside the suite inventory changed")
+            else:
+                summary.inventories += 1
+        elif path in discovered or base_path in base_discovered:
+            if gone or not base_path:
+                not_only(path, "test file removed" if gone else "test file added")
+            elif same_code(read(base, base_path), read(head, path)):
+                summary.test_files += 1
+            else:
+                not_only(path, "test code changed, not only its registrations")
+        else:
+            not_only(path, "not a test file, suite inventory, workflow or documentation")
+
+    touched = touched_suites(report_regs, ctx.contract.suites, base_ctx.contract.suites)
+    after = ctx.registrations()
+    changed_heads = set(changed)
+    before = [r for r in after if r.file not in changed_heads]
+    before.extend(r for s in base_ctx.scans.values() for r in s.registrations)
+    before.extend(base_ctx.implicit.values())
+    summary.rows = suite_rows(before, after, touched, ctx.uses, durations_index)
+    return summary
