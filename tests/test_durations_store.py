@@ -497,3 +497,19 @@ def test_migration_0012_deletes_the_values_no_page_may_read(tmp_path):
     with get_engine(url).connect() as conn:
         rows = conn.execute(sa.text("SELECT elapsed_s, head_branch, head_repository FROM measurements")).all()
     assert [tuple(r) for r in rows] == [(812.0, None, None)]
+
+
+def test_a_file_under_a_second_keeps_its_verdict_and_stores_no_duration(store, repo):
+    """Runners print whole seconds, so `elapsed=0s` is a file that ran for under one: the parsed
+    log keeps its PASS (an on-demand run's verdict), the store gets no 0 s duration, and says why."""
+    from checks.calibration.durations import UNDER_A_SECOND, parse_job_log
+
+    log = make_log([("tests/e2e/test_quick.py", "PASS", 0), ("tests/e2e/test_ok.py", "PASS", 12)], noise=False)
+    assert [(r.file, r.status, r.elapsed) for r in parse_job_log(log).records] == [
+        ("tests/e2e/test_quick.py", "PASS", 0), ("tests/e2e/test_ok.py", "PASS", 12)]
+    assert parse_job_log(log).malformed == []
+    result = svc.ingest_job_log(store, log, repository=repo, run_id=1, job_id=1)
+    assert result.inserted == 1
+    [(line, reason)] = result.malformed
+    assert "test_quick.py" in log.splitlines()[line - 1] and reason == UNDER_A_SECOND
+    assert [m.file for m in rows(store, repo)] == ["tests/e2e/test_ok.py"]

@@ -40,6 +40,7 @@ from bot.store.measurements import (  # noqa: F401  (the statistics are this ser
 )
 from checks.calibration.durations import (
     MAX_ELAPSED_S,
+    UNDER_A_SECOND,
     elapsed_problem,
     parse_job_log,
 )
@@ -166,7 +167,10 @@ def ingest_job_log(
             "head_repository": head_repository,
         }
         for r in parsed.records
+        if r.elapsed > 0
     ]
+    # a whole-second log says 0 for a file under a second: a verdict, not a duration to store
+    result.malformed = sorted(result.malformed + [(r.line, UNDER_A_SECOND) for r in parsed.records if r.elapsed <= 0])
     result.parsed = len(rows)
     result.inserted = insert_rows(target, rows)
     result.duplicates = result.parsed - result.inserted

@@ -31,17 +31,24 @@ OUTCOMES = ("PASS", "FAIL", "TIMEOUT")
 MAX_ELAPSED_S = 7 * 24 * 3600
 
 
-def elapsed_problem(value: Any, name: str = "elapsed") -> str | None:
-    """Why `value` is no elapsed time in seconds (None: it is one)."""
+def elapsed_problem(value: Any, name: str = "elapsed", *, allow_zero: bool = False) -> str | None:
+    """Why `value` is no elapsed time in seconds (None: it is one).
+
+    allow_zero: a runner's summary line prints whole seconds (miles and sglang: `int(elapsed)`),
+    so `elapsed=0s` is a file that ran for under a second: its verdict counts, but it is no
+    measurement to store or to calibrate on (`measurable`)."""
     try:
         seconds = float(value)
     except (TypeError, ValueError, OverflowError):
         return f"{name} {value!r} is not a number of seconds"
     if not math.isfinite(seconds):
         return f"{name} is not a finite number of seconds"
-    if seconds <= 0 or seconds > MAX_ELAPSED_S:
+    if (seconds < 0 if allow_zero else seconds <= 0) or seconds > MAX_ELAPSED_S:
         return f"{name}={seconds:g}s is outside (0 s, 7 days]"
     return None
+
+
+UNDER_A_SECOND = "elapsed=0s: the file ran for under the log's one-second resolution; its verdict counts, no duration is stored"
 
 # ----------------------------------------------------------------------------------------------
 # Parsing
@@ -215,7 +222,7 @@ def parse_job_log(text: str) -> ParsedLog:
             if m is None:
                 malformed.append((number, _malformed_reason(body)))
                 continue
-            bad = elapsed_problem(_number(m.group(5)))
+            bad = elapsed_problem(_number(m.group(5)), allow_zero=True)
             if bad:
                 malformed.append((number, bad))
                 continue
