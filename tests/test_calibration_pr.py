@@ -13,6 +13,7 @@ import pytest
 from bot.worker.calibration_pr import BRANCH, CLOSED_NOTICE, refresh
 from bot.github.client import GitHub
 from bot.github.retry import RetryPolicy
+from tests.patience import PATIENCE
 from tests.simulator.fixtures import github_sim  # noqa: F401
 
 ROOT = Path(__file__).parent
@@ -46,7 +47,7 @@ def _setup(sim, tmp_path, permissions=None):
     repo = sim.create_repo(REPO, default_branch="main")
     repo.commit(_files(), branch="main", message="the suite as it timed out")
     inst = sim.install(app, REPO, permissions=permissions)
-    github = GitHub(sim.url, str(app.id), app.private_key_pem, policy=RetryPolicy(base_s=0.01, read_timeout_s=5),
+    github = GitHub(sim.url, str(app.id), app.private_key_pem, policy=RetryPolicy(base_s=0.01, read_timeout_s=PATIENCE),
                     blob_dir=tmp_path / "blobs")
     return repo, github.for_installation(inst.id)
 
@@ -239,7 +240,7 @@ def test_the_schedule_refreshes_each_repository_when_due(github_sim, tmp_path):
     url = world.settings.database_url
     store.record_installation(url, installation_id=world.installation.id, account="sgl-project", target_type="Organization",
                               repository_selection="selected", repositories=[REPO])
-    github = GitHub(sim.url, str(world.app.id), world.app.private_key_pem, policy=RetryPolicy(base_s=0.01, read_timeout_s=5))
+    github = GitHub(sim.url, str(world.app.id), world.app.private_key_pem, policy=RetryPolicy(base_s=0.01, read_timeout_s=PATIENCE))
     now = datetime.now(timezone.utc)
     (first,) = sweep(github, url, now=now)
     assert first[0] == REPO and first[1].action == "opened"
@@ -261,7 +262,7 @@ def test_the_schedule_leaves_repositories_without_durations_alone(github_sim, tm
     sim.install(world.app, "sgl-project/other")
     store.record_installation(url, installation_id=world.installation.id, account="sgl-project", target_type="Organization",
                               repository_selection="selected", repositories=["sgl-project/other"])
-    github = GitHub(sim.url, str(world.app.id), world.app.private_key_pem, policy=RetryPolicy(base_s=0.01, read_timeout_s=5))
+    github = GitHub(sim.url, str(world.app.id), world.app.private_key_pem, policy=RetryPolicy(base_s=0.01, read_timeout_s=PATIENCE))
     mark = len(sim.requests_log)
     assert sweep(github, url) == []  # sgl-project/other has no stored durations
     assert _calls(sim, mark) == []

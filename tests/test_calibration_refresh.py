@@ -15,6 +15,7 @@ from bot.github.retry import RetryPolicy
 from bot.store import calibration as runs
 from bot.store import service as store
 from checks.target.config import load_config
+from tests.patience import PATIENCE
 from tests.simulator.fixtures import github_sim  # noqa: F401
 from tests.test_calibration_pr import BRANCH, CONFIG, REPO, _world
 
@@ -35,7 +36,7 @@ def _opened(sim, tmp_path):
     url = world.settings.database_url
     store.record_installation(url, installation_id=world.installation.id, account="sgl-project", target_type="Organization",
                               repository_selection="selected", repositories=[REPO])
-    github = GitHub(sim.url, str(world.app.id), world.app.private_key_pem, policy=RetryPolicy(base_s=0.01, read_timeout_s=5))
+    github = GitHub(sim.url, str(world.app.id), world.app.private_key_pem, policy=RetryPolicy(base_s=0.01, read_timeout_s=PATIENCE))
     t0 = datetime.now(timezone.utc)
     (first,) = sweep(github, url, now=t0)
     assert first[1].action == "opened"

@@ -387,6 +387,29 @@ def test_opened_reopened_and_ready_for_review_together_give_one_run_and_one_sugg
     assert any(sim.review_comments(world.repo, pr.number) for pr in prs), "the typo produced no suggestion"
 
 
+def test_a_create_answered_too_late_is_found_by_the_next_delivery_for_that_head(any_world):
+    """The full suite under load once left two runs on one head: `opened` sent its create, GitHub
+    made the run, the answer came after the read timeout (TransientError, nothing recorded), and
+    `reopened`, a first attempt, took the shortcut "nothing recorded: none exists" and created a
+    second. The answer is held here (a slow fault released at the end), so the timeout fires
+    whatever the machine's speed."""
+    world = any_world
+    late = world.sim.inject_fault("POST", r"/check-runs$", "slow", times=1, delay=PATIENCE)
+    try:
+        world.deliver(opened(world))
+        assert world.drain(max_jobs=1) == 1  # its create times out; the job is scheduled again
+        assert len(runs(world)) == 1  # GitHub made the run all the same
+        reopened = world.sim.webhook("pull_request", "reopened", app=world.app, repo=world.repo, pull=world.pr,
+                                     sender="bob")
+        assert world.deliver(reopened).status_code == 202
+        assert world.drain(max_jobs=1) == 1  # reopened runs before opened's retry is due in the queue
+    finally:
+        late.release()
+    world.drain()
+    [run] = runs(world)
+    assert run["status"] == "completed"
+
+
 def test_replays_of_a_rerequested_body_with_fresh_delivery_ids_create_no_runs(world):
     world.deliver(opened(world))
     world.drain()

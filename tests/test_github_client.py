@@ -122,8 +122,11 @@ def gh(github_sim, tmp_path):
     repo = github_sim.create_repo("radixark/miles")
     sha = repo.commit({"a.py": "same\n", "dir/b.py": "same\n", "dir/c.py": "other\n"}, branch="main")
     inst = github_sim.install(app, "radixark/miles")
+    # Read timeout: PATIENCE, not a guess of how fast the simulator answers (2 s was exceeded on a
+    # loaded machine, and the read sent again counted as one request too many). A test that wants
+    # a timeout injects a dropped connection instead.
     github = GitHub(github_sim.url, str(app.id), app.private_key_pem,
-                    policy=RetryPolicy(base_s=0.01, read_timeout_s=2), blob_dir=tmp_path / "blobs")
+                    policy=RetryPolicy(base_s=0.01, read_timeout_s=PATIENCE), blob_dir=tmp_path / "blobs")
     return github_sim, github, github.for_installation(inst.id), repo, sha
 
 
@@ -253,6 +256,8 @@ def test_graphql_reads_are_batched_by_count(gh, monkeypatch):
     monkeypatch.setattr(client_module, "GRAPHQL_BATCH", 10)
     files = {f"many/f{i}.py": f"n = {i}\n" for i in range(25)}
     head = repo.commit(files, branch="main")
+    # The first batch answered late, as by a simulator starved of CPU: waited for, not sent again.
+    sim.inject_fault("POST", r"^/graphql$", "slow", times=1, delay=2.5)
     found = client.read_paths("radixark/miles", [f"{head}:{p}" for p in files])
     assert {e.split(":", 1)[1]: data.decode() for e, (_, data) in found.items()} == files
     assert len([r for r in sim.requests_log if r["operation"] == "graphql"]) == 3

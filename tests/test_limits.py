@@ -514,6 +514,7 @@ def test_run_check_completes_neutral_on_a_limit(monkeypatch):
     monkeypatch.setattr(pull_requests, "run_check_bounded", lambda *a, **k: LimitExceeded("timeout_s", 60, "it ran longer than 60 s", P))
     monkeypatch.setattr(pull_requests.store, "record_check_run", lambda url, **kw: recorded.update(kw))
     monkeypatch.setattr(pull_requests.store, "has_check_run", lambda *a: False)
+    monkeypatch.setattr(pull_requests.store, "note_check_run_create", lambda *a: None)
     monkeypatch.setattr(pull_requests, "post_suggestions", lambda *a, **k: pytest.fail("no suggestions without a report"))
     pull_requests.run_check(ctx, repo="o/r", head_sha="h", base_sha="b", number=1, rerun=False, default_branch="main")
     final = updates[-1]

@@ -13,6 +13,7 @@ from bot.github.client import GitHub
 from bot.github.retry import GitHubError, RetryPolicy, TransientError
 from bot.ondemand.permissions import TEAMS_NEED_MEMBERS_READ, Authority, authority, role_of
 from checks.target.config import Approvers
+from tests.patience import PATIENCE
 from tests.simulator.fixtures import github_sim  # noqa: F401
 
 WITH_MEMBERS = {"checks": "write", "contents": "read", "pull_requests": "write", "issues": "write", "actions": "write",
@@ -24,7 +25,7 @@ def client_for(sim, permissions=None):
     repo = sim.create_repo("radixark/miles")
     repo.commit({"README.md": "miles\n"}, branch="main")
     inst = sim.install(app, "radixark/miles")
-    github = GitHub(sim.url, str(app.id), app.private_key_pem, policy=RetryPolicy(base_s=0.01, read_timeout_s=5))
+    github = GitHub(sim.url, str(app.id), app.private_key_pem, policy=RetryPolicy(base_s=0.01, read_timeout_s=PATIENCE))
     for user, role in (("admin1", "admin"), ("maint", "maintain"), ("writer", "write"), ("triager", "triage"),
                        ("reader", "read"), ("nobody", "none")):
         sim.set_permission(repo, user, role)

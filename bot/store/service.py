@@ -66,6 +66,18 @@ class CheckRunRecord(Base):
     updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
 
 
+class CheckRunCreate(Base):
+    """A create sent for this (repository, head, check): GitHub may hold a run that no record
+    names yet (its answer lost), so no job may assume there is none."""
+
+    __tablename__ = "check_run_creates"
+
+    repository: Mapped[str] = mapped_column(String(200), primary_key=True)
+    head_sha: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    sent_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+
+
 def _upsert(session, model, values: dict, keys: list[str], update_cols: list[str]):
     stmt = dialect_insert(session)(model).values(**values)
     if update_cols:
@@ -228,12 +240,23 @@ def record_check_run(url: str, *, repository: str, head_sha: str, name: str, che
                 row.delivery_id = delivery_id
 
 
-def has_check_run(url: str, repository: str, head_sha: str, name: str) -> bool:
-    """Has any job recorded a check run of this name on this head? (No: the first check of a new head.)"""
+def note_check_run_create(url: str, repository: str, head_sha: str, name: str) -> None:
+    """Committed before the create is sent: from then on has_check_run says yes, even if the
+    answer never comes back (GitHub may have made the run all the same)."""
     with session_scope(url) as session:
-        return session.scalar(select(CheckRunRecord.check_run_id).where(
-            CheckRunRecord.repository == repository, CheckRunRecord.head_sha == head_sha,
-            CheckRunRecord.name == name).limit(1)) is not None
+        _upsert(session, CheckRunCreate, {"repository": repository, "head_sha": head_sha, "name": name,
+                                          "sent_at": _now()}, ["repository", "head_sha", "name"], [])
+
+
+def has_check_run(url: str, repository: str, head_sha: str, name: str) -> bool:
+    """May GitHub hold a check run of this name on this head from this App: has any job recorded
+    one, or sent a create for one? (No: the first check of a new head, nothing to list.)"""
+    with session_scope(url) as session:
+        for model in (CheckRunRecord, CheckRunCreate):
+            if session.scalar(select(model.head_sha).where(
+                    model.repository == repository, model.head_sha == head_sha, model.name == name).limit(1)) is not None:
+                return True
+        return False
 
 
 def set_check_run_conclusion(url: str, check_run_id: int, conclusion: str) -> None:

@@ -110,10 +110,11 @@ def find_or_create_run(client, ctx, repo: str, head_sha: str, rerun: bool) -> tu
     re-run start a new run straight away.
     """
     if not rerun and getattr(ctx, "attempt", 1) == 1 and not store.has_check_run(ctx.store_url, repo, head_sha, CHECK_NAME):
-        # The first attempt of the first job for this head: every run this App creates is recorded
-        # as soon as GitHub answers (_create_run), so none exists yet and listing GitHub's would
-        # cost a call to learn nothing. A retry lists (its first attempt's create may have reached
-        # GitHub unanswered), as do duplicate deliveries and re-runs, which find the record.
+        # The first attempt of the first job for this head: every create this App sends is noted
+        # before it is sent (_create_run), so none exists yet and listing GitHub's would cost a
+        # call to learn nothing. Any later job lists: a retry, a duplicate delivery, a re-run, and
+        # also another delivery's first attempt after a create whose answer was lost (a read
+        # timeout: GitHub may have made the run; without the note it would get a second one).
         return _create_run(client, ctx, repo, head_sha), False
     runs = client.check_runs_for_ref(repo, head_sha, CHECK_NAME)
     app_id = str(ctx.settings.app_id or "")
@@ -148,6 +149,9 @@ def _reusable(run: dict) -> bool:
 
 
 def _create_run(client, ctx, repo: str, head_sha: str) -> dict:
+    # Noted first (under the head's claim, committed): a create that times out may still have
+    # made the run, and the next job for this head must then list GitHub's runs to find it.
+    store.note_check_run_create(ctx.store_url, repo, head_sha, CHECK_NAME)
     run = client.create_check_run(repo, {"name": CHECK_NAME, "head_sha": head_sha, "status": "in_progress",
                                          "external_id": ctx.delivery_id, "started_at": _now()})
     # Armed and recorded at once: if this job dies from here on, the run is completed with the
