@@ -55,10 +55,10 @@ def test_every_error_in_one_run_at_its_line(tmp_path):
     assert "max_files_per_command" in text[18]
     assert "`yes` is a string here, not a boolean" in text[20] and "write true" in text[20]
     # ...and the others, in the same run
-    assert "calibration.margin must be at least 1" in text[6]
+    assert "calibration.margin must be from 1 to 10, not 0.5" in text[6]
     assert "consumers[].repository must be `owner/name`" in text[9]
-    assert "shards must be at least 1" in text[15]  # consumers[2]: its index in the file, not without consumers[1]
-    assert "daily_gpu_hours must not be negative" in text[17]
+    assert "consumers[].shards must be from 1 to 256, not 0" in text[15]  # consumers[2] of the file: its line
+    assert "daily_gpu_hours must be from 0 to 1e+06, not -1" in text[17]
     assert "dispatch.s1.workflow must be a workflow file name" in text[23]
 
 

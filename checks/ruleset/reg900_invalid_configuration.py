@@ -24,6 +24,7 @@ locally; docs/configuration.md lists every key). The check does not fall back to
 """
 
 import math
+import re
 
 import msgspec
 
@@ -40,8 +41,9 @@ IMPLEMENTED_IN = "checks/target/config.py"
 # The range of each number a configuration may hold, by its path (a dispatch entry's by
 # `$.dispatch.*`, a consumer's by `$.consumers[]`): (least, most), both inclusive. The upper ends
 # are far past any real value; they keep a typo (or a 400-digit number) from becoming a budget,
-# a day count or a shard count nobody meant. Ranges checked elsewhere (checks/target/config.py: shards,
-# timeouts of a dispatch entry, the calibration's lower bounds) are not repeated here.
+# a day count or a shard count nobody meant. Ranges checked elsewhere (checks/target/config.py: a
+# dispatch entry's shards and timeouts, the calibration's lower bounds) are not repeated here, and
+# a consumer's shards and timeout and a dispatch entry's GPUs are checked here only (one error each).
 MAX_DAYS = 3650
 NUMBER_RANGES: dict[str, tuple[float, float]] = {
     "$.budgets.daily_gpu_hours": (0, 1_000_000),
@@ -84,7 +86,9 @@ def number_errors(config) -> list[tuple[str, str]]:
     """(error path, message) for each number of `config` that is not finite or not in its range."""
     errors = []
     for path, pattern, number in _numbers(config, "$", "$"):
-        shown = path.removeprefix("$.")
+        # a list item's index is left out: the parsed list may lack an item the file has (one
+        # with a type error), and the finding's line says which item it is
+        shown = re.sub(r"\[\d+\]", "[]", path.removeprefix("$."))
         if isinstance(number, float) and not math.isfinite(number):
             errors.append((path, f"{shown} must be a finite number, not {number}"))
             continue

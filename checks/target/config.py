@@ -302,10 +302,6 @@ def _semantic_errors(config: Config) -> list[tuple[str, str]]:
         if not consumer.workflow or consumer.workflow.startswith("/") or ".." in consumer.workflow.split("/"):
             errors.append((f"$.consumers[{i}].workflow", "consumers[].workflow must be the workflow's path in that repository, "
                                                          "e.g. `.github/workflows/nightly.yml`"))
-        if consumer.shards is not None and consumer.shards < 1:
-            errors.append((f"$.consumers[{i}].shards", "shards must be at least 1"))
-        if consumer.timeout_minutes is not None and consumer.timeout_minutes < 1:
-            errors.append((f"$.consumers[{i}].timeout_minutes", "timeout_minutes must be at least 1"))
         if consumer.suites is None and (consumer.shards is not None or consumer.timeout_minutes is not None):
             errors.append((f"$.consumers[{i}]", "timeout_minutes and shards belong to a hand-typed consumer (with `suites:`); "
                                                  "without `suites:` they are read from the workflow itself"))
@@ -319,8 +315,6 @@ def _semantic_errors(config: Config) -> list[tuple[str, str]]:
         if not _BRANCH.fullmatch(d.ref) or re.fullmatch(r"[0-9a-fA-F]{40}", d.ref) or d.ref.startswith(("refs/pull/", "pull/")):
             errors.append((f"{where}.ref", f"dispatch.{suite}.ref must be a branch of the base repository "
                                            "(a trusted ref, never a commit SHA or a pull request ref)"))
-        if d.gpus is not None and d.gpus < 1:
-            errors.append((f"{where}.gpus", f"dispatch.{suite}.gpus must be at least 1"))
         if d.shards is not None and not 1 <= d.shards <= MAX_SHARDS:
             errors.append((f"{where}.shards", f"dispatch.{suite}.shards must be from 1 to {MAX_SHARDS}"))
         if d.timeout_per_file_s is not None and not 60 <= d.timeout_per_file_s <= MAX_JOB_MINUTES * 60:
