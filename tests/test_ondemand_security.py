@@ -1018,6 +1018,16 @@ def test_the_limits_defaults_and_edges():
     assert short.per_file(2880) == (3600.0, JOB)  # exactly the job's limit
     assert short.per_file(3000) == (3600.0, JOB)
     assert short.per_file(None) == (3600.0, JOB)
+    # sglang's --timeout-from-est-time: each file may run max(1.5 x est, est + 1800), past the flat floor
+    derived = Limits.of(RunPlan(**{**base, "runner_flags": ("--timeout-from-est-time",)}, job_timeout_min=360))
+    assert derived.from_est_time and not Limits.of(RunPlan(**base, job_timeout_min=360)).from_est_time
+    assert derived.per_file(3600) == (5400.0, TIMEOUT)  # 1.5 x 3600; miles' formula would say 4500
+    assert derived.per_file(600) == (2400.0, TIMEOUT)  # 600 + 1800
+    assert derived.per_file(1) == (1801.0, TIMEOUT)
+    from bot.ondemand.cost import FileCost as _FileCost
+
+    assert _FileCost("t.py", 3600, 5400.0, TIMEOUT).note(derived).endswith(
+        "max(900 s, 1.25 \u00d7 est_time, 1.5 \u00d7 est_time, est_time + 1800 s)")
     from bot.ondemand.cost import FileCost
 
     job = FileCost("t.py", None, 21600.0, JOB)

@@ -6,7 +6,8 @@ under the timeouts that job enforces (the run plan, checks/target/dispatch_plan.
 branch's runner and job, never from the PR):
 
 - the runner's per-file timeout for that est_time (checks/durations.runner_timeout: for miles'
-  runner `max(timeout_per_file, 1.25 x est_time)`), so an est_time of 1e-9, 1 or a negative
+  runner `max(timeout_per_file, 1.25 x est_time)`; with sglang's `--timeout-from-est-time`, also
+  `max(1.5 x est, est + 1800)`), so an est_time of 1e-9, 1 or a negative
   number is charged the whole per-file timeout, never less;
 - times the attempts the runner's flags allow (`--enable-retry`, `--max-attempts`, each attempt's
   timeout raised by `--retry-timeout-increase`);
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 
 from checks.target.dispatch_plan import partition
 from checks.calibration.durations import runner_timeout
+from checks.target.timeout_model import SGLANG
 
 # A GitHub Actions job's limit, 360 minutes: no file of a run can hold its GPUs longer than the
 # whole job, whatever the job's own timeout-minutes says.
@@ -52,6 +54,10 @@ class Limits:
     job_timeout_s: int = MAX_FILE_S  # one shard's job (timeout-minutes), at most GitHub's limit
     attempts: int = 1  # runs of one file, retries included
     retry_increase_s: int = 0  # added to each attempt's timeout when retries are on
+    # sglang's runner with --timeout-from-est-time: each file's timeout is derived from its
+    # est_time, max(1.5 x est, est + 1800) (its ci_utils.derive_timeout_per_file), not the flat
+    # --timeout-per-file; charged as the larger of that and miles' formula, whichever runner runs
+    from_est_time: bool = False
 
     @classmethod
     def of(cls, plan) -> "Limits":
@@ -62,7 +68,7 @@ class Limits:
         if "--enable-retry" in flags:
             attempts = max(1, _flag_int(flags, "--max-attempts", DEFAULT_MAX_ATTEMPTS))
             increase = max(0, _flag_int(flags, "--retry-timeout-increase", DEFAULT_RETRY_INCREASE_S))
-        return cls(int(plan.timeout_per_file_s), job_s, attempts, increase)
+        return cls(int(plan.timeout_per_file_s), job_s, attempts, increase, "--timeout-from-est-time" in flags)
 
     def per_file(self, est: float | None) -> tuple[float, str]:
         """(seconds, basis): the most one registration with this est_time may run."""
@@ -70,6 +76,8 @@ class Limits:
             return float(self.job_timeout_s), JOB
         # a non-positive est_time gets the runner's floor, as max(floor, 1.25 x est) gives it
         one = runner_timeout(max(est, 0.0), self.timeout_per_file_s + self.retry_increase_s)
+        if self.from_est_time:
+            one = max(one, SGLANG.timeout(max(est, 0.0), 0))
         most = self.attempts * one
         if most >= self.job_timeout_s:
             return float(self.job_timeout_s), JOB
@@ -106,7 +114,8 @@ class FileCost:
         else:
             why = "the runner's per-file timeout for it"
             if limits is not None:
-                why += f", max({limits.timeout_per_file_s + limits.retry_increase_s} s, 1.25 \u00d7 est_time)"
+                why += f", max({limits.timeout_per_file_s + limits.retry_increase_s} s, 1.25 \u00d7 est_time"
+                why += ", 1.5 \u00d7 est_time, est_time + 1800 s)" if limits.from_est_time else ")"
                 if limits.attempts > 1:
                     why += f" \u00d7 {limits.attempts} attempts"
         return f"`{self.file}`: {shown}, charged {self.seconds:g} s, {why}"
