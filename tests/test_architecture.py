@@ -172,7 +172,7 @@ def test_imports_point_down_the_roles():
     assert upward == []
 
 
-def test_an_upward_import_is_seen(tmp_path):
+def test_an_upward_import_is_seen():
     # the checker on a made-up edge: the library importing the store is refused
     assert role_of("checks.scanning.registrations") == "library: scanning"
     assert role_of("checks.ruleset.reg010_unknown_suite") == "library: rules' checks"
