@@ -20,15 +20,16 @@ import gc
 import os
 from dataclasses import dataclass, field
 
-from checks import rules_suites
 from checks.target.config import CONFIG_PATH, Config, load_config
 from checks.target.contract import Contract, read_contract
 from checks.limits import FILE_CHECKS, Budget, Limits
-from checks.model import code, Change, Finding, Registration, Report, Severity, Span
+from checks.model import Change, Finding, Registration, Report, Severity
 from checks.scanning.parallel import map_forked
 from checks.scanning.registrations import FileScan, implicit_registration, scan_file
 from checks.target.runner import anchor_sources
 from checks.rules import RULES, make_finding
+from checks.ruleset import rule_modules
+from checks.ruleset.facts import TreeFacts
 from checks.source import decode_source
 from checks.scanning.suppressions import apply_suppressions
 from checks.target.workflows import SuiteUse, is_workflow_path, read_consumers
@@ -322,25 +323,14 @@ def check_tree(
     for path in to_check:
         scan = ctx.scans[path]
         findings.extend(scan.findings)
-        if not scan.registrations and not scan.unreadable and path not in ctx.implicit:
-            why = " (its register calls are invisible to the runner, see REG003)" if scan.invisible else ""
-            if ctx.contract.unregistered_severity_of(path) == "failure":
-                findings.append(
-                    make_finding("REG004", path, Span.at_line(1), f"no registration: this test file is discovered under {_root_of(path, config, ctx.contract)} but declares no register_<backend>_ci(...) call{why}, so the runner never runs it")
-                )
-            else:
-                where = ctx.contract.facts.discovery_where or config.paths.suites_module
-                findings.append(
-                    make_finding("REG004", path, Span.at_line(1), f"no registration: this test file is discovered under {_root_of(path, config, ctx.contract)} but declares no register_<backend>_ci(...) call{why}; the runner ({where}) collects with `sanity_check=False`, so it skips the file with a warning and never runs it",
-                                 severity=Severity.WARNING)
-                )
-        elif ctx.contract.main_block_required and not scan.has_main and any(r.disabled is None for r in scan.registrations):
+        if ctx.contract.main_block_required and not scan.has_main and any(r.disabled is None for r in scan.registrations):
             first = scan.registrations[0]
             findings.append(
                 make_finding("REG002", path, first.span, 'no top-level `if __name__ == "__main__":` block: the runner rejects a file with an enabled registration that `python3 file.py` would not run (its collect_tests checks for the block)')
             )
 
     base_ctx = None
+    removed: list[tuple[str | None, Registration]] = []  # what the diff took out (REG050)
     if diff_mode:
         # The base is read only to compare registrations: its contract, not its workflows.
         base_ctx = Context(config, read_contract(base, config, budget), [], budget=budget, scan_cache=scan_cache, workers=workers)
@@ -348,7 +338,7 @@ def check_tree(
         base_paths = sorted({changed[p] for p in checked if changed.get(p)} | {b for h, b in changed.items() if b and h not in head_paths})
         base_discovered = set(discover(base_paths, config, base_ctx.contract))
         _scan(base_ctx, base, sorted(base_discovered))
-        _classify(ctx, base_ctx, changed, checked, report, findings)
+        _classify(ctx, base_ctx, changed, report, removed)
 
     # Suite-level rules need every registration of a suite (its total est_time), and a suite the
     # diff took registrations out of may be left empty while a job still runs it (REG015).
@@ -357,7 +347,7 @@ def check_tree(
         _scan(ctx, head, [p for p in discovered if p not in ctx.scans])
     index = None
     if durations is not None:
-        from checks import rules_calibration
+        from checks.calibration.durations_index import durations_index
 
         rows = durations(config) if callable(durations) else durations
         if rows:  # the runner's per-file timeout model, from the revision under check (checks/target/timeout_model.py)
@@ -367,10 +357,9 @@ def check_tree(
 
             ctx.config = msgspec.structs.replace(ctx.config, calibration=with_runner_timeout(
                 ctx.config.calibration, head.read, ctx.config.paths.register_module))
-        index = rules_calibration.durations_index(rows, ctx.config.calibration)
+        index = durations_index(rows, ctx.config.calibration)
         if not recheck_all and any(r.backend.is_gpu for r in ctx.registrations()):
             _scan(ctx, head, [p for p in discovered if p not in ctx.scans])  # the CUDA/ROCm ratio needs every file
-        findings.extend(rules_calibration.apply(ctx, checked, index))
     # REG015 in a diff: consumers in the workflows it changed, of the suites it emptied, and of the
     # suites its inventory change brought in; a contract change that reads registrations anew (a
     # signature, a suite template) can empty any suite, so then every consumer.
@@ -386,7 +375,7 @@ def check_tree(
                 emptied[suite] = ANY_BACKEND
     ctx.emptied_suites = emptied
     ctx.registrations_complete = all(p in ctx.scans and not ctx.scans[p].unreadable for p in discovered)
-    findings.extend(rules_suites.apply(ctx, checked, base_ctx, report, index))
+    findings.extend(apply_rules(TreeFacts(ctx, checked, report, base_ctx, index, removed)))
 
     if diff_mode:
         if any(r.change is not Change.UNCHANGED for r in report.registrations) or any(
@@ -451,17 +440,6 @@ def _lines(ctx: Context, tree, path: str) -> list[str]:
     return scan.lines
 
 
-def _root_of(path: str, config: Config, contract: Contract | None = None) -> str:
-    if contract is not None and contract.discovery is not None:
-        for source in contract.discovery:
-            if source.matcher()(path):
-                return code(source.pattern)
-    for root in [d.root for d in config.paths.discovery] or config.paths.test_roots:
-        if path.startswith(root.rstrip("/") + "/"):
-            return root
-    return "a discovery root"
-
-
 def _suite_totals_needed(ctx: Context) -> bool:
     return any(r.change in (Change.ADDED, Change.CHANGED) for r in ctx.registrations())
 
@@ -489,8 +467,10 @@ def _same(a: Registration, b: Registration) -> bool:
     return all(a.value(k) == b.value(k) for k in keys)
 
 
-def _classify(ctx: Context, base_ctx: Context, changed: dict, checked: set[str], report: Report, findings: list[Finding]) -> None:
-    """added / changed / removed / unchanged, per (file, backend), in file order."""
+def _classify(ctx: Context, base_ctx: Context, changed: dict, report: Report,
+              removed: list[tuple[str | None, Registration]]) -> None:
+    """added / changed / removed / unchanged, per (file, backend), in file order; each registration
+    taken out goes to `removed` with the head path its file was compared to (None: deleted)."""
     for path, scan in ctx.scans.items():
         if path not in changed:  # re-checked because the contract changed; the file itself did not
             for reg in scan.registrations:
@@ -510,14 +490,7 @@ def _classify(ctx: Context, base_ctx: Context, changed: dict, checked: set[str],
         for gone in base_regs:
             gone.change = Change.REMOVED
             report.registrations.append(gone)
-            findings.append(
-                make_finding(
-                    "REG050",
-                    path,
-                    Span.at_line(1) if path != gone.file else gone.span,
-                    f"the {gone.backend.value} registration (suite {code(gone.suite)}) was removed: coverage drops on {gone.backend.value}",
-                )
-            )
+            removed.append((path, gone))
     # files deleted or renamed away in head: every registration they held is gone
     compared = {changed[p] for p in ctx.scans if changed.get(p)}
     for base_path, base_scan in base_ctx.scans.items():
@@ -528,9 +501,25 @@ def _classify(ctx: Context, base_ctx: Context, changed: dict, checked: set[str],
                 continue
             gone.change = Change.REMOVED
             report.registrations.append(gone)
-            findings.append(
-                make_finding("REG050", gone.file, gone.span, f"{gone.file} no longer exists: its {gone.backend.value} registration (suite {code(gone.suite)}) is gone and coverage drops on {gone.backend.value}")
-            )
+            removed.append((None, gone))
+
+
+def apply_rules(facts: TreeFacts) -> list[Finding]:
+    """Every rule of checks/ruleset on one check: each rule module's `check_registration(facts,
+    reg)` for every explicit registration of a checked file (in the order the files were read),
+    then each one's `check_tree(facts)`, in code order. Rules applied while reading (a file that
+    does not parse, a rejected call, the configuration, the contract, a limit) are not here: the
+    scanner, the loader and the budget apply them."""
+    per_registration = [m.check_registration for m in rule_modules() if hasattr(m, "check_registration")]
+    per_tree = [m.check_tree for m in rule_modules() if hasattr(m, "check_tree")]
+    findings: list[Finding] = []
+    for reg in facts.explicit:
+        if reg.file in facts.checked:
+            for check in per_registration:
+                findings.extend(check(facts, reg))
+    for check in per_tree:
+        findings.extend(check(facts))
+    return findings
 
 
 def _apply_overrides(findings: list[Finding], config: Config) -> list[Finding]:

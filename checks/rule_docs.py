@@ -103,7 +103,7 @@ def rules_markdown() -> str:
         out += ["", f"## {r.code}", "", f"**{r.name}**, default severity **{r.severity.value}**"
                 + (", fixable (`ci-registrar check --fix`)." if r.fixable else "."), ""]
         if r.module:
-            out += [f"Defined in `{r.module.replace('.', '/')}.py`" + (f", checked in `{r.implemented_in}`." if r.implemented_in else "."), ""]
+            out += [f"Docs, message and check: `{r.module.replace('.', '/')}.py`.", ""]
         for title, text in _sections(r):
             out += [f"### {title}", "", text, ""]
         out.pop()

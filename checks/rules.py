@@ -1,7 +1,7 @@
 """The rule registry: every finding's stable code, name, default severity and what it means.
 
-Each rule is a documented module of checks/ruleset/ (one module per rule: code, name, severity,
-summary, whether it is fixable, and its docs); they all register here, in RULES, which the
+Each rule is a module of checks/ruleset/ (one module per rule: code, name, severity, summary,
+whether it is fixable, its docs, its messages and its check); they all register here, in RULES, which the
 engine (`make_finding`), the configuration (`rules:` overrides), docs/rules.md, SARIF rule help
 and `ci-registrar rule CODE` read. `rule(code, name, severity, summary)` still registers a rule
 directly; such a rule's "How to fix" is then ADVICE[code] in checks/rule_docs.py.
@@ -23,8 +23,7 @@ class Rule:
     summary: str  # what it checks
     fixable: bool = False  # its findings carry a one-click fix
     docs: tuple[tuple[str, str], ...] = ()  # ((section title, Markdown), ...): Why, Example, How to fix
-    module: str | None = None  # the checks/ruleset module that declares it
-    implemented_in: str | None = None
+    module: str | None = None  # the checks/ruleset module that declares and checks it
 
     def section(self, title: str) -> str | None:
         return next((text for t, text in self.docs if t == title), None)
@@ -34,12 +33,12 @@ RULES: dict[str, Rule] = {}
 
 
 def rule(code: str, name: str, severity: Severity, summary: str, *, fixable: bool = False,
-         docs: tuple[tuple[str, str], ...] = (), module: str | None = None, implemented_in: str | None = None) -> Rule:
+         docs: tuple[tuple[str, str], ...] = (), module: str | None = None) -> Rule:
     if code in RULES:
         raise ValueError(f"rule {code} registered twice")
     if any(r.name == name for r in RULES.values()):
         raise ValueError(f"rule name {name} registered twice")
-    RULES[code] = Rule(code, name, severity, summary, fixable, docs, module, implemented_in)
+    RULES[code] = Rule(code, name, severity, summary, fixable, docs, module)
     ordered = sorted(RULES.items())  # by code, whatever the order of registration
     RULES.clear()
     RULES.update(ordered)
@@ -56,7 +55,7 @@ def register_module(module) -> Rule:
     if not short.startswith(module.CODE.lower() + "_"):
         raise ValueError(f"{module.__name__}: a rule module is named after its code ({module.CODE.lower()}_...)")
     return rule(module.CODE, module.NAME, Severity(module.SEVERITY), module.SUMMARY, fixable=bool(module.FIXABLE),
-                docs=docs, module=module.__name__, implemented_in=getattr(module, "IMPLEMENTED_IN", None))
+                docs=docs, module=module.__name__)
 
 
 F, W, N = Severity.FAILURE, Severity.WARNING, Severity.NOTICE

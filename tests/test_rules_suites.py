@@ -1,9 +1,9 @@
-"""Direct tests of checks/rules_suites.py for what its mutants showed the rule tests leave open
-(bench/mutation.py --modules rules_suites; docs/mutation.md)."""
+"""Direct tests of the suite rules (checks/ruleset/reg010-reg016, reg030, reg040: once one module,
+checks/rules_suites.py) for what its mutants showed the rule tests leave open (docs/mutation.md)."""
 
 from __future__ import annotations
 
-from checks.rules_suites import shard_totals
+from checks.calibration.shards import shard_totals
 
 
 def test_shard_totals_are_the_runners_split_largest_first():
@@ -108,7 +108,7 @@ def test_reg030_says_when_no_est_time_can_rebalance_it():
 
 
 def test_emptied_for_reads_the_backends_a_diff_emptied():
-    from checks.rules_suites import _emptied_for
+    from checks.ruleset.reg015_consumer_without_registrations import emptied_for as _emptied_for
 
     assert _emptied_for({"rocm"}, "rocm") and _emptied_for({"rocm"}, None) and _emptied_for({"*"}, "cuda")
     assert not _emptied_for({"cuda"}, "rocm") and not _emptied_for(set(), None) and not _emptied_for(None, "rocm")

@@ -94,3 +94,8 @@ def shards_needed(items: Sequence[Item], timeout_s: float, proposals: Mapping[st
 
 def minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f} min"
+
+
+def shard_totals(est_times: list[tuple[str, float]], shards: int) -> list[float]:
+    """The runner's split of est_times alone: each shard's est_time sum, largest first."""
+    return sorted((s.est_total for s in partition([Item(f, e, e) for f, e in est_times], shards)), reverse=True)

@@ -1,6 +1,6 @@
 """The rules, one module per rule (ruff-style): checks/ruleset/regNNN_<name>.py.
 
-A rule module holds everything a reader needs about its rule, and nothing else:
+A rule module holds everything about its rule (docs, messages, check), and nothing else:
 
     CODE            "REG010", the stable code findings carry
     NAME            "unknown-suite", the kebab-case name (`ci-registrar rule unknown-suite`)
@@ -8,13 +8,19 @@ A rule module holds everything a reader needs about its rule, and nothing else:
     SUMMARY         what it checks, one paragraph (SARIF fullDescription; its first sentence is
                     the shortDescription)
     FIXABLE         True when its findings carry a one-click fix (a corrected argument)
-    IMPLEMENTED_IN  where the check itself lives (the engine applies it there)
     docstring       Markdown with the sections `## Why`, `## Example` and `## How to fix`
+    the check       `check_registration(facts, reg)` (each explicit registration of a checked file)
+                    or `check_tree(facts)` (once per check), which checks/engine.apply_rules calls
+                    with a TreeFacts (checks/ruleset/facts.py); a rule applied while reading
+                    (a file that does not parse, a rejected call, the configuration, the contract,
+                    a limit) has functions its reader calls instead, as ruff's AST checker calls
+                    its rules' functions
 
 checks/rules.py registers every module found here (`RULES`); docs/rules.md, SARIF rule help and
 `ci-registrar rule CODE` are generated from the registry (checks/rule_docs.py). Adding a rule:
 add its module here, its fixtures under tests/fixtures/rules/<CODE>/ (tests/test_rule_fixtures.py
-runs them), then `make docs`.
+runs them), then `make docs`. Helpers two rules share live in named modules beside them
+(facts.py here; checks/calibration/durations_index.py for stored durations), never in a rule's.
 """
 
 from __future__ import annotations

@@ -38,11 +38,94 @@ a workflow could not be read whole (REG902: it may be the one that runs it), and
 registration where the runner accepts one with an unknown suite.
 """
 
-from checks.model import Severity
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from checks.model import Registration, Severity, code
+from checks.wording import article, backend_name
+
+if TYPE_CHECKING:
+    from checks.ruleset.facts import TreeFacts
 
 CODE = "REG010"
 NAME = "unknown-suite"
 SEVERITY = Severity.FAILURE
 SUMMARY = "The suite is not in the inventory for that backend (did-you-mean, and the backend that owns the name)."
 FIXABLE = True
-IMPLEMENTED_IN = "checks/rules_suites.py"
+
+
+def check_registration(facts: TreeFacts, reg: Registration) -> list:
+    from checks.rules import make_finding
+    from checks.target.workflows import direct_run_of
+    from checks.ruleset.facts import quoted, suite_span
+
+    contract = facts.contract
+    suite = reg.suite
+    if suite is None or not contract.inventory_known or reg.backend in contract.partial_backends:
+        return []
+    known_here = contract.suite_names(reg.backend)
+    if suite in known_here:
+        return []
+    composed = reg.composed_suite is not None
+    owners = [b for b in contract.owners(suite) if b is not reg.backend]
+    checked = contract.suite_checked_backends is None or reg.backend in contract.suite_checked_backends
+    backend = backend_name(reg.backend.value)
+    inventory = f"not {article(backend + ' suite')} in the inventory ({facts.config.paths.suites_module})"
+    what = f"suite {code(suite)}" + (" (composed from `stage=` and `runner_config=`)" if composed else "")
+    if checked:
+        parts = [f"{what} is {inventory}, so this registration never runs"]
+    else:
+        parts = [f"{what} is {inventory}; the runner does not validate {backend} suites against it, so only a job that passes this exact suite name runs the test"]
+    if owners:
+        parts.append(f"{code(suite)} belongs to {', '.join(b.value for b in owners)}")
+    # did-you-mean and fixes keep the GPU count and hardware the name states (b200 never
+    # becomes h200, an 8-GPU suite never a 4-GPU one)
+    keep = facts.hardware.same_hardware
+    near = contract.near.close(suite, known_here, reg.backend, keep)
+    if near:
+        parts.append("did you mean " + " or ".join(f"{code(n)}" for n in near) + "?")
+    fix_to = contract.near.correction(suite, known_here, reg.backend, keep) if not composed else None
+    if reg.disabled is not None and fix_to is not None:
+        # disabled on purpose (its hardware may have no CI yet): a hint, never a one-click move
+        parts.append("no fix is offered for a disabled registration")
+        fix_to = None
+    # One defect, one severity, in every era and for every backend: where the runner rejects
+    # the name (it validates this backend and raises) or no job runs the suite for this
+    # backend, the test never runs (failure); where the runner lets the name through (it does
+    # not validate this backend, or only warns) and a job runs it, the test runs (warning).
+    severity = None
+    lets_through = not checked or bool(contract.unknown_suite_warns)
+    if reg.disabled is not None and (not checked or contract.unknown_suite_when_disabled == "warning"):
+        severity = Severity.WARNING
+    elif lets_through:
+        run_by = [u for u in facts.consumers_of.get(suite, []) if u.selects(reg.backend.value)
+                  and (u.nightly is None or bool(u.nightly) == reg.nightly)]
+        direct = direct_run_of(getattr(facts.ctx, "direct_runs", {}), reg.file)
+        runner = (f"the runner ({contract.unknown_suite_warns}) only prints \"Unknown suite\" and runs it anyway"
+                  if checked else f"the runner does not validate {backend} suites against it")
+        if run_by:
+            severity = Severity.WARNING
+            use = run_by[0]
+            flags = f"--hw {use.hw} " if use.hw else ""
+            flags += f"--suite {suite}" + (" --nightly" if use.nightly else "")
+            where = f"{use.file}:{use.span.line}" if use.file else use.consumer
+            parts[0] = (f"{what} is {inventory}; "
+                        f"{runner}, and {where} runs it ({code(flags)}), so the test runs: add the suite to the inventory")
+        elif direct is not None:
+            severity = Severity.WARNING
+            parts[0] = (f"{what} is {inventory} "
+                        f"and no job runs it, so the runner never selects this registration; "
+                        f"{direct} runs the file itself, so the test runs: register it in a suite that job runs, or drop the registration")
+        elif facts.consumers_partial:
+            severity = Severity.WARNING  # a workflow was not read whole: it may be the one that runs it
+            parts[0] = (f"{what} is {inventory}; "
+                        f"{runner}, so only a job that passes this exact suite name runs the test, and a workflow "
+                        "could not be read whole (REG902)")
+        else:
+            parts[0] = (f"{what} is {inventory} "
+                        f"and no workflow in this repository or its configured consumers runs suite {code(suite)} "
+                        f"for {backend}" + (" with `--nightly`" if reg.nightly else "")
+                        + f", so this test never runs ({runner})")
+    return [make_finding(CODE, reg.file, suite_span(reg), "; ".join(parts), severity=severity,
+                         suggestion=quoted(fix_to) if fix_to else None)]

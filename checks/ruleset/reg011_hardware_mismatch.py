@@ -18,7 +18,14 @@ Register the file with the backend that owns the suite's hardware (`-mi350` suit
 `-h100`/`-h200` suites are CUDA), or pick a suite of the backend you meant.
 """
 
-from checks.model import Severity
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from checks.model import Registration, Severity, code
+
+if TYPE_CHECKING:
+    from checks.ruleset.facts import TreeFacts
 
 CODE = "REG011"
 NAME = "hardware-mismatch"
@@ -28,4 +35,16 @@ SUMMARY = (
     "an -h200 suite in register_rocm_ci)."
 )
 FIXABLE = False
-IMPLEMENTED_IN = "checks/rules_suites.py"
+
+
+def check_registration(facts: TreeFacts, reg: Registration) -> list:
+    from checks.rules import make_finding
+    from checks.target.suites import parse_suite_name
+    from checks.ruleset.facts import suite_span
+
+    parsed = parse_suite_name(reg.suite) if reg.suite is not None else None
+    klass = parsed.backend_class if parsed is not None else None
+    if klass is None or klass.family is reg.backend.family:  # amd and rocm: one hardware family
+        return []
+    return [make_finding(CODE, reg.file, suite_span(reg),
+                         f"suite {code(reg.suite)} runs on {parsed.hardware} ({klass.value}) hardware, but {reg.function} registers the test for {reg.backend.value}")]

@@ -19,11 +19,36 @@ Nothing to fix if the move is intended: PR-gate suites run on pull requests, `ni
 run only in the nightly workflows the finding names. Check the new consumer runs the file.
 """
 
-from checks.model import Severity
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from checks.model import Change, Registration, Severity, code
+
+if TYPE_CHECKING:
+    from checks.ruleset.facts import TreeFacts
 
 CODE = "REG012"
 NAME = "nightly-namespace-move"
 SEVERITY = Severity.NOTICE
 SUMMARY = "A registration moved between a PR-gate suite and a nightly- suite; says who consumes each."
 FIXABLE = False
-IMPLEMENTED_IN = "checks/rules_suites.py"
+
+
+def check_registration(facts: TreeFacts, reg: Registration) -> list:
+    """A changed registration whose suite crossed the `nightly-` namespace (either way)."""
+    from checks.rules import make_finding
+    from checks.target.suites import is_nightly
+    from checks.ruleset.facts import suite_span
+
+    base, suite = reg.base, reg.suite
+    if (suite is None or reg.change is not Change.CHANGED or base is None or not base.suite or base.suite == suite
+            or is_nightly(base.suite) == is_nightly(suite)):
+        return []
+    if is_nightly(suite):
+        cost = "it leaves the PR gate (which costs every ROCm PR) and runs only where the nightly consumer schedules it"
+    else:
+        cost = "it joins the PR gate: it will run (and cost GPU time) on every PR"
+    message = (f"registration moved from {code(base.suite)} (run by {facts.who_runs(base.suite)}) to {code(suite)} "
+               f"(run by {facts.who_runs(suite)}): {cost}")
+    return [make_finding(CODE, reg.file, suite_span(reg), message)]

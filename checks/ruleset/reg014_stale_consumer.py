@@ -18,11 +18,49 @@ Update or remove the workflow's `--suite` value: the suite is no longer in the i
 that job selects no test (or fails).
 """
 
-from checks.model import Severity
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from checks.model import Severity, code
+
+if TYPE_CHECKING:
+    from checks.ruleset.facts import TreeFacts
 
 CODE = "REG014"
 NAME = "stale-consumer"
 SEVERITY = Severity.WARNING
 SUMMARY = "A workflow runs a suite that is not in the inventory: that job selects nothing (or fails)."
 FIXABLE = False
-IMPLEMENTED_IN = "checks/rules_suites.py (_stale_consumers)"
+
+
+def check_tree(facts: TreeFacts) -> list:
+    """Each workflow step that runs a suite the inventory does not hold, once per (file, suite)."""
+    from checks.rules import make_finding
+
+    contract = facts.contract
+    if not contract.inventory_known:
+        return []
+    known = set().union(*(set(s) for s in contract.suites.values())) if contract.suites else set()
+    # A suite some registration names is selected by the job even outside the inventory, where the
+    # runner does not validate that backend's suites (sglang's AMD nightlies): not stale. The
+    # registration itself gets REG010 for the inventory.
+    unchecked = contract.suite_checked_backends
+    registered = {r.suite for r in facts.ctx.registrations() if r.suite and unchecked is not None and r.backend not in unchecked}
+    out = []
+    reported = set()
+    for use in facts.ctx.uses:
+        if use.file is None or use.suite in known or use.suite in registered or (use.file, use.suite) in reported:
+            continue
+        if contract.partial_backends:
+            continue  # cannot tell a stale name from one we could not read
+        reported.add((use.file, use.suite))
+        keep = facts.hardware.same_hardware
+        near = contract.near.close(use.suite, known, "all", keep)
+        hint = f"; did you mean {' or '.join(f'{code(n)}' for n in near)}?" if near else ""
+        fix_to = contract.near.correction(use.suite, known, "all", keep)
+        out.append(make_finding(
+            CODE, use.file, use.span,
+            f"{use.consumer} runs suite {code(use.suite)}, which is not in the inventory: that job selects no test (the runner raises for an unknown suite){hint}",
+            suggestion=fix_to))
+    return out

@@ -44,7 +44,24 @@ SUMMARY = (
     "est_time below passing runs of the window."
 )
 FIXABLE = True
-IMPLEMENTED_IN = "checks/ruleset/reg020_est_time_miscalibrated.py"
+
+
+def check_registration(facts, reg) -> list:
+    """A change that lowers est_time below passing runs of the window, else (with enough runs) what
+    `ci-registrar calibrate` would change; too few runs are REG021's."""
+    from checks.calibration.durations_index import judged, window_of
+    from checks.calibration.policy import Bounds
+
+    if facts.durations is None or not judged(reg):
+        return []
+    params = facts.config.calibration
+    d = facts.durations.for_reg(reg)
+    lowered = lowering(reg, d, params)
+    if lowered is not None:
+        return [lowered]
+    if d is None or d.stats.n < params.min_samples or d.stats.p90 is None:
+        return []
+    return check(reg, window_of(d), params, facts.once("bounds", lambda: Bounds.of(facts.contract)))
 
 
 def check(reg, window, params, bounds=None) -> list:

@@ -39,7 +39,7 @@ SUMMARY = ("A suite's heaviest shard, as the runner splits it by est_time, excee
 FIXABLE = False
 
 
-def check(ctx, checked: set[str], consumers_of, durations_index=None) -> list:
+def check_tree(facts) -> list:
     """REG030: the runner's partition replayed by est_time, each shard's time predicted from
     measured p90 (est_time where there is none); an overloaded suite gets the est_times that
     rebalance it, or the shard count it needs. One finding per suite, naming every workflow whose
@@ -50,12 +50,13 @@ def check(ctx, checked: set[str], consumers_of, durations_index=None) -> list:
     from checks.calibration.shards import Item, heaviest, minutes, partition, rebalance, shards_needed
     from checks.target.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES
 
+    ctx, checked, consumers_of, durations_index = facts.ctx, facts.checked, facts.consumers_of, facts.durations
     out = []
     params = ctx.config.calibration
 
     def item(reg) -> tuple:
         if durations_index:
-            from checks.rules_calibration import calibrated_seconds, policy_suggestion
+            from checks.calibration.durations_index import calibrated_seconds, policy_suggestion
 
             measured = calibrated_seconds(durations_index, reg, params.min_samples)
             if measured is not None:

@@ -18,7 +18,15 @@ Register the file in the suite whose GPU count matches the test (a `2xGPU` file 
 suite), or correct the test's own GPU count.
 """
 
-from checks.model import Severity
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from checks.model import Registration, Severity, code
+from checks.wording import plural
+
+if TYPE_CHECKING:
+    from checks.ruleset.facts import TreeFacts
 
 CODE = "REG040"
 NAME = "gpu-count-mismatch"
@@ -28,4 +36,22 @@ SUMMARY = (
     "constant)."
 )
 FIXABLE = False
-IMPLEMENTED_IN = "checks/rules_suites.py"
+
+
+def check_registration(facts: TreeFacts, reg: Registration) -> list:
+    from checks.rules import make_finding
+    from checks.scanning.registrations import gpu_count_from_name
+    from checks.target.suites import parse_suite_name
+    from checks.ruleset.facts import suite_span
+
+    parsed = parse_suite_name(reg.suite) if reg.suite is not None else None
+    if parsed is None or parsed.gpus is None:
+        return []
+    own, source = gpu_count_from_name(reg.file), "its file name"
+    scan = facts.ctx.scans.get(reg.file)
+    if scan is not None and scan.num_gpus_constant is not None:
+        own, source = scan.num_gpus_constant[0], "its NUM_GPUS constant"
+    if own is None or own == parsed.gpus:
+        return []
+    return [make_finding(CODE, reg.file, suite_span(reg),
+                         f"suite {code(reg.suite)} runs on {plural(parsed.gpus, 'GPU')} but the test says it needs {own} ({source})")]

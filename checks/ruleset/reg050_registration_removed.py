@@ -18,11 +18,31 @@ Nothing to fix if intended: the notice records that coverage on that backend dro
 registration if the removal was an accident.
 """
 
-from checks.model import Severity
+from checks.model import Severity, Span, code
 
 CODE = "REG050"
 NAME = "registration-removed"
 SEVERITY = Severity.NOTICE
 SUMMARY = "A registration was removed: coverage drops on that backend."
 FIXABLE = False
-IMPLEMENTED_IN = "checks/engine.py (_classify)"
+
+
+def check_tree(facts) -> list:
+    """Each registration a diff took out (facts.removed, in the engine's classification order):
+    at the registration in a file that remains (line 1 of the head file it was renamed to), at the
+    registration of a file deleted or renamed away."""
+    from checks.rules import make_finding
+
+    out = []
+    for head_path, gone in facts.removed:
+        backend = gone.backend.value
+        if head_path is not None:
+            out.append(make_finding(
+                CODE, head_path, Span.at_line(1) if head_path != gone.file else gone.span,
+                f"the {backend} registration (suite {code(gone.suite)}) was removed: coverage drops on {backend}"))
+        else:
+            out.append(make_finding(
+                CODE, gone.file, gone.span,
+                f"{gone.file} no longer exists: its {backend} registration (suite {code(gone.suite)}) is gone and "
+                f"coverage drops on {backend}"))
+    return out

@@ -1,8 +1,9 @@
-"""REG020 / REG021: est_time against stored durations on each suite's calibration hardware.
+"""Stored durations, indexed for the rules: one row per (file, backend, calibration hardware).
 
 The statistics arrive as plain data (from the store, or a `durations export` file); the verdict
-maths live in checks/calibration/durations.py. This module only decides which registrations are judged and
-turns verdicts into findings with fixes.
+maths live in checks/calibration/durations.py and the policy in checks/calibration/policy.py.
+REG020, REG021 and REG030 (checks/ruleset/) read a registration's row through `DurationsIndex.for_reg`,
+so every rule judges a registration on its suite's calibration hardware; the PR summary does too.
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Iterable, Mapping
 
-from checks.calibration.policy import Bounds, Window, calibration_hardware, decide, hardware_for_suite
-from checks.calibration.durations import DurationStats, calibrate, estimate_from_other_backend, suggest_est_time
+from checks.calibration.durations import DurationStats, suggest_est_time
+from checks.calibration.policy import Window, calibration_hardware, decide, hardware_for_suite
+from checks.model import Backend, Registration
 from checks.target.hardware import same_hardware_key
-from checks.model import Backend, Finding, Registration, Severity
-from checks.rules import make_finding
 
 # est_time on the calibration hardware is what the ROCm registrations declare
 CALIBRATED_BACKENDS = (Backend.ROCM,)
@@ -116,42 +116,7 @@ def calibrated_seconds(index, reg: Registration, min_samples: int) -> float | No
     return d.stats.p90
 
 
-def apply(ctx, checked: set[str], index: DurationsIndex) -> list[Finding]:
-    """REG020 (checks/ruleset/reg020_est_time_miscalibrated.py: what `calibrate` would change) and
-    REG021 (too few runs to judge) for every explicit ROCm-family registration of a checked file."""
-    from checks.ruleset import reg020_est_time_miscalibrated as reg020
-
-    params = ctx.config.calibration
-    regs = [r for r in ctx.registrations() if not r.implicit]
-    cuda_est = {r.file: r.est_time for r in regs if r.backend is Backend.CUDA and r.est_time}
-    pairs = []
-    for (file, backend, _hw), d in index.items():
-        if backend is Backend.ROCM and d.stats.n >= params.min_samples and d.stats.p90 and file in cuda_est:
-            pairs.append((d.stats.p90, cuda_est[file]))
-    bounds = Bounds.of(getattr(ctx, "contract", None))
-    out: list[Finding] = []
-    for reg in regs:
-        if reg.file not in checked or reg.backend.family not in CALIBRATED_BACKENDS or reg.est_time is None or reg.disabled is not None:
-            continue
-        d = index.for_reg(reg)  # AMD (sglang) is the ROCm family
-        stats = d.stats if d else DurationStats(0, None, None, None)
-        lowered = reg020.lowering(reg, d, params)
-        if lowered is not None:
-            out.append(lowered)
-            continue
-        if stats.n >= params.min_samples and stats.p90 is not None:
-            out.extend(reg020.check(reg, window_of(d), params, bounds))
-            continue
-        hardware = hardware_for_suite(reg.suite, params)
-        other = None
-        if reg.file in cuda_est:
-            other = estimate_from_other_backend(cuda_est[reg.file], pairs, round_to_s=params.round_to_s)
-        verdict = calibrate(reg.est_time, stats, params, since=d.since if d else None, hardware=hardware,
-                            other_estimate=other, timeouts=d.timeouts if d else 0, slowest=d.slowest if d else None,
-                            timed_out_at=d.timed_out_at if d else None)
-        message = verdict.message
-        if other is None and reg.file in cuda_est:
-            message += (f"; cannot estimate it from the CUDA est_time: fewer than 3 files have both a CUDA est_time "
-                        f"and {params.min_samples}+ {hardware} runs")
-        out.append(make_finding(verdict.rule, reg.file, reg.anchor("est_time"), message, severity=Severity(verdict.severity)))
-    return out
+def judged(reg: Registration) -> bool:
+    """Whether REG020/REG021 judge a registration's est_time: an enabled ROCm-family registration
+    (sglang's AMD is the ROCm family) that declares one."""
+    return reg.backend.family in CALIBRATED_BACKENDS and reg.est_time is not None and reg.disabled is None
