@@ -49,10 +49,12 @@ FIXABLE = True
 def check_registration(facts, reg) -> list:
     """A change that lowers est_time below passing runs of the window, else (with enough runs) what
     `ci-registrar calibrate` would change; too few runs are REG021's."""
+    if facts.durations is None:
+        return []  # no durations given: nothing to judge (and the calibration modules stay unloaded)
     from checks.calibration.durations_index import judged, window_of
     from checks.calibration.policy import Bounds
 
-    if facts.durations is None or not judged(reg):
+    if not judged(reg):
         return []
     params = facts.config.calibration
     d = facts.durations.for_reg(reg)

@@ -33,13 +33,15 @@ FIXABLE = False
 def check_registration(facts, reg) -> list:
     """Too few stored runs on the suite's calibration hardware to judge est_time (REG020 judges
     the rest, and a change lowering it below a stored run)."""
+    if facts.durations is None:
+        return []  # no durations given: nothing to judge (and the calibration modules stay unloaded)
     from checks.calibration.durations import DurationStats, calibrate, estimate_from_other_backend
     from checks.calibration.durations_index import judged
     from checks.calibration.policy import hardware_for_suite
     from checks.rules import make_finding
     from checks.ruleset.reg020_est_time_miscalibrated import lowering
 
-    if facts.durations is None or not judged(reg):
+    if not judged(reg):
         return []
     params = facts.config.calibration
     d = facts.durations.for_reg(reg)
