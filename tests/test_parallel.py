@@ -106,12 +106,41 @@ def test_few_items_stay_in_this_process():
 
 def test_no_worker_on_a_busy_machine(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(parallel, "runnable_now", lambda: None)  # where /proc/loadavg is not there
     monkeypatch.setattr(os, "getloadavg", lambda: (3.5, 1.0, 1.0))
     assert parallel.available_workers() == 1
     monkeypatch.setattr(os, "getloadavg", lambda: (0.4, 1.0, 1.0))
     assert parallel.available_workers() == 4
     monkeypatch.setattr(os, "getloadavg", lambda: (40.0, 1.0, 1.0))
     assert parallel.available_workers() == 1
+
+
+def test_a_core_is_busy_only_if_the_average_and_the_instant_both_say_so(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    # one process after another (a CI job, a benchmark): the average says one core, nothing runs now
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.2, 1.0, 1.0))
+    monkeypatch.setattr(parallel, "runnable_now", lambda: 0)
+    assert parallel.available_workers() == 2
+    monkeypatch.setattr(parallel, "runnable_now", lambda: 1)  # the other core is taken now
+    assert parallel.available_workers() == 1
+    # a burst that the average has not seen yet still leaves the idle core counted idle
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 1.0, 1.0))
+    monkeypatch.setattr(parallel, "runnable_now", lambda: 5)
+    assert parallel.available_workers() == 2
+
+
+def test_the_instant_reading_leaves_this_process_out(monkeypatch, tmp_path):
+    import builtins
+
+    real_open = builtins.open
+    fake = tmp_path / "loadavg"
+    fake.write_text("0.52 0.58 0.59 1/467 28110\n")
+    monkeypatch.setattr(builtins, "open", lambda path, *a, **k: real_open(fake if path == "/proc/loadavg" else path, *a, **k))
+    assert parallel.runnable_now() == 0
+    fake.write_text("3.10 2.00 1.00 4/467 28110\n")
+    assert parallel.runnable_now() == 3
+    fake.write_text("garbage\n")
+    assert parallel.runnable_now() is None
 
 
 def test_the_command_line_reports_the_same_with_any_number_of_jobs(tmp_path):

@@ -26,18 +26,38 @@ MIN_PER_WORKER = 24
 
 
 def available_workers() -> int:
-    """The idle cores this process may run on: its affinity (not the machine's count) less the
-    load average, as `make -l` does. A busy machine gains nothing from a second process (its
-    share of the processors does not grow), and pays for the fork and the pickling."""
+    """The idle cores this process may run on: its affinity (not the machine's count) less what
+    keeps the others busy, as `make -l` does. A busy machine gains nothing from a second process
+    (its share of the processors does not grow), and pays for the fork and the pickling.
+
+    Busy is the smaller of two readings: the one-minute load average, and the threads runnable
+    right now (this one left out). The average trails by a minute: a CI job or a benchmark that
+    runs one process after another reads as one busy core for a minute after the last one ended,
+    and a check started then would leave a free core idle. The runnable count alone would be one
+    instant's sample; together, a core counts as busy only if both say so."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
     try:
-        load = os.getloadavg()[0]
+        busy = os.getloadavg()[0]
     except (AttributeError, OSError):
-        load = 0.0
-    return max(1, min(cores, cores - int(load)))
+        busy = 0.0
+    others = runnable_now()
+    if others is not None:
+        busy = min(busy, others)
+    return max(1, min(cores, cores - int(busy)))
+
+
+def runnable_now() -> int | None:
+    """Threads runnable on the machine at this instant, this one left out (Linux: the fourth
+    field of /proc/loadavg, `running/total`, counts the reader itself); None where unknown."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            running = int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0, running - 1)
 
 
 def can_fork() -> bool:
