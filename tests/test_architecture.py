@@ -31,7 +31,10 @@ ROLES: dict[str, tuple[str, ...]] = {
                             "checks.wording"),
     # REG900's check is the configuration's own validation: the loader applies it as it reads
     "library: the target's contract": ("checks.target", "checks.ruleset.reg900_invalid_configuration"),
-    "library: scanning": ("checks.scanning",),
+    # the rules the scanner applies as it reads a test file (it calls their functions), and the
+    # suppression comments' own rule (REG005), sit with it
+    "library: scanning": ("checks.scanning", "checks.ruleset.reg001_unparsable_file", "checks.ruleset.reg002_rejected_registration",
+                          "checks.ruleset.reg003_invisible_registration"),
     "library: calibration": ("checks.calibration",),
     "library: fixes": ("checks.fixing",),
     # a rule module holds its docs, messages and check (checks.ruleset.* below), and facts.py what
