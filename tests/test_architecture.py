@@ -27,14 +27,15 @@ ROOT = Path(__file__).resolve().parent.parent
 # Listed from the bottom up: a role may import the roles above it in this list, never below.
 ROLES: dict[str, tuple[str, ...]] = {
     # checks/: the analysis library (also the command line's); it knows nothing of the App
+    # REG902's messages are the limits' own: Budget applies the rule as a read hits a cap
     "library: foundation": ("checks", "checks.model", "checks.rules", "checks.ruleset", "checks.limits", "checks.source",
-                            "checks.wording"),
+                            "checks.wording", "checks.ruleset.reg902_analysis_limit_reached"),
     # REG900's check is the configuration's own validation: the loader applies it as it reads
     "library: the target's contract": ("checks.target", "checks.ruleset.reg900_invalid_configuration"),
     # the rules the scanner applies as it reads a test file (it calls their functions), and the
     # suppression comments' own rule (REG005), sit with it
     "library: scanning": ("checks.scanning", "checks.ruleset.reg001_unparsable_file", "checks.ruleset.reg002_rejected_registration",
-                          "checks.ruleset.reg003_invisible_registration"),
+                          "checks.ruleset.reg003_invisible_registration", "checks.ruleset.reg005_unused_suppression"),
     "library: calibration": ("checks.calibration",),
     "library: fixes": ("checks.fixing",),
     # a rule module holds its docs, messages and check (checks.ruleset.* below), and facts.py what

@@ -542,14 +542,11 @@ def _boolean_hint(node, detail: str) -> str:
 
 def _limit_finding(path: str, limits: Limits, limit: str, measured: str) -> Finding:
     from checks.model import Severity
+    from checks.ruleset.reg902_analysis_limit_reached import limit_reached
 
-    return make_finding(
-        "REG902",
-        path,
-        Span.at_line(1),
-        f"analysis limit reached: {limit} = {getattr(limits, limit)} ({Limits.env_var(limit)}) in {path} ({measured}); the configuration is not read, and the check fails rather than use the defaults in its place",
-        severity=Severity.FAILURE,
-    )
+    return limit_reached(limit, getattr(limits, limit), Limits.env_var(limit), path,
+                         "the configuration is not read, and the check fails rather than use the defaults in its place",
+                         measured=measured, severity=Severity.FAILURE)
 
 
 def _at_node(code: str, path: str, node: yaml.Node | None, message: str) -> Finding:
