@@ -30,8 +30,12 @@ ROLES: dict[str, tuple[str, ...]] = {
     # REG902's messages are the limits' own: Budget applies the rule as a read hits a cap
     "library: foundation": ("checks", "checks.model", "checks.rules", "checks.ruleset", "checks.limits", "checks.source",
                             "checks.wording", "checks.ruleset.reg902_analysis_limit_reached"),
-    # REG900's check is the configuration's own validation: the loader applies it as it reads
-    "library: the target's contract": ("checks.target", "checks.ruleset.reg900_invalid_configuration"),
+    # the rules the target's readers apply as they read (they call their functions): REG900 the
+    # configuration loader, REG901 the contract's and the workflows' readers, REG017 the external
+    # consumers' reader
+    "library: the target's contract": ("checks.target", "checks.ruleset.reg900_invalid_configuration",
+                                       "checks.ruleset.reg901_unreadable_contract",
+                                       "checks.ruleset.reg017_external_consumer_unread"),
     # the rules the scanner applies as it reads a test file (it calls their functions), and the
     # suppression comments' own rule (REG005), sit with it
     "library: scanning": ("checks.scanning", "checks.ruleset.reg001_unparsable_file", "checks.ruleset.reg002_rejected_registration",
