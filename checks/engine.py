@@ -27,8 +27,8 @@ from checks.model import Change, Finding, Registration, Report, Severity
 from checks.scanning.parallel import map_forked
 from checks.scanning.registrations import FileScan, implicit_registration, scan_file
 from checks.target.runner import anchor_sources
-from checks.rules import RULES, make_finding
-from checks.ruleset import rule_modules
+from checks.rules import RULES
+from checks.ruleset import reg002_rejected_registration as reg002, rule_modules
 from checks.ruleset.facts import TreeFacts
 from checks.source import decode_source
 from checks.scanning.suppressions import apply_suppressions
@@ -323,11 +323,9 @@ def check_tree(
     for path in to_check:
         scan = ctx.scans[path]
         findings.extend(scan.findings)
-        if ctx.contract.main_block_required and not scan.has_main and any(r.disabled is None for r in scan.registrations):
-            first = scan.registrations[0]
-            findings.append(
-                make_finding("REG002", path, first.span, 'no top-level `if __name__ == "__main__":` block: the runner rejects a file with an enabled registration that `python3 file.py` would not run (its collect_tests checks for the block)')
-            )
+        no_main = reg002.check_main_block(path, scan, ctx.contract)
+        if no_main is not None:
+            findings.append(no_main)
 
     base_ctx = None
     removed: list[tuple[str | None, Registration]] = []  # what the diff took out (REG050)

@@ -99,19 +99,10 @@ class Budget:
         if (limit, file) in self._reported:
             return
         self._reported.add((limit, file))
-        from checks.rules import make_finding
+        from checks.ruleset.reg902_analysis_limit_reached import limit_reached
 
-        value = getattr(self.limits, limit)
-        what = f" ({measured})" if measured else ""
-        self.findings.append(
-            make_finding(
-                "REG902",
-                at or file,
-                span or Span.at_line(1),
-                f"analysis limit reached: {limit} = {value} ({Limits.env_var(limit)}) in {file}{what}; {consequence}",
-                severity=severity,
-            )
-        )
+        self.findings.append(limit_reached(limit, getattr(self.limits, limit), Limits.env_var(limit), file, consequence,
+                                           measured=measured, span=span, severity=severity, at=at))
 
     def take_file(self, path: str, remaining: int, what: str) -> bool:
         """Count one more file read by the check; False (and one REG902 finding) past the cap."""

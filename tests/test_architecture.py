@@ -19,6 +19,7 @@ A new module must be given a role here; that is the point at which its place is 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,11 +28,19 @@ ROOT = Path(__file__).resolve().parent.parent
 # Listed from the bottom up: a role may import the roles above it in this list, never below.
 ROLES: dict[str, tuple[str, ...]] = {
     # checks/: the analysis library (also the command line's); it knows nothing of the App
+    # REG902's messages are the limits' own: Budget applies the rule as a read hits a cap
     "library: foundation": ("checks", "checks.model", "checks.rules", "checks.ruleset", "checks.limits", "checks.source",
-                            "checks.wording"),
-    # REG900's check is the configuration's own validation: the loader applies it as it reads
-    "library: the target's contract": ("checks.target", "checks.ruleset.reg900_invalid_configuration"),
-    "library: scanning": ("checks.scanning",),
+                            "checks.wording", "checks.ruleset.reg902_analysis_limit_reached"),
+    # the rules the target's readers apply as they read (they call their functions): REG900 the
+    # configuration loader, REG901 the contract's and the workflows' readers, REG017 the external
+    # consumers' reader
+    "library: the target's contract": ("checks.target", "checks.ruleset.reg900_invalid_configuration",
+                                       "checks.ruleset.reg901_unreadable_contract",
+                                       "checks.ruleset.reg017_external_consumer_unread"),
+    # the rules the scanner applies as it reads a test file (it calls their functions), and the
+    # suppression comments' own rule (REG005), sit with it
+    "library: scanning": ("checks.scanning", "checks.ruleset.reg001_unparsable_file", "checks.ruleset.reg002_rejected_registration",
+                          "checks.ruleset.reg003_invisible_registration", "checks.ruleset.reg005_unused_suppression"),
     "library: calibration": ("checks.calibration",),
     "library: fixes": ("checks.fixing",),
     # a rule module holds its docs, messages and check (checks.ruleset.* below), and facts.py what
@@ -179,3 +188,138 @@ def test_an_upward_import_is_seen():
     assert role_of("checks.ruleset") == "library: foundation"
     assert role_of("bot.worker.handlers.rocm_runs") == "worker"
     assert ORDER.index(role_of("bot.store.db")) > ORDER.index(role_of("checks.engine"))  # the library never imports the store
+
+
+# -- one file per rule: a finding is made only in its rule's module -----------------------------
+# A rule's docs, messages and check are one module (checks/ruleset/regNNN_*.py); a reader that
+# applies a rule while reading calls that module's functions. So a finding made with a literal
+# rule code (`make_finding("REG002", ...)`, `Finding(rule="REG002", ...)`, or through a function
+# that passes its own parameter on as the code, like a reader's `self.finding(code, ...)`) is made
+# in that rule's module and nowhere else.
+
+FINDING_MAKERS = ("make_finding", "Finding")  # checks/rules.py, checks/model.py
+_RULE_CODE = re.compile(r"REG\d{3}")
+_RULE_MODULE = re.compile(r"checks\.ruleset\.(reg\d{3})_\w+$")
+
+
+def _callee(call: ast.Call) -> str | None:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _code_argument(call: ast.Call) -> ast.expr | None:
+    """What a finding maker is given as the rule code: its first positional, or `rule=`/`code=`."""
+    if call.args and not isinstance(call.args[0], ast.Starred):
+        return call.args[0]
+    return next((kw.value for kw in call.keywords if kw.arg in ("rule", "code")), None)
+
+
+def finding_makers(trees) -> set[str]:
+    """FINDING_MAKERS, and (by name, to any depth) every function that passes one of its own
+    parameters on to one of them as the rule code."""
+    makers = set(FINDING_MAKERS)
+    changed = True
+    while changed:
+        changed = False
+        for tree in trees:
+            for fn in ast.walk(tree):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.name in makers:
+                    continue
+                params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+                for call in ast.walk(fn):
+                    if isinstance(call, ast.Call) and _callee(call) in makers:
+                        arg = _code_argument(call)
+                        if isinstance(arg, ast.Name) and arg.id in params:
+                            makers.add(fn.name)
+                            changed = True
+                            break
+    return makers
+
+
+def _string_constants(tree: ast.Module) -> dict[str, str]:
+    """Module-level `NAME = "..."` bindings (`CODE = "REG010"`, `LIMIT_RULE = "REG902"`)."""
+    out = {}
+    for stmt in tree.body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+        value = getattr(stmt, "value", None)
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            out.update((t.id, value.value) for t in targets if isinstance(t, ast.Name))
+    return out
+
+
+def findings_outside_their_rule(sources: dict[str, str]) -> list[str]:
+    """module name -> source: each finding made with a literal rule code outside that rule's module."""
+    trees = {module: ast.parse(text) for module, text in sources.items()}
+    makers = finding_makers(trees.values())
+    out = []
+    for module, tree in sorted(trees.items()):
+        own = _RULE_MODULE.match(module)
+        constants = _string_constants(tree)
+        for call in ast.walk(tree):
+            if not (isinstance(call, ast.Call) and _callee(call) in makers):
+                continue
+            arg = _code_argument(call)
+            literal = (arg.value if isinstance(arg, ast.Constant) else
+                       constants.get(arg.id) if isinstance(arg, ast.Name) else None)
+            if isinstance(literal, str) and _RULE_CODE.fullmatch(literal) and not (own and own.group(1) == literal.lower()):
+                out.append(f"{module}:{call.lineno} makes a {literal} finding ({_callee(call)})")
+    return out
+
+
+def _sources() -> dict[str, str]:
+    return {module: path.read_text(encoding="utf-8") for module, path in _modules().items()}
+
+
+def test_every_finding_is_made_in_its_rules_module():
+    assert findings_outside_their_rule(_sources()) == []
+
+
+def test_no_module_points_to_its_rule_elsewhere():
+    # IMPLEMENTED_IN named the code that checked a rule when that was not its module: gone
+    defined = [module for module, text in _sources().items()
+               if any(isinstance(t, ast.Name) and t.id == "IMPLEMENTED_IN"
+                      for node in ast.walk(ast.parse(text)) if isinstance(node, (ast.Assign, ast.AnnAssign))
+                      for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))]
+    assert defined == []
+    from checks.rules import RULES
+    from checks.ruleset import rule_modules
+
+    assert sorted(m.CODE for m in rule_modules()) == sorted(RULES)
+    assert [m.__name__ for m in rule_modules() if hasattr(m, "IMPLEMENTED_IN")] == []
+
+
+def test_a_finding_made_outside_its_rule_is_seen():
+    # the scan on made-up modules: a reader that makes a rule's finding itself is refused, directly,
+    # through a helper that passes the code on (two deep), by keyword, or through a named constant
+    reader = (
+        "from checks.rules import make_finding\n"
+        "from checks.model import Finding\n"
+        "LIMIT_RULE = 'REG902'\n"
+        "def _at(code, path, message):\n"
+        "    return make_finding(code, path, None, message)\n"
+        "class Reader:\n"
+        "    def finding(self, code, node, message, **kw):\n"
+        "        self.out.append(_at(code, self.path, message))\n"
+        "    def run(self):\n"
+        "        self.finding('REG002', None, 'rejected')\n"
+        "        self.out.append(make_finding('REG001', 'a.py', None, 'does not parse'))\n"
+        "        self.out.append(Finding(rule='REG003', file='a.py'))\n"
+        "        self.out.append(make_finding(LIMIT_RULE, 'a.py', None, 'limit'))\n"
+        "        self.out.append(make_finding(self.code, 'a.py', None, 'not a literal: not judged here'))\n"
+    )
+    rule = (
+        "CODE = 'REG001'\n"
+        "def unparsable(path):\n"
+        "    from checks.rules import make_finding\n"
+        "    return [make_finding(CODE, path, None, 'm'), make_finding('REG001', path, None, 'm'),\n"
+        "            make_finding('REG002', path, None, 'another rule')]\n"
+    )
+    found = findings_outside_their_rule({"checks.scanning.reader": reader, "checks.ruleset.reg001_unparsable_file": rule})
+    assert sorted(found) == [
+        "checks.ruleset.reg001_unparsable_file:5 makes a REG002 finding (make_finding)",
+        "checks.scanning.reader:10 makes a REG002 finding (finding)",
+        "checks.scanning.reader:11 makes a REG001 finding (make_finding)",
+        "checks.scanning.reader:12 makes a REG003 finding (Finding)",
+        "checks.scanning.reader:13 makes a REG902 finding (make_finding)",
+    ]
+    assert {"_at", "finding"} <= finding_makers([ast.parse(reader)])

@@ -21,11 +21,83 @@ tests.ci.ci_register import register_rocm_ci` then `register_rocm_ci(...)`, not 
 function, an expression, or through an alias or attribute.
 """
 
-from checks.model import Severity
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from checks.model import Finding, Severity, code
+
+if TYPE_CHECKING:
+    import ast
 
 CODE = "REG003"
 NAME = "invisible-registration"
 SEVERITY = Severity.WARNING
 SUMMARY = "A registration the runner silently ignores: aliased import, attribute call, call not a top-level expression statement, call inside `if`."
 FIXABLE = False
-IMPLEMENTED_IN = "checks/scanning/registrations.py (_FileReader.find_invisible)"
+
+
+# Applied while reading (checks/scanning/registrations.py _FileReader.run calls these).
+
+
+def aliased_import(path: str, lines: list[str], alias: ast.alias) -> Finding | None:
+    """`from ... import register_x_ci as other`: calls through the alias are never collected."""
+    if not alias.asname or alias.asname == alias.name:
+        return None
+    from checks.rules import make_finding
+    from checks.source import node_span
+
+    return make_finding(
+        CODE, path, node_span(alias, lines),
+        f"{code(alias.name)} is imported as {code(alias.asname)}: the runner only sees calls to the bare name {code(alias.name)}, so calls through the alias are never registered",
+    )
+
+
+def invisible_calls(path: str, lines: list[str], tree: ast.Module, functions, aliases: dict[str, str]) -> list[Finding]:
+    """Register calls the runner would not collect, with why, in the order of the module's walk
+    (iterative: deep code must not exhaust the recursion limit). `functions`: the register
+    functions' names; `aliases`: alias -> the function it was imported as."""
+    import ast
+
+    from checks.rules import make_finding
+    from checks.source import node_span
+
+    found: list[Finding] = []
+    names = set(functions) | set(aliases)
+    stack: list[tuple[ast.AST, str | None, bool]] = [(tree, None, True)]
+    while stack:
+        node, where, is_module = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Call):
+                func = child.func
+                target = why = None
+                if isinstance(func, ast.Name) and func.id in aliases:
+                    target, why = aliases[func.id], f"it calls the alias {code(func.id)}, not the bare name {code(aliases[func.id])}"
+                elif isinstance(func, ast.Name) and func.id in names and where is not None:
+                    target, why = func.id, where
+                elif isinstance(func, ast.Attribute) and func.attr in functions:
+                    target, why = func.attr, f"it is an attribute call (`….{func.attr}(...)`), and the runner only sees the bare name"
+                if target is not None:
+                    found.append(make_finding(CODE, path, node_span(child, lines),
+                                              f"this `{target}(...)` call is invisible to the runner: {why}; the test is never registered by it"))
+            if (
+                is_module
+                and isinstance(child, ast.Expr)
+                and isinstance(child.value, ast.Call)
+                and isinstance(child.value.func, ast.Name)
+                and child.value.func.id in functions
+            ):
+                continue  # collected already
+            inner = where
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                inner = "it is inside a function, not at module top level"
+            elif isinstance(child, ast.ClassDef):
+                inner = "it is inside a class body, not at module top level"
+            elif where is None and isinstance(child, ast.If):
+                inner = "it is inside an `if` block"
+            elif where is None and isinstance(child, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match)):
+                inner = f"it is inside a {code(type(child).__name__.lower())} block, not at module top level"
+            elif where is None and is_module and isinstance(child, ast.stmt):
+                inner = "it is not a top-level expression statement (the runner reads only `register_...(...)` statements)"
+            stack.append((child, inner, False))
+    return found

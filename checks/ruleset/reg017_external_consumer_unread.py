@@ -22,11 +22,36 @@ entry in `.github/ci-registrar.yml`. `REG017: off` under `rules:` silences it wh
 never available.
 """
 
-from checks.model import Severity
+from __future__ import annotations
+
+from checks.model import Finding, Severity, Span
 
 CODE = "REG017"
 NAME = "external-consumer-unread"
 SEVERITY = Severity.WARNING
 SUMMARY = "A configured external consumer's workflow could not be read (not given to the CLI, not readable by the App, not UTF-8 or not YAML): the suites it runs are unknown, so the checks that need them (REG013, REG016) are skipped for this check."
 FIXABLE = False
-IMPLEMENTED_IN = "checks/target/workflows.py"
+
+
+# Applied while reading: the external consumers' reader (checks/target/workflows.py) calls these.
+# The finding points to `anchor` (the configuration, else the suite inventory): the workflow
+# itself is not in this repository.
+
+
+def unread(anchor: str, label: str, why: str) -> Finding:
+    """No copy of consumer `label` (`owner/repo:path`) was given, or it could not be read (`why`)."""
+    from checks.rules import make_finding
+
+    how = ("the App reads it at that repository's default branch; locally, pass a copy with "
+           "`ci-registrar check --consumers-from PATH`")
+    return make_finding(CODE, anchor, Span.at_line(1),
+                        f"external consumer {label} could not be read ({why}): the suites it runs are unknown, "
+                        f"so the no-consumer (REG013) and nightly-selection (REG016) checks are skipped and its "
+                        f"timeouts are not checked (REG030); {how}")
+
+
+def not_yaml(anchor: str, label: str, line: int) -> Finding:
+    """The copy given of consumer `label` is not valid YAML (at `line` of it)."""
+    from checks.rules import make_finding
+
+    return make_finding(CODE, anchor, Span.at_line(1), f"external consumer {label} is not valid YAML (line {line}): its suites are not counted as consumers")

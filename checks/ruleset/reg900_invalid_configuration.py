@@ -23,19 +23,18 @@ Fix `.github/ci-registrar.yml` at the reported line (`ci-registrar config valida
 locally; docs/configuration.md lists every key). The check does not fall back to defaults.
 """
 
-import math
-import re
+from __future__ import annotations
 
-import msgspec
-
-from checks.model import Severity
+from checks.model import Finding, Severity, Span
 
 CODE = "REG900"
 NAME = "invalid-configuration"
 SEVERITY = Severity.FAILURE
 SUMMARY = "`.github/ci-registrar.yml` is invalid: the check says what is wrong and where; defaults are not silently used instead."
 FIXABLE = False
-IMPLEMENTED_IN = "checks/target/config.py"
+# Applied while reading: the configuration loader (checks/target/config.py load_config) parses
+# the file and validates it against its schema, and asks this module whether each number is in
+# range (number_errors) and for each finding (not_utf8, not_yaml, schema_error, invalid).
 
 
 # The range of each number a configuration may hold, by its path (a dispatch entry's by
@@ -67,6 +66,8 @@ NUMBER_RANGES: dict[str, tuple[float, float]] = {
 
 def _numbers(value, path: str, pattern: str):
     """(path, pattern, number) of every number in a parsed configuration (bools are not numbers)."""
+    import msgspec
+
     if isinstance(value, bool):
         return
     if isinstance(value, (int, float)):
@@ -84,6 +85,9 @@ def _numbers(value, path: str, pattern: str):
 
 def number_errors(config) -> list[tuple[str, str]]:
     """(error path, message) for each number of `config` that is not finite or not in its range."""
+    import math
+    import re
+
     errors = []
     for path, pattern, number in _numbers(config, "$", "$"):
         # a list item's index is left out: the parsed list may lack an item the file has (one
@@ -96,3 +100,72 @@ def number_errors(config) -> list[tuple[str, str]]:
         if not least <= number <= most:
             errors.append((path, f"{shown} must be from {least:g} to {most:g}, not {number:g}"))
     return errors
+
+
+def _at(path: str, node, message: str) -> Finding:
+    """A REG900 finding at a YAML node of the file (its first line when there is none)."""
+    from checks.rules import make_finding
+
+    if node is None:
+        return make_finding(CODE, path, Span.at_line(1), message)
+    s, e = node.start_mark, node.end_mark
+    span = Span(s.line + 1, s.column + 1, s.line + 1, (e.column + 1) if e.line == s.line else s.column + 2)
+    return make_finding(CODE, path, span, message)
+
+
+def not_utf8(path: str, reason: str) -> Finding:
+    from checks.rules import make_finding
+
+    return make_finding(CODE, path, Span.at_line(1), f"{path} is not UTF-8: {reason}")
+
+
+def not_yaml(path: str, line: int, column: int, problem: str, *, number_too_long: bool = False) -> Finding:
+    """The YAML parser refused the file at (line, column); a number too long to read is the
+    configuration's limit, not a YAML error."""
+    from checks.rules import make_finding
+
+    what = "invalid configuration: " if number_too_long else f"{path} is not valid YAML: "
+    return make_finding(CODE, path, Span(line, column, line, column), what + problem)
+
+
+def invalid(path: str, node, message: str) -> Finding:
+    """A value the configuration's schema refuses, at its YAML node."""
+    return _at(path, node, f"invalid configuration: {message}")
+
+
+# The severities a rule may be given under `rules:`.
+SEVERITY_WORDS = ("failure", "warning", "notice", "off")
+YAML11_BOOLEANS = {"yes": True, "no": False, "on": True, "off": False, "y": True, "n": False}
+
+
+def schema_error(path: str, node, message: str, err_path: str | None, shown: str | None) -> Finding:
+    """msgspec's `message` for the value at `err_path` (None when it names no place), found at
+    `node` and shown as `shown` (the rule as the file names it), with what to write instead."""
+    if err_path is not None:
+        detail = message.rsplit(" - at `", 1)[0]
+        if err_path.startswith("$.rules.") and detail.startswith(("Invalid enum value", "Expected `str`")):
+            detail += f": a rule's severity is one of {', '.join(SEVERITY_WORDS)}"
+        detail += _boolean_hint(node, detail)
+        message = f"{detail} (at {shown})"
+    elif message.startswith("Expected `object`"):
+        message = f"{message}: the configuration must be a mapping"
+    return invalid(path, node, message)
+
+
+def _boolean_hint(node, detail: str) -> str:
+    """Why a `yes`, `no`, `on` or `off` was refused, for a person used to YAML 1.1, where they are
+    booleans: this file reads YAML 1.2 (checks/target/yamlload.py), where only true and false are."""
+    import yaml
+
+    written = node.value if isinstance(node, yaml.ScalarNode) and not node.style else None  # plain, not quoted
+    if not isinstance(written, str) or written.lower() not in YAML11_BOOLEANS:
+        return ""
+    if "`bool" in detail:
+        return (f"; `{written}` is a string here, not a boolean (this file is YAML 1.2: only true and false "
+                f"are booleans): write {str(YAML11_BOOLEANS[written.lower()]).lower()}")
+    if "Invalid enum value" in detail:
+        if written.lower() in SEVERITY_WORDS:
+            return f"; write `{written.lower()}` in lower case"
+        return (f"; `{written}` is not a boolean in this file (YAML 1.2): write `off` (or false) to turn the rule "
+                "off, a severity to turn it on")
+    return ""

@@ -1,7 +1,9 @@
 """Reading registrations out of one test file, exactly as the target's runner reads them.
 
 The runner collects top-level expression statements that call a register function by its bare
-name, and raises on anything it cannot take (REG002). Calls it silently skips are REG003.
+name, and raises on anything it cannot take (REG002). Calls it silently skips are REG003. This
+module reads; the rules applied while it reads (REG001, REG002, REG003) are their own modules'
+functions (checks/ruleset/reg00N_*.py), which it calls as it goes.
 
 Speed: a file that never names a register function cannot hold a registration, so it is not
 parsed at all; a file that does is parsed once with Python's own `ast` (what the runner pays),
@@ -11,15 +13,15 @@ never with libcst (fixes re-parse only the one statement they change).
 from __future__ import annotations
 
 import ast
-import difflib
-import math
 import re
 from dataclasses import dataclass, field
 
 from checks.target.contract import REGISTER_FUNCTIONS, Contract, Signature
 from checks.limits import FILE_CHECKS, Budget
-from checks.model import code, Argument, Backend, Finding, Registration, Severity, Span
-from checks.rules import make_finding
+from checks.model import Argument, Backend, Finding, Registration, Span
+from checks.ruleset import reg001_unparsable_file as reg001
+from checks.ruleset import reg002_rejected_registration as reg002
+from checks.ruleset import reg003_invisible_registration as reg003
 from checks.source import decode_source, node_span, source_segment
 from checks.scanning.suppressions import marks as suppression_marks
 
@@ -108,13 +110,6 @@ def _literal(node: ast.expr):
     return _UNSET
 
 
-def _did_you_mean(word: str, candidates) -> str:
-    if not candidates:
-        return ""
-    close = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.6)
-    return f"; did you mean {code(close[0])}?" if close else ""
-
-
 class _FileReader:
     def __init__(self, path: str, text: str, contract: Contract, implicit_cpu: bool, exact: bool):
         self.path = path
@@ -127,9 +122,12 @@ class _FileReader:
         # the functions the runner collects, and the default ones it would not (REG002 "not defined")
         self.functions = {**REGISTER_FUNCTIONS, **contract.functions}
 
-    def finding(self, code: str, node_or_span, message: str, **kw) -> None:
-        span = node_or_span if isinstance(node_or_span, Span) else node_span(node_or_span, self.scan.lines)
-        self.scan.findings.append(make_finding(code, self.path, span, message, **kw))
+    def add(self, found: Finding | list[Finding] | None) -> None:
+        """Keep what a rule applied while reading found (a finding, a list of them, or None)."""
+        if isinstance(found, Finding):
+            self.scan.findings.append(found)
+        elif found:
+            self.scan.findings.extend(found)
 
     def run(self) -> FileScan:
         scan = self.scan
@@ -144,20 +142,9 @@ class _FileReader:
         try:
             if tree is None:
                 tree = self._whole_tree = ast.parse(self.text, filename=self.path)
-        except SyntaxError as exc:
-            line = exc.lineno or 1
-            col = exc.offset or 1
-            nul = self.text.find("\0")
-            if exc.lineno is None and nul >= 0:  # Python 3.11 gives no position for a null byte
-                line = self.text.count("\n", 0, nul) + 1
-                col = nul - (self.text.rfind("\n", 0, nul) + 1) + 1
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
             scan.unreadable = True
-            self.finding("REG001", Span(line, max(col, 1), line, max(col, 1) + 1), f"the file does not parse: {exc.msg} (line {line}); the runner cannot read its registrations")
-            return scan
-        except (ValueError, RecursionError, MemoryError) as exc:
-            scan.unreadable = True
-            why = "it nests too deeply" if isinstance(exc, (RecursionError, MemoryError)) else str(exc)
-            self.finding("REG001", Span.at_line(1), f"the file does not parse: {why}")
+            self.add(reg001.unparsable(self.path, self.text, exc))
             return scan
         scan.parsed = True
         scan.lines = self.text.split("\n")
@@ -177,11 +164,7 @@ class _FileReader:
                         accounted += 1
                         if alias.asname and alias.asname != alias.name:
                             aliases[alias.asname] = alias.name
-                            self.finding(
-                                "REG003",
-                                alias,
-                                f"{code(alias.name)} is imported as {code(alias.asname)}: the runner only sees calls to the bare name {code(alias.name)}, so calls through the alias are never registered",
-                            )
+                            self.add(reg003.aliased_import(self.path, scan.lines, alias))
         num_gpus = _NUM_GPUS.search(self.text) if "NUM_GPUS" in self.text else None
         if num_gpus:
             line = self.text.count("\n", 0, num_gpus.start()) + 1
@@ -198,49 +181,10 @@ class _FileReader:
             return self.run()
         # Every mention not accounted for above is a call the runner may skip: find it.
         if aliases or sum(1 for _ in _mentions(self.text)) > accounted:
-            self.find_invisible(tree, aliases)
+            invisible = reg003.invisible_calls(self.path, scan.lines, tree, self.functions, aliases)
+            scan.invisible += len(invisible)
+            self.add(invisible)
         return scan
-
-    def find_invisible(self, tree: ast.Module, aliases: dict[str, str]) -> None:
-        """Register calls the runner would not collect, with why (iterative: deep code must not
-        exhaust the recursion limit)."""
-        names = set(self.functions) | set(aliases)
-        stack: list[tuple[ast.AST, str | None, bool]] = [(tree, None, True)]
-        while stack:
-            node, where, is_module = stack.pop()
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.Call):
-                    func = child.func
-                    target = why = None
-                    if isinstance(func, ast.Name) and func.id in aliases:
-                        target, why = aliases[func.id], f"it calls the alias {code(func.id)}, not the bare name {code(aliases[func.id])}"
-                    elif isinstance(func, ast.Name) and func.id in names and where is not None:
-                        target, why = func.id, where
-                    elif isinstance(func, ast.Attribute) and func.attr in self.functions:
-                        target, why = func.attr, f"it is an attribute call (`….{func.attr}(...)`), and the runner only sees the bare name"
-                    if target is not None:
-                        self.scan.invisible += 1
-                        self.finding("REG003", child, f"this `{target}(...)` call is invisible to the runner: {why}; the test is never registered by it")
-                if (
-                    is_module
-                    and isinstance(child, ast.Expr)
-                    and isinstance(child.value, ast.Call)
-                    and isinstance(child.value.func, ast.Name)
-                    and child.value.func.id in self.functions
-                ):
-                    continue  # collected already
-                inner = where
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                    inner = "it is inside a function, not at module top level"
-                elif isinstance(child, ast.ClassDef):
-                    inner = "it is inside a class body, not at module top level"
-                elif where is None and isinstance(child, ast.If):
-                    inner = "it is inside an `if` block"
-                elif where is None and isinstance(child, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match)):
-                    inner = f"it is inside a {code(type(child).__name__.lower())} block, not at module top level"
-                elif where is None and is_module and isinstance(child, ast.stmt):
-                    inner = "it is not a top-level expression statement (the runner reads only `register_...(...)` statements)"
-                stack.append((child, inner, False))
 
     # -- one registration -------------------------------------------------------------------
     def read_registration(self, stmt: ast.Expr, call: ast.Call, name: str) -> None:
@@ -255,146 +199,39 @@ class _FileReader:
             statement_lines=(stmt.lineno, stmt.end_lineno or stmt.lineno),
         )
         scan.registrations.append(reg)
+        self.add(reg002.check_function(self.path, scan.lines, call, name, backend, self.contract.signatures, self.implicit_cpu))
         if signature is None:
-            self.finding(
-                "REG002",
-                call.func,
-                f"{code(name)} is not defined in the repository's register module, so the runner cannot collect it (defined: {', '.join(sorted(self.contract.signatures)) or 'none'})",
-            )
             signature = Signature(name, backend, ("est_time", "suite"), (), frozenset({"est_time", "suite"}), var_keyword=True)
-        if self.implicit_cpu and backend.is_gpu:
-            self.finding("REG002", call.func, f"{code(name)} in an implicit-CPU root: the runner registers files here as CPU and rejects a GPU registration")
-
-        for arg in call.args:
-            if isinstance(arg, ast.Starred):
-                self.finding("REG002", arg, f"starred arguments are not supported in {name}(): the runner raises")
-        positional = [a for a in call.args if not isinstance(a, ast.Starred)]
-        for i, arg in enumerate(positional):
-            if i >= len(signature.positional):
-                allowed = " and ".join(signature.positional) or "nothing"
-                self.finding("REG002", arg, f"too many positional arguments in {name}(): only {allowed} may be passed by position")
-                continue
-            self.take(reg, signature.positional[i], arg, arg)
-        for kw in call.keywords:
-            if kw.arg is None:
-                self.finding("REG002", kw, f"**kwargs are not supported in {name}(): the runner raises")
-                continue
-            if kw.arg not in signature.accepted and not signature.var_keyword:
-                self.finding(
-                    "REG002",
-                    kw,
-                    f"unknown keyword {code(kw.arg)} in {name}(): the signature accepts {', '.join(sorted(signature.accepted))}{_did_you_mean(kw.arg, signature.accepted)}",
-                )
-                continue
-            if kw.arg in reg.arguments:
-                self.finding("REG002", kw, f"duplicated argument {code(kw.arg)} in {name}(): the runner raises")
-                continue
-            self.take(reg, kw.arg, kw.value, kw)
+        for bound in reg002.bind(self.path, scan.lines, call, name, signature, reg.arguments):
+            if isinstance(bound, Finding):
+                self.add(bound)
+            else:
+                self.take(reg, *bound)
         template = self.contract.suite_template
         if template is not None and set(template[1]) <= signature.accepted:
             self.compose_suite(reg, call, template)
-        missing = sorted(p for p in signature.required if p not in reg.arguments)
-        if missing:
-            why = "GPU registrations need a non-empty `labels` list; " if backend.is_gpu and "labels" in missing else ""
-            self.finding("REG002", call, f"{name}() is missing {', '.join(f'{code(m)}' for m in missing)}: {why}the runner raises")
-        self.validate_values(reg)
+        self.add(reg002.check_required(self.path, scan.lines, call, reg, signature))
+        self.add(reg002.check_values(self.path, reg, self.contract))
 
     def compose_suite(self, reg: Registration, call: ast.Call, template: tuple[str, tuple[str, ...]]) -> None:
         """sglang since May 2026: `stage=` and `runner_config=` compose the suite
-        (`CIRegistry.effective_suite`: `{stage}-test-{runner_config}`); exactly one of the pair or
-        `suite` must be given, or the runner raises."""
-        text, fields = template
-        given = [f for f in fields if f in reg.arguments]
-        has_suite = "suite" in reg.arguments
-        if (len(given) == len(fields) and not has_suite) or (not given and has_suite):
-            if given:
-                values = {f: reg.value(f) for f in fields}
-                if all(isinstance(v, str) for v in values.values()):
-                    reg.composed_suite = text.format(**values)
+        (`CIRegistry.effective_suite`: `{stage}-test-{runner_config}`) when the call gives both
+        and no `suite` (REG002 otherwise)."""
+        rejected = reg002.check_composition(self.path, self.scan.lines, call, reg, template)
+        if rejected is not None:
+            self.add(rejected)
             return
-        shape = ", ".join(f"{f}={'set' if f in reg.arguments else 'unset'}" for f in (*fields, "suite"))
-        self.finding("REG002", call, f"{reg.function}() must give either {' and '.join(code(f) for f in fields)} (the suite is {code(text)}) or {code('suite')}, not both or a part ({shape}): the runner raises")
+        text, fields = template
+        if any(f in reg.arguments for f in fields):  # all of them, as the rule accepted the call
+            values = {f: reg.value(f) for f in fields}
+            if all(isinstance(v, str) for v in values.values()):
+                reg.composed_suite = text.format(**values)
 
     def take(self, reg: Registration, name: str, value: ast.expr, where: ast.AST) -> None:
         literal = _literal(value)
         span = node_span(value, self.scan.lines)
         reg.arguments[name] = Argument(name, None if literal is _UNSET else literal, literal is not _UNSET, span, source_segment(self.scan.lines, span))
-        if literal is _UNSET:
-            self.finding("REG002", value, f"{code(name)} must be a literal (number, string, list of strings, True/False/None): the runner reads it without executing the file")
-
-    def validate_values(self, reg: Registration) -> None:
-        args = reg.arguments
-        a = args.get("est_time")
-        if a is not None and a.is_literal:
-            v = a.value
-            number = isinstance(v, (int, float))  # the runners' own test: isinstance(est_time, (int, float))
-            if not number or (isinstance(v, float) and not math.isfinite(v)):
-                self.finding("REG002", a.span, f"est_time must be a positive number of seconds, not {a.source}")
-            elif isinstance(v, bool) or not v > 0:
-                if self.contract.est_time_positive:
-                    self.finding("REG002", a.span, f"est_time must be a positive number of seconds, not {a.source}")
-                else:
-                    self.finding("REG002", a.span, f"est_time must be a positive number of seconds, not {a.source}: the runner accepts it (it checks only for a number), but shard balancing and the timeout treat it as {float(v):g} s",
-                                 severity=Severity.WARNING)
-        a = args.get("suite")
-        if a is not None and a.is_literal and not isinstance(a.value, str):
-            self.finding("REG002", a.span, f"suite must be a string, not {a.source}")
-        a = args.get("labels")
-        labels: list[str] = []
-        if a is not None and a.is_literal and a.value is not None:
-            if not isinstance(a.value, list) or not all(isinstance(x, str) for x in a.value):
-                self.finding("REG002", a.span, f"labels must be a list of string literals, not {a.source}")
-            else:
-                labels = a.value
-                self.check_known_labels(reg, a)
-        sig = self.contract.signatures.get(reg.function)
-        missing_reported = a is None and sig is not None and "labels" in sig.required
-        wrong_type = a is not None and (not a.is_literal or (a.value is not None and not isinstance(a.value, list)))
-        # Non-empty labels are the target's rule only where its signature makes `labels` required
-        # (miles since August 2026: `*, labels: list[str]`); a `labels=None` default (miles in May)
-        # means a GPU test without a label is accepted.
-        labels_required = sig is None or "labels" in sig.required
-        if reg.backend.is_gpu and "labels" in self.contract_params(reg) and labels_required and not labels \
-                and not missing_reported and not wrong_type:
-            where = a.span if a is not None else reg.span
-            self.finding("REG002", where, f"{reg.function}() needs a non-empty `labels` list: GPU registrations without a label are rejected")
-        a = args.get("nightly")
-        if a is not None and a.is_literal and not isinstance(a.value, bool):
-            self.finding("REG002", a.span, f"nightly must be True or False, not {a.source}")
-        a = args.get("disabled")
-        if a is not None and a.is_literal and a.value is not None and not isinstance(a.value, str):
-            self.finding("REG002", a.span, f"disabled must be a reason string or None, not {a.source}")
-        a = args.get("num_gpus")
-        if a is not None and a.is_literal and (isinstance(a.value, bool) or not isinstance(a.value, int)):
-            self.finding("REG002", a.span, f"num_gpus must be an integer, not {a.source}")
-
-    def contract_params(self, reg: Registration) -> frozenset[str]:
-        sig = self.contract.signatures.get(reg.function)
-        return sig.accepted if sig else frozenset()
-
-    def check_known_labels(self, reg: Registration, arg: Argument) -> None:
-        known = self.contract.labels
-        if known is None:
-            return
-        # positions of each element: re-derive from the list's source
-        for i, label in enumerate(arg.value):
-            if label not in known:
-                span = self._element_span(arg, i)
-                hint = self.contract.near.lookup("label", label, known, "labels", _did_you_mean)
-                self.finding("REG002", span, f"unknown label {code(label)}: not a key of KNOWN_LABELS{hint}")
-
-    def _element_span(self, arg: Argument, index: int) -> Span:
-        try:
-            node = ast.parse(arg.source, mode="eval").body
-            elt = node.elts[index]
-        except (SyntaxError, AttributeError, IndexError):
-            return arg.span
-        # offsets inside the argument's own source, shifted to the file
-        line = arg.span.line + elt.lineno - 1
-        col = (arg.span.column - 1 if elt.lineno == 1 else 0) + len(arg.source.split("\n")[elt.lineno - 1].encode()[: elt.col_offset].decode(errors="ignore"))
-        end_line = arg.span.line + elt.end_lineno - 1
-        end_col = (arg.span.column - 1 if elt.end_lineno == 1 else 0) + len(arg.source.split("\n")[elt.end_lineno - 1].encode()[: elt.end_col_offset].decode(errors="ignore"))
-        return Span(line, col + 1, end_line, end_col + 1)
+        self.add(reg002.check_literal(self.path, self.scan.lines, reg.arguments[name], value))
 
 
 def scan_file(path: str, data: bytes, contract: Contract, *, implicit_cpu: bool = False, exact: bool = True, budget: Budget | None = None) -> FileScan:
@@ -410,7 +247,7 @@ def scan_file(path: str, data: bytes, contract: Contract, *, implicit_cpu: bool 
     text, error = decode_source(data)
     if text is None:
         scan = FileScan(path, unreadable=True)
-        scan.findings.append(make_finding("REG001", path, Span.at_line(1), f"the file cannot be read as Python source: {error}"))
+        scan.findings.append(reg001.undecodable(path, error))
         return scan
     scan = _scan_text(path, text, contract, implicit_cpu=implicit_cpu, exact=exact, budget=budget)
     scan.suppressions = suppression_marks(text)  # `# ci-registrar: ignore[...]` (checks/scanning/suppressions.py)

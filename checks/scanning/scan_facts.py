@@ -102,7 +102,10 @@ def _canonical(value):
 # The modules whose code decides what scan_file returns: their source is part of every key, so an
 # engine change (an upgrade, or an edit in a development checkout) never reads facts of another.
 _ENGINE_MODULES = ("checks.scanning.registrations", "checks.model", "checks.source", "checks.target.contract", "checks.rules",
-                   "checks.target.suites", "checks.limits", "checks.scanning.scan_facts", "checks.scanning.suppressions")
+                   "checks.target.suites", "checks.limits", "checks.scanning.scan_facts", "checks.scanning.suppressions",
+                   # the rules the scanner applies as it reads (their findings are facts of the scan)
+                   "checks.ruleset.reg001_unparsable_file", "checks.ruleset.reg002_rejected_registration",
+                   "checks.ruleset.reg003_invisible_registration")
 
 
 @functools.lru_cache(maxsize=1)

@@ -5,7 +5,7 @@ elsewhere in a test file) and names rule codes or rule names, comma-separated, a
 `# type: ignore[code]` and pyright's `# pyright: ignore[rule]` do. A suppressed finding leaves the
 report's findings for `report.suppressed`, with the comment's reason: renderers show it as
 suppressed (JSON `suppressed`, SARIF `suppressions`), and it counts toward no exit status. A code
-in a comment that suppresses nothing is a REG005 notice. Findings that say the result cannot be
+in a comment that suppresses nothing is a REG005 notice (its messages: checks/ruleset/reg005_unused_suppression.py). Findings that say the result cannot be
 trusted (REG900-REG902) are never suppressed.
 
 Only whole codes and names are taken: a code prefix (`ignore[REG01]`, which `--select` accepts)
@@ -19,13 +19,12 @@ import re
 from dataclasses import dataclass
 
 from checks.model import Finding, Report, Span
-from checks.rules import RULES, UNSELECTABLE, make_finding
+from checks.rules import RULES, UNSELECTABLE
+from checks.ruleset import reg005_unused_suppression as reg005
 
 MARK = "ci-registrar:"
 # `ignore[...]` with its reason; a bare or malformed `ignore` too (its body None), to explain it.
 _COMMENT = re.compile(r"#\s*ci-registrar:\s*ignore(?:\[([^\]]*)\])?(.*?)\s*$")
-SYNTAX = ("`# ci-registrar: ignore[REG010]` or `ignore[unknown-suite]`: whole rule codes or names, "
-          "comma-separated, then the reason")
 
 
 @dataclass(frozen=True)
@@ -68,24 +67,18 @@ def _suppressions(path: str, found: list[list]) -> tuple[list[Suppression], list
     for number, column, body, reason in found:
         at = Span(number, column, number, column + 1)
         if body is None:
-            problems.append(make_finding("REG005", path, at, "unused suppression: a bare `ci-registrar: ignore` "
-                                         f"suppresses nothing; name what it ignores: {SYNTAX}"))
+            problems.append(reg005.bare(path, at))
             continue
         written = tuple(part.strip() for part in str(body).split(",") if part.strip())
         if not written:
-            problems.append(make_finding("REG005", path, at, f"unused suppression: `ignore[]` names no rule; write {SYNTAX}"))
+            problems.append(reg005.names_nothing(path, at))
         codes: list[str] = []
         for selector in written:
             code = _rule_code(selector)
             if code is not None:
                 codes.append(code)
-            elif selector.upper().startswith("REG") and any(c.startswith(selector.upper()) for c in RULES):
-                whole = ", ".join(c for c in RULES if c.startswith(selector.upper()))
-                problems.append(make_finding("REG005", path, at, f"unused suppression: `{selector}` is a code prefix "
-                                             f"({whole}); a suppression takes {SYNTAX}"))
             else:
-                problems.append(make_finding("REG005", path, at, f"unused suppression: `{selector}` is no rule code "
-                                             f"or name; write {SYNTAX}"))
+                problems.append(reg005.not_a_rule(path, at, selector, RULES))
         out.append(Suppression(path, int(number), int(column), tuple(dict.fromkeys(codes)), written, str(reason)))
     return out, problems
 
@@ -117,8 +110,7 @@ def apply_suppressions(report: Report, marks_by_file: dict[str, list[list]]) -> 
         for s in suppressions:
             for code in s.codes:
                 if (s.file, s.line, code) not in used:
-                    notices.append(make_finding("REG005", s.file, Span(s.line, s.column, s.line, s.column + 1),
-                                                f"unused suppression: no {code} finding on this registration"))
+                    notices.append(reg005.unused(s.file, s.line, s.column, code))
     report.findings = sorted(kept + notices, key=Finding.sort_key)
 
 

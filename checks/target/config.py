@@ -17,9 +17,9 @@ import yaml
 from checks.target import yamlload
 
 from checks.limits import Limits
-from checks.model import Finding, Span
-from checks.rules import RULES, make_finding
-from checks.ruleset.reg900_invalid_configuration import number_errors
+from checks.model import Finding
+from checks.rules import RULES
+from checks.ruleset import reg900_invalid_configuration as reg900
 
 CONFIG_PATH = ".github/ci-registrar.yml"
 
@@ -342,7 +342,7 @@ def _semantic_errors(config: Config) -> list[tuple[str, str]]:
             errors.append((f"{where}.inputs", f"dispatch.{suite}.inputs: at most 25 inputs, named with letters, "
                                               "digits, `_` and `-`"))
     # every number finite and in its range (budgets, timeouts, shard counts, days): REG900's own check
-    numbers = number_errors(config)
+    numbers = reg900.number_errors(config)
     errors.extend(numbers)
     c = config.calibration
     if numbers:
@@ -376,7 +376,7 @@ def load_config(text: str | bytes | None, path: str = CONFIG_PATH, limits: Limit
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            return Config(), [make_finding("REG900", path, Span.at_line(1), f"{path} is not UTF-8: {exc.reason}")]
+            return Config(), [reg900.not_utf8(path, exc.reason)]
     try:
         root = yamlload.compose_bounded(text, limits.yaml_nodes)
         data = yamlload.construct(root)
@@ -387,8 +387,7 @@ def load_config(text: str | bytes | None, path: str = CONFIG_PATH, limits: Limit
         line = mark.line + 1 if mark else 1
         column = mark.column + 1 if mark else 1
         problem = getattr(exc, "problem", None) or str(exc)
-        what = "invalid configuration: " if isinstance(exc, yamlload.NumberTooLong) else f"{path} is not valid YAML: "
-        return Config(), [make_finding("REG900", path, Span(line, column, line, column), what + problem)]
+        return Config(), [reg900.not_yaml(path, line, column, problem, number_too_long=isinstance(exc, yamlload.NumberTooLong))]
     if data is None:
         return Config(), []
     data = _yaml11_severities(data)
@@ -412,7 +411,7 @@ def load_config(text: str | bytes | None, path: str = CONFIG_PATH, limits: Limit
         node = _node_for_path(root, err_path)
         if err_path.startswith("$.rules."):
             node = _unknown_field_node(_node_for_path(root, "$.rules"), err_path.removeprefix("$.rules."))
-        findings.append(_at_node("REG900", path, node, f"invalid configuration: {message}"))
+        findings.append(reg900.invalid(path, node, message))
     findings.sort(key=lambda f: (f.span.line, f.span.column))
     return (Config() if findings else config), findings
 
@@ -447,9 +446,6 @@ def _original_index(err_path: str, kept: dict[str, list[int]]) -> str:
         return err_path
     original = kept[m.group(1)][int(m.group(2))]
     return f"$.{m.group(1)}[{original}]" + err_path[m.end():]
-
-
-_SEVERITY_WORDS = ("failure", "warning", "notice", "off")
 
 
 def _yaml11_severities(data):
@@ -494,8 +490,9 @@ def _every_schema_error(data: dict) -> list[tuple[str, tuple[str, int] | None, d
 
 
 def _schema_finding(path: str, root, data, message: str, shift: tuple[str, int] | None) -> Finding:
+    """The REG900 finding for msgspec's `message`, at the node of the file it names."""
     where = message.rsplit(" - at `", 1)
-    node = root
+    node, err_path, shown = root, None, None
     if len(where) == 2:
         err_path = where[1].rstrip("`")
         if shift is not None:  # validated alone as item 0 of its list: name its real place
@@ -506,55 +503,17 @@ def _schema_finding(path: str, root, data, message: str, shift: tuple[str, int] 
         unknown = re.match(r"Object contains unknown field `([^`]+)`", message)
         if unknown:
             node = _unknown_field_node(node, unknown.group(1))
-        detail = where[0]
-        if err_path.startswith("$.rules.") and detail.startswith(("Invalid enum value", "Expected `str`")):
-            detail += f": a rule's severity is one of {', '.join(_SEVERITY_WORDS)}"
-        detail += _boolean_hint(node, detail)
         shown = err_path.removeprefix('$.') or 'top level'
         if err_path.startswith("$.rules."):  # the rule as the file names it (`unknown-suite`, not REG010)
             key = _unknown_field_node(_node_for_path(root, "$.rules"), err_path.removeprefix("$.rules."))
             shown = f"rules.{key.value}" if isinstance(key, yaml.ScalarNode) else shown
-        message = f"{detail} (at {shown})"
-    elif message.startswith("Expected `object`"):
-        message = f"{message}: the configuration must be a mapping"
-    return _at_node("REG900", path, node, f"invalid configuration: {message}")
-
-
-YAML11_BOOLEANS = {"yes": True, "no": False, "on": True, "off": False, "y": True, "n": False}
-
-
-def _boolean_hint(node, detail: str) -> str:
-    """Why a `yes`, `no`, `on` or `off` was refused, for a person used to YAML 1.1, where they are
-    booleans: this file reads YAML 1.2 (checks/target/yamlload.py), where only true and false are."""
-    written = node.value if isinstance(node, yaml.ScalarNode) and not node.style else None  # plain, not quoted
-    if not isinstance(written, str) or written.lower() not in YAML11_BOOLEANS:
-        return ""
-    if "`bool" in detail:
-        return (f"; `{written}` is a string here, not a boolean (this file is YAML 1.2: only true and false "
-                f"are booleans): write {str(YAML11_BOOLEANS[written.lower()]).lower()}")
-    if "Invalid enum value" in detail:
-        if written.lower() in _SEVERITY_WORDS:
-            return f"; write `{written.lower()}` in lower case"
-        return (f"; `{written}` is not a boolean in this file (YAML 1.2): write `off` (or false) to turn the rule "
-                "off, a severity to turn it on")
-    return ""
+    return reg900.schema_error(path, node, message, err_path, shown)
 
 
 def _limit_finding(path: str, limits: Limits, limit: str, measured: str) -> Finding:
     from checks.model import Severity
+    from checks.ruleset.reg902_analysis_limit_reached import limit_reached
 
-    return make_finding(
-        "REG902",
-        path,
-        Span.at_line(1),
-        f"analysis limit reached: {limit} = {getattr(limits, limit)} ({Limits.env_var(limit)}) in {path} ({measured}); the configuration is not read, and the check fails rather than use the defaults in its place",
-        severity=Severity.FAILURE,
-    )
-
-
-def _at_node(code: str, path: str, node: yaml.Node | None, message: str) -> Finding:
-    if node is None:
-        return make_finding(code, path, Span.at_line(1), message)
-    s, e = node.start_mark, node.end_mark
-    span = Span(s.line + 1, s.column + 1, s.line + 1, (e.column + 1) if e.line == s.line else s.column + 2)
-    return make_finding(code, path, span, message)
+    return limit_reached(limit, getattr(limits, limit), Limits.env_var(limit), path,
+                         "the configuration is not read, and the check fails rather than use the defaults in its place",
+                         measured=measured, severity=Severity.FAILURE)

@@ -17,19 +17,17 @@ instead of expanding 2**40 names.
 from __future__ import annotations
 
 import ast
-import fnmatch
 import posixpath
 import re
 from dataclasses import dataclass, field
 
 from checks.target.config import Config, Paths
 from checks.limits import Budget, count_tokens
-from checks.model import code, Backend, Finding, Severity, Span
+from checks.model import code, Backend, Finding, Span
 from checks.target.runner import RunnerFacts, Source, anchor_sources, module_bindings as _module_bindings, read_runner
-from checks.rules import make_finding
+from checks.ruleset import reg901_unreadable_contract as reg901
 from checks.source import decode_source, node_span
 from checks.target.suites import NearNames
-from checks.wording import plural
 
 # The register functions when the register module cannot be read (radixark/miles' layout). A
 # readable module declares its own: every top-level `def register_<name>_ci`, its backend from the
@@ -129,15 +127,14 @@ def _parse_module(path: str, data: bytes | None, contract: Contract, what: str, 
         return None, []
     text, error = decode_source(data)
     if text is None:
-        contract.findings.append(make_finding("REG901", path, Span.at_line(1), f"cannot read {what}: {error}"))
+        contract.findings.append(reg901.undecodable(path, what, error))
         return None, []
     if budget is not None and not budget.parse_allowed(text, path, consequence):
         return None, []
     try:
         return ast.parse(text, filename=path), text.split("\n")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        line = getattr(exc, "lineno", None) or 1
-        contract.findings.append(make_finding("REG901", path, Span.at_line(line), f"cannot read {what}: {exc.__class__.__name__}: {getattr(exc, 'msg', exc)}"))
+        contract.findings.append(reg901.unparsable(path, what, exc))
         return None, []
 
 
@@ -310,7 +307,7 @@ def read_inventory(path: str, data: bytes | None, variables: list[str], contract
     tree, lines = _parse_module(path, data, contract, "the suite inventory", budget, _INVENTORY_SKIPPED)
     if tree is None:
         if data is None and path not in budget.too_large:
-            contract.findings.append(make_finding("REG901", path, Span.at_line(1), f"the suite inventory {path} does not exist: suite names are not checked"))
+            contract.findings.append(reg901.inventory_missing(path))
         return
     bindings = _module_bindings(tree)
     comments = _Comments(lines)
@@ -324,7 +321,7 @@ def read_inventory(path: str, data: bytes | None, variables: list[str], contract
     for variable in variables:
         value = bindings.get(variable)
         if value is None:
-            contract.findings.append(make_finding("REG901", path, Span.at_line(1), f"{path} binds no {code(variable)} at module level (paths.suites_variables)"))
+            contract.findings.append(reg901.inventory_unbound(path, variable))
             continue
         try:
             value, seen = _deref(value, bindings, frozenset({variable}), steps)
@@ -334,7 +331,7 @@ def read_inventory(path: str, data: bytes | None, variables: list[str], contract
             contract.partial_backends.update(Backend)
             continue
         if entries_in_order is None:
-            contract.findings.append(make_finding("REG901", path, node_span(value, lines), f"{code(variable)} is not a dict literal keyed by HWBackend: the inventory cannot be read statically"))
+            contract.findings.append(reg901.inventory_not_a_dict(path, node_span(value, lines), variable))
             contract.partial_backends.update(Backend)
             continue
         found_any = True
@@ -343,14 +340,12 @@ def read_inventory(path: str, data: bytes | None, variables: list[str], contract
         unknown: set[Backend] = set()
         for key, entries in entries_in_order:
             if key is None:
-                contract.findings.append(
-                    make_finding("REG901", path, node_span(entries, lines), f"{code('**' + ast.unparse(entries)[:60])} in {code(variable)} is not a dict literal bound at module level: the backends it may set are not read")
-                )
+                contract.findings.append(reg901.inventory_unpacked(path, node_span(entries, lines), entries, variable))
                 unknown = set(Backend)
                 continue
             backend = _backend_key(key)
             if backend is None:
-                contract.findings.append(make_finding("REG901", path, node_span(key, lines), f"a key of {code(variable)} is not an `HWBackend.X` member (or a backend name): its suites are not read"))
+                contract.findings.append(reg901.inventory_key(path, node_span(key, lines), variable))
                 continue
             per_backend[backend] = entries
             unknown.discard(backend)
@@ -368,9 +363,7 @@ def read_inventory(path: str, data: bytes | None, variables: list[str], contract
                 continue
             except Unresolvable as exc:
                 contract.partial_backends.add(backend)
-                contract.findings.append(
-                    make_finding("REG901", path, node_span(exc.node, lines), f"the {backend.value} suites of {code(variable)} cannot be read statically: {exc.why}; unknown-suite checks for {backend.value} are skipped")
-                )
+                contract.findings.append(reg901.inventory_backend_unread(path, node_span(exc.node, lines), backend.value, variable, exc.why))
                 continue
             for const in constants:
                 if const.value not in suites:
@@ -385,7 +378,7 @@ def read_labels(path: str, data: bytes | None, variable: str, contract: Contract
         return  # no labels module: label membership is not checked
     value = _module_bindings(tree).get(variable)
     if value is None:
-        contract.findings.append(make_finding("REG901", path, Span.at_line(1), f"{path} binds no {code(variable)}: labels are not checked"))
+        contract.findings.append(reg901.labels_unbound(path, variable))
         return
     try:
         try:
@@ -395,7 +388,7 @@ def read_labels(path: str, data: bytes | None, variable: str, contract: Contract
     except ResolveLimit as exc:
         budget.hit("resolved_names", path, f"{code(variable)} is not read further: {_LABELS_SKIPPED}", span=node_span(exc.node, lines))
     except Unresolvable as exc:
-        contract.findings.append(make_finding("REG901", path, node_span(exc.node, lines), f"{code(variable)} cannot be read statically: {exc.why}; labels are not checked"))
+        contract.findings.append(reg901.labels_unread(path, node_span(exc.node, lines), variable, exc.why))
 
 
 def read_signatures(path: str, data: bytes | None, contract: Contract, budget: Budget | None = None) -> None:
@@ -484,10 +477,7 @@ def resolve_validity(contract: Contract, config: Config) -> None:
             # A failure, not a warning: which files the runner runs is the one thing every other rule
             # rests on, and a guess that reads nothing would otherwise pass silently.
             line = int(facts.discovery_where.rsplit(":", 1)[1])
-            contract.findings.append(make_finding(
-                "REG901", p.suites_module, Span.at_line(line),
-                f"{facts.discovery_problem}; the default discovery ({', '.join(p.test_roots)}: {p.test_pattern}) is used and "
-                "REG004 is a warning (set `paths.test_roots`/`paths.discovery` to state it)", severity=Severity.FAILURE))
+            contract.findings.append(reg901.discovery_unread(p.suites_module, line, facts.discovery_problem, p.test_roots, p.test_pattern))
             if v.unregistered_file is None:
                 contract.unregistered_severity = "warning"
     if p.implicit_cpu_roots != _DEFAULT_PATHS.implicit_cpu_roots or facts.implicit_cpu_roots is None:
@@ -534,32 +524,7 @@ def read_contract(tree, config: Config, budget: Budget | None = None) -> Contrac
     if contract.discovery is not None and getattr(tree, "listed", True):
         paths = list(tree.paths())
         contract.discovery = anchor_sources(contract.discovery, posixpath.dirname(p.suites_module), paths)
-        _check_discovery_reads_files(contract, config, paths)
+        reads_nothing = reg901.discovery_reads_nothing(contract, config, paths)
+        if reads_nothing is not None:
+            contract.findings.append(reads_nothing)
     return contract
-
-
-# Where test files usually live, whatever a runner's discovery says: `tests/`, `test/` and the
-# configured roots (radixark/miles' and sgl-project/sglang's layouts, every era).
-_USUAL_ROOTS = ("tests/", "test/")
-
-
-def _check_discovery_reads_files(contract: Contract, config: Config, paths: list[str]) -> None:
-    """A discovery read from the runner that finds no file while test files exist under the usual
-    roots is a reading the engine got wrong (or a runner that runs nothing): a REG901 failure that
-    names the globs, never a check that passes on zero registrations."""
-    matchers = [s.matcher() for s in contract.discovery]
-    if any(any(m(path) for m in matchers) for path in paths):
-        return
-    roots = tuple(r.rstrip("/") + "/" for r in config.paths.test_roots) + _USUAL_ROOTS
-    tests = [path for path in paths if path.startswith(roots) and path.endswith(".py")
-             and fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], "test_*.py")]
-    if not tests:
-        return
-    where = contract.facts.discovery_where or config.paths.suites_module
-    line = int(where.rsplit(":", 1)[1]) if ":" in where else 1
-    globs = ", ".join(code(s.text or s.pattern) for s in contract.discovery[:6]) or "no glob"
-    contract.findings.append(make_finding(
-        "REG901", config.paths.suites_module, Span.at_line(line),
-        f"the runner's discovery ({where}: {globs}) reads no file of this tree, while {plural(len(tests), 'test file')} exist "
-        f"under the usual roots (e.g. {code(tests[0])}): no registration is checked; state the discovery with "
-        "`paths.discovery`/`paths.test_roots` if the runner reads them from elsewhere", severity=Severity.FAILURE))

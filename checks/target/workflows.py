@@ -43,7 +43,8 @@ from checks.target import yamlload
 from checks.target.config import Config, Consumer
 from checks.limits import Budget
 from checks.model import code, Finding, Span
-from checks.rules import make_finding
+from checks.ruleset import reg017_external_consumer_unread as reg017
+from checks.ruleset import reg901_unreadable_contract as reg901
 
 GITHUB_DEFAULT_TIMEOUT_MINUTES = 360
 NIGHTLY_CADENCES = frozenset({"nightly", "weekly", "release"})  # cadences that admit nightly=True registrations
@@ -405,8 +406,8 @@ def _parse_workflow(path: str, text: str, budget: Budget, at: str | None = None,
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else 1
         if at:
-            return None, [make_finding("REG017", at, Span.at_line(1), f"external consumer {path} is not valid YAML (line {line}): its suites are not counted as consumers")]
-        return None, [make_finding("REG901", path, Span.at_line(line), f"workflow {path} is not valid YAML: its suites are not counted as consumers")]
+            return None, [reg017.not_yaml(at, path, line)]
+        return None, [reg901.workflow_not_yaml(path, line)]
     except RecursionError:
         budget.consumers_partial = True
         budget.hit("yaml_nodes", path, _CONSUMERS_SKIPPED, measured="nested too deeply to read", at=at)
@@ -660,12 +661,7 @@ def _external(label: str, data, budget: Budget, anchor: str, runner: str = DEFAU
 
     def unread(why: str) -> tuple[list[SuiteUse], list[Finding]]:
         budget.consumers_partial = True
-        how = ("the App reads it at that repository's default branch; locally, pass a copy with "
-               "`ci-registrar check --consumers-from PATH`")
-        return [], [make_finding("REG017", anchor, Span.at_line(1),
-                                 f"external consumer {label} could not be read ({why}): the suites it runs are unknown, "
-                                 f"so the no-consumer (REG013) and nightly-selection (REG016) checks are skipped and its "
-                                 f"timeouts are not checked (REG030); {how}")]
+        return [], [reg017.unread(anchor, label, why)]
 
     if data is None:
         return unread("no copy of it was given")
@@ -800,7 +796,7 @@ def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budg
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            findings.append(make_finding("REG901", path, Span.at_line(1), f"workflow {path} is not UTF-8: its suites are not counted as consumers"))
+            findings.append(reg901.workflow_not_utf8(path))
             continue
         if direct_runs is not None:
             _direct_runs(path, text, config.paths.suites_module.rpartition("/")[0], direct_runs)
