@@ -65,9 +65,14 @@ def invisible_calls(path: str, lines: list[str], tree: ast.Module, functions, al
     found: list[Finding] = []
     names = set(functions) | set(aliases)
     stack: list[tuple[ast.AST, str | None, bool]] = [(tree, None, True)]
+    # Without an alias, every call found names a register function in its own text, so only the
+    # top-level statements whose lines mention one are walked; the rest hold nothing to find (a
+    # file reaches here for one mention in a comment or docstring, and its other statements were
+    # walked for nothing). The order of the findings is the whole walk's.
+    walked = None if aliases else _statements_mentioning(tree, lines, functions)
     while stack:
         node, where, is_module = stack.pop()
-        for child in ast.iter_child_nodes(node):
+        for child in (walked if is_module and walked is not None else ast.iter_child_nodes(node)):
             if isinstance(child, ast.Call):
                 func = child.func
                 target = why = None
@@ -101,3 +106,20 @@ def invisible_calls(path: str, lines: list[str], tree: ast.Module, functions, al
                 inner = "it is not a top-level expression statement (the runner reads only `register_...(...)` statements)"
             stack.append((child, inner, False))
     return found
+
+
+def _statements_mentioning(tree: ast.Module, lines: list[str], functions) -> list[ast.stmt]:
+    """The module's top-level statements whose lines (decorators included) hold the text of a
+    register function's name."""
+    mentioned = [i + 1 for i, line in enumerate(lines) if any(name in line for name in functions)]
+    if not mentioned:
+        return []
+    import bisect
+
+    chosen = []
+    for stmt in tree.body:
+        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+        at = bisect.bisect_left(mentioned, first)
+        if at < len(mentioned) and mentioned[at] <= (stmt.end_lineno or stmt.lineno):
+            chosen.append(stmt)
+    return chosen
