@@ -17,12 +17,19 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 ONDEMAND_TABLES = frozenset({"rocm_requests", "audit_log", "ondemand_steps"})
+_SETS_STATUS = re.compile(r"\bSET\b.*\bstatus\s*=", re.IGNORECASE | re.DOTALL)
 _WRITE = re.compile(r"^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+\"?(\w+)\"?", re.IGNORECASE)
 
 
 @dataclass
 class Transaction:
     tables: set = field(default_factory=set)
+    statuses: int = 0  # rows of rocm_requests inserted or given a status
+
+    @property
+    def changes_state(self) -> bool:
+        """A request's status set (made, or changed) or an audit entry written."""
+        return bool(self.statuses) or "audit_log" in self.tables
 
 
 class Transactions:
@@ -38,11 +45,13 @@ class Transactions:
         return [t for t in self.committed if t.tables & set(tables)]
 
     def state_changes(self) -> list[Transaction]:
-        """The committed transactions that wrote a request or an audit entry (a step claim alone is not one)."""
-        return self.writes({"rocm_requests", "audit_log"})
+        """The committed transactions that set a request's status or wrote an audit entry (not a
+        step claim alone, nor the recording of a check run's id)."""
+        return [t for t in self.committed if t.changes_state]
 
     def summary(self) -> list[str]:
-        return ["+".join(sorted(t.tables & ONDEMAND_TABLES)) for t in self.writes()]
+        return ["+".join(sorted((t.tables & ONDEMAND_TABLES) | ({"status"} if t.statuses else set())))
+                for t in self.writes()]
 
     # -- listening -------------------------------------------------------------------------------
     def _mine(self, conn) -> bool:
@@ -64,7 +73,11 @@ class Transactions:
             else:
                 m = _WRITE.match(statement)
                 if m:
-                    self._open.setdefault(self._key(conn), Transaction()).tables.add(m.group(1).lower())
+                    t = self._open.setdefault(self._key(conn), Transaction())
+                    table = m.group(1).lower()
+                    t.tables.add(table)
+                    if table == "rocm_requests" and (text.startswith("INSERT") or _SETS_STATUS.search(statement)):
+                        t.statuses += 1
 
     def _end(self, conn, committed: bool) -> None:
         t = self._open.pop(self._key(conn), None)
