@@ -48,7 +48,7 @@ def test_a_maintainers_run_rocm_takes_the_documented_sequence(od):
         "rocm_requests+status",  # 4. reserve: the budget's sum and the claim, under the budget lock
         STATUS_AND_ENTRY,  # 6. confirm: dispatched, the run, the "dispatch" entry
         "ondemand_steps", "rocm_requests",  # 7. the run's check run: its step, then its id
-        "ondemand_steps",  # 8. the reply's step
+        "ondemand_steps",  # 9. the reply's step
     ]
     assert len(t.writes()) == 7  # was 10
     assert len(t.state_changes()) == 4  # was 6: each status and its entry were written apart

@@ -151,8 +151,10 @@ DISPATCH_SEQUENCE: tuple[tuple[str, str, str], ...] = (
     ("`confirm` (or `dispatch_failed`, `dispatch_unconfirmed`)", "one transaction: the status, the run and the entry",
      "compare-and-set from dispatching; a worker that died before it leaves the request dispatching, which a later "
      "command settles after 10 minutes (`settle_found`, `settle_lost`)"),
-    ("the check run \"MI350 · <suite>\"", "a claimed step, GitHub, then one transaction recording its id",
+    ("the check run `MI350 · <suite>`", "a claimed step, GitHub, then one transaction recording its id",
      "the step `run-check` is claimed once per request"),
+    ("the check run `MI350 run request · <suite>` completed as approved (an approved request's)",
+     "a claimed step, then GitHub", "the step `request-check-approved` is claimed once per request"),
     ("the rocket and the reply", "a claimed step, then GitHub", "the step `dispatched` is claimed once per request"),
 )
 
@@ -178,7 +180,10 @@ def markdown() -> str:
         also = "; ".join(x for x in (also, e.writes) if x)
         out.append(f"| `{e.name}` | {source} | `{e.to_status}` | {e.cause} | "
                    f"{f'`{e.audit}`' if e.audit else ''} | {also} |")
-    out += ["", "## A dispatch, step by step", "",
+    out += ["", "Every other command is one transaction (its status and its entry) followed by GitHub's calls",
+            "(check runs, comments, a run's cancel), each guarded by a step claimed once per request or",
+            "comment, and released when GitHub's answer is worth retrying.",
+            "", "## A dispatch, step by step", "",
             "GitHub's calls cannot be part of a transaction, so a dispatch is a sequence: each write is one",
             "transaction guarded by the status it starts from (or by a claimed step), so a job retried after",
             "any step resumes where the last attempt stopped, and never dispatches or charges twice.", "",
