@@ -32,12 +32,13 @@ test: install
 bench: install
 	$(BIN)/python bench/scan.py
 
-# The generated references: docs/rules.md, docs/configuration.md, docs/ci-registrar.schema.json
-# (tests/test_docs.py fails when one is stale).
+# The generated references: docs/rules.md, docs/configuration.md, docs/ci-registrar.schema.json,
+# docs/on-demand-states.md (tests/test_docs.py fails when one is stale).
 docs: install
 	$(BIN)/ci-registrar rule --markdown > docs/rules.md
 	$(BIN)/ci-registrar config reference > docs/configuration.md
 	$(BIN)/ci-registrar config schema > docs/ci-registrar.schema.json
+	$(BIN)/python -m bot.store.ondemand_states > docs/on-demand-states.md
 
 # README.md's first-run screenshots (docs/images/first-run-*.png), taken again in headless Chromium by
 # tests/test_first_run_browser.py; every other run of that test only checks README.md against the pages.

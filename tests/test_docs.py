@@ -1,7 +1,9 @@
 """The generated references stay in step with their sources; `ci-registrar config` and `rule`.
 
 docs/rules.md comes from the rule registry, docs/configuration.md and docs/ci-registrar.schema.json
-from the configuration's msgspec schema: regenerate them with `make docs` when these tests fail.
+from the configuration's msgspec schema, docs/on-demand-states.md from the table of an on-demand
+request's states and events (bot/store/ondemand_states.py): regenerate them with `make docs` when
+these tests fail.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from checks.target.config import Config, load_config
 from checks.target.config_docs import defaults, defaults_yaml, json_schema, json_schema_text, missing_descriptions, reference_markdown
 from checks.rule_docs import ADVICE, documented, rules_markdown
 from checks.rules import RULES
+from bot.store.ondemand_states import markdown as ondemand_states_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 STALE = "is stale: run `make docs` and commit the result"
@@ -32,7 +35,7 @@ def run(*args):
 @pytest.mark.parametrize(
     "path, generate",
     [("docs/rules.md", rules_markdown), ("docs/configuration.md", reference_markdown),
-     ("docs/ci-registrar.schema.json", json_schema_text)],
+     ("docs/ci-registrar.schema.json", json_schema_text), ("docs/on-demand-states.md", ondemand_states_markdown)],
 )
 def test_generated_docs_are_current(path, generate):
     assert (ROOT / path).read_text() == generate(), f"{path} {STALE}"

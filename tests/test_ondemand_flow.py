@@ -194,17 +194,19 @@ def test_requests_on_postgresql_keep_one_run_in_flight(pg_url):
     for comment_id in (1, 2, 3, 4):
         request, created = store.create_request(
             pg_url, repository="acme/race", pull_number=7, head_sha="a" * 40, suite=SUITE,
-            details={"requested": []}, requester="bob", comment_id=comment_id, status="approved",
-            cost_gpu_hours=1.0, dispatch_repository="acme/race", workflow="w.yml")
+            details={"requested": []}, requester="bob", comment_id=comment_id, event="request_at_once",
+            audit={"actor": "bob"}, cost_gpu_hours=1.0, dispatch_repository="acme/race", workflow="w.yml")
         assert created
         made.append(request)
     assert store.create_request(pg_url, repository="acme/race", pull_number=7, head_sha="a" * 40, suite=SUITE,
-                                details={}, requester="bob", comment_id=1, status="approved", cost_gpu_hours=1.0,
-                                dispatch_repository="acme/race", workflow="w.yml")[1] is False
+                                details={}, requester="bob", comment_id=1, event="request_at_once", audit={},
+                                cost_gpu_hours=1.0, dispatch_repository="acme/race", workflow="w.yml")[1] is False
     wins = []
 
     def claim(request):
-        if store.transition(pg_url, request.id, ["approved"], "dispatching", dispatched_at=store.now()):
+        # the budget's claim: under the budget lock, and the partial unique index admits one in flight
+        if store.reserve(pg_url, request.id, since=store.now() - store.REQUEST_TTL, limit=100.0,
+                         dispatched_at=store.now()).outcome == store.RESERVED:
             wins.append(request.id)
 
     threads = [threading.Thread(target=claim, args=(r,)) for r in made]
@@ -279,10 +281,11 @@ def test_a_dispatch_whose_worker_died_does_not_block_the_suite_for_ever(od):
     url = od.world.settings.database_url
     request, _ = store.create_request(url, repository="radixark/miles", pull_number=od.pr.number,
                                       head_sha=od.pr.head_sha, suite=SUITE, details={"requested": []},
-                                      requester="maint", comment_id=None, status="approved", cost_gpu_hours=1.0,
-                                      dispatch_repository="radixark/miles", workflow="rocm-on-demand.yml")
-    assert store.transition(url, request.id, ["approved"], "dispatching",
-                            dispatched_at=store.now() - dt.timedelta(minutes=5))
+                                      requester="maint", comment_id=None, event="request_at_once", audit={},
+                                      cost_gpu_hours=1.0, dispatch_repository="radixark/miles",
+                                      workflow="rocm-on-demand.yml")
+    assert store.reserve(url, request.id, since=store.now() - dt.timedelta(hours=24), limit=64.0,
+                         dispatched_at=store.now() - dt.timedelta(minutes=5)).outcome == store.RESERVED
     od.comment(f"/run-rocm {SUITE}", author="maint")
     assert od.dispatches() == [] and "already running" in od.replies()[-1]  # maybe still dispatching
     store.update_request(url, request.id, dispatched_at=store.now() - dt.timedelta(minutes=11))
@@ -478,7 +481,7 @@ def test_a_request_stored_before_plans_were_kept_is_not_dispatched_unplanned(od)
     url = od.world.settings.database_url
     store.create_request(url, repository="radixark/miles", pull_number=od.pr.number, head_sha=od.pr.head_sha,
                          suite=SUITE, details={"requested": [], "selected": [["tests/e2e/test_new.py", 90.0]], "gpus": 4},
-                         requester="bob", comment_id=None, status="pending", cost_gpu_hours=0.1,
+                         requester="bob", comment_id=None, event="request", audit={}, cost_gpu_hours=0.1,
                          dispatch_repository="radixark/miles", workflow="rocm-on-demand.yml")
     od.comment("/approve-rocm", author="maint")
     assert od.dispatches() == []

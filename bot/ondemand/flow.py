@@ -1,11 +1,14 @@
 """Requests, approvals and dispatch: the steps between an accepted command and a run on MI350 GPUs.
 
 Every step that touches GitHub is taken once, whichever worker gets there first and however often
-a delivery is processed: a request is one row per comment (a unique key), its states change by
-compare-and-set (bot.store.ondemand.transition), at most one run per (PR, suite) can be in flight
-(a partial unique index), and each reply or check run is guarded by a claimed step
-(bot.store.ondemand.claim_step). A step whose GitHub call fails in a way worth retrying is released
-so that the retried job takes it again.
+a delivery is processed: a request is one row per comment (a unique key), its states change only
+by the events of bot/store/ondemand_states.py, each one transaction that compare-and-sets the
+status and writes its audit entry with it (bot.store.ondemand.change), at most one run per (PR,
+suite) can be in flight (a partial unique index), and each reply or check run is guarded by a
+claimed step (bot.store.ondemand.claim_step). A step whose GitHub call fails in a way worth
+retrying is released so that the retried job takes it again. A dispatch, which interleaves
+GitHub's calls with its writes, is the sequence ondemand_states.DISPATCH_SEQUENCE documents
+(docs/on-demand-states.md).
 
 Nothing from the pull request decides what runs where: the suite must be in the dispatch table of
 the configuration on the default branch, the workflow and its ref come from there, and the head
@@ -32,7 +35,7 @@ from checks.calibration.durations import parse_job_log, runner_timeout
 from checks.wording import plural
 
 BUDGET_WINDOW = dt.timedelta(hours=24)
-RETRYABLE = (store.PENDING, store.APPROVED, "failed")
+RETRYABLE = store.RETRYABLE  # not dispatched yet: approvable again
 # A dispatch claimed this long ago and never confirmed died with its worker.
 STUCK_AFTER = dt.timedelta(minutes=10)
 CONCLUSIONS = {"success", "failure", "cancelled", "timed_out", "neutral", "skipped", "action_required"}
@@ -110,6 +113,24 @@ class Pull:
         values.setdefault("head_sha", self.head_sha)
         store.audit(self.store_url, repository=self.repo, action=action, delivery_id=self.job.delivery_id, **values)
 
+    def audit_once(self, key: str, step: str, action: str, **values) -> bool:
+        """audit(), once per (key, step): the step's claim and the entry are one transaction."""
+        values.setdefault("pull_number", self.number)
+        values.setdefault("head_sha", self.head_sha)
+        return store.audit_once(self.store_url, key, step, repository=self.repo, action=action,
+                                delivery_id=self.job.delivery_id, **values)
+
+    def change(self, request, event: str, audit: dict | None = None, **values):
+        return change(self.job, request, event, audit, **values)
+
+
+def change(job, request, event: str, audit: dict | None = None, **values):
+    """One event of bot/store/ondemand_states.py on `request`: its status, `values` and audit entry
+    (this delivery's) in one transaction. The row as changed, or None: another worker moved it first."""
+    if audit is not None:
+        audit = {"delivery_id": getattr(job, "delivery_id", None), **audit}
+    return store.change(job.store_url, request.id, event, audit=audit, **values)
+
 
 def trusted_config(client, repo: str, default_branch: str) -> tuple[Config | None, list[str]]:
     """The configuration on the default branch (never the PR's copy); (None, problems) when invalid."""
@@ -179,11 +200,11 @@ EXPIRED_DETAIL = "This request is older than 7 days and will not run."
 
 def _expire(store_url: str, request, client, delivery_id: str | None = None) -> bool:
     """Close one request as expired (once: compare-and-set), with its audit entry and check run."""
-    if not store.transition(store_url, request.id, RETRYABLE, store.EXPIRED):
+    if store.change(store_url, request.id, "expire", audit=dict(
+            repository=request.repository, pull_number=request.pull_number, head_sha=request.head_sha,
+            suite=request.suite, files=requested_files(request), request_id=request.id, detail="older than 7 days",
+            delivery_id=delivery_id)) is None:
         return False
-    store.audit(store_url, repository=request.repository, action="expiry", pull_number=request.pull_number,
-                head_sha=request.head_sha, suite=request.suite, files=requested_files(request),
-                request_id=request.id, detail="older than 7 days", delivery_id=delivery_id)
     if client is not None:
         _close_check(client, request.repository, request, "Expired", EXPIRED_DETAIL)
     return True
@@ -292,19 +313,18 @@ def settle(pull: Pull, running) -> bool:
         client = _client_for(pull, target)
         found = _find_run(client, target, running, running.dispatched_at or running.created_at)
         if found is None:
-            store.transition(pull.store_url, running.id, [store.DISPATCHING], "failed", dispatched_at=None,
-                             reason="the dispatch was never confirmed")
+            pull.change(running, "settle_lost", dispatched_at=None, reason="the dispatch was never confirmed")
             return True
-        store.transition(pull.store_url, running.id, [store.DISPATCHING], store.DISPATCHED,
-                         workflow_run_id=found["id"], run_url=found.get("html_url"))
-        running = store.get_request(pull.store_url, running.id)
+        running = (pull.change(running, "settle_found", workflow_run_id=found["id"], run_url=found.get("html_url"))
+                   or store.get_request(pull.store_url, running.id))
     if running.status == store.DISPATCHED and running.workflow_run_id:
         client = _client_for(pull, target)
         run = tolerate_gone(lambda: client.workflow_run(target, running.workflow_run_id))
         if run is None:  # the run was deleted: nothing holds the slot any more
-            store.transition(pull.store_url, running.id, [store.DISPATCHED], "failed", reason="the run no longer exists")
-            pull.audit("dispatch_failed", suite=running.suite, request_id=running.id, head_sha=running.head_sha,
-                       run_id=running.workflow_run_id, detail="the workflow run no longer exists")
+            pull.change(running, "run_gone", dict(suite=running.suite, request_id=running.id, head_sha=running.head_sha,
+                                                  run_id=running.workflow_run_id,
+                                                  detail="the workflow run no longer exists"),
+                        reason="the run no longer exists")
             return True
         if run.get("status") == "completed":
             finish(pull.job, running, run, client)
@@ -328,23 +348,22 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
     dispatch_cfg = pull.config.dispatch.get(request.suite)
     key = f"request:{request.id}"
     if dispatch_cfg is None:  # the dispatch table changed since the request was made
-        store.transition(pull.store_url, request.id, RETRYABLE, "failed", reason="no longer in the dispatch table")
+        pull.change(request, "undispatchable", reason="no longer in the dispatch table")
         reply(pull, key, texts.not_selectable(request.requester, f"`{request.suite}` is no longer in the dispatch table",
                                               pull.runnable_suites()), step="refused")
         return "failed"
     if "plan" in dispatch_cfg.inputs.values() and "plan" not in request.details.get("plan", {}):
         # made before run plans were kept: where and how it would run was never planned (nor costed)
         reason = "this request was made before run plans were kept: write `/run-rocm` again to plan and cost it"
-        if store.transition(pull.store_url, request.id, RETRYABLE, "failed", reason=reason[:500]):
-            pull.audit("refusal", actor=actor, suite=request.suite, request_id=request.id, head_sha=request.head_sha,
-                       detail="no run plan")
+        pull.change(request, "unplanned", dict(actor=actor, suite=request.suite, request_id=request.id,
+                                               head_sha=request.head_sha, detail="no run plan"), reason=reason[:500])
         reply(pull, key, texts.not_selectable(request.requester, reason, None), step="refused")
         return "failed"
     if request.head_sha != pull.head_sha:  # never a head other than the one the request was made and approved on
-        if store.transition(pull.store_url, request.id, RETRYABLE, store.STALE,
-                            reason=f"the PR's head moved to {pull.head_sha}"):
-            pull.audit("stale", actor=actor, suite=request.suite, files=requested_files(request),
-                       request_id=request.id, head_sha=request.head_sha, detail=f"head moved to {pull.head_sha}")
+        if pull.change(request, "stale", dict(actor=actor, suite=request.suite, files=requested_files(request),
+                                              request_id=request.id, head_sha=request.head_sha,
+                                              detail=f"head moved to {pull.head_sha}"),
+                       reason=f"the PR's head moved to {pull.head_sha}"):
             close_request_check(pull, request, "Stale", f"The PR's head moved to {pull.head_sha}.")
         reply(pull, key, texts.stale(pull.head_sha, [(request.suite, request.requester, request.head_sha)]),
               step="stale")
@@ -353,15 +372,17 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
     target = dispatch_cfg.repository or pull.repo
     client = _client_for(pull, target)  # before the claim: a failure here leaves nothing half-dispatched
     running_for(pull, request.suite, request.head_sha)  # settles a run whose worker or completion event was lost
-    # The budget check and the claim are one step (bot.store.ondemand.reserve).
-    reservation = store.reserve(pull.store_url, request.id, RETRYABLE, since=store.now() - BUDGET_WINDOW,
+    # The budget check and the claim are one transaction (bot.store.ondemand.reserve): step 4 of
+    # ondemand_states.DISPATCH_SEQUENCE. Only the worker whose claim succeeds dispatches.
+    reservation = store.reserve(pull.store_url, request.id, since=store.now() - BUDGET_WINDOW,
                                 limit=limit, dispatched_at=store.now(), decided_by=approved_by)
     if reservation.outcome == store.OVER_BUDGET:
         used = reservation.used
-        if store.transition(pull.store_url, request.id, RETRYABLE, "refused", reason="over the daily GPU-hour budget"):
-            pull.audit("refusal", actor=actor, suite=request.suite, files=requested_files(request),
-                       request_id=request.id, cost_gpu_hours=request.cost_gpu_hours, head_sha=request.head_sha,
-                       detail=f"over budget: {used:.2f} used + {request.cost_gpu_hours:.2f} > {limit:.2f}")
+        pull.change(request, "over_budget", dict(
+            actor=actor, suite=request.suite, files=requested_files(request), request_id=request.id,
+            cost_gpu_hours=request.cost_gpu_hours, head_sha=request.head_sha,
+            detail=f"over budget: {used:.2f} used + {request.cost_gpu_hours:.2f} > {limit:.2f}"),
+            reason="over the daily GPU-hour budget")
         react(pull, comment_id, "confused")
         reply(pull, key, texts.over_budget(actor, request.suite, request.cost_gpu_hours, used, limit), step="refused")
         return "over_budget"
@@ -374,9 +395,10 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
             return "dispatched"
         running = store.in_flight(pull.store_url, pull.repo, pull.number, request.suite, request.head_sha)
         if running is not None:
-            store.transition(pull.store_url, request.id, RETRYABLE, "refused", reason=f"run {running.id} in flight")
-            pull.audit("refusal", actor=actor, suite=request.suite, request_id=request.id, head_sha=request.head_sha,
-                       detail=f"already in flight: request {running.id}", run_id=running.workflow_run_id)
+            pull.change(request, "busy", dict(actor=actor, suite=request.suite, request_id=request.id,
+                                              head_sha=request.head_sha, detail=f"already in flight: request {running.id}",
+                                              run_id=running.workflow_run_id),
+                        reason=f"run {running.id} in flight")
             react(pull, comment_id, "confused")
             reply(pull, key, texts.in_flight(actor, request.suite, running.run_url, running.requester), step="refused")
             return "in_flight"
@@ -386,10 +408,10 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
         answer = client.dispatch_workflow(target, dispatch_cfg.workflow, dispatch_cfg.ref,
                                           _inputs(pull, request, dispatch_cfg))
     except GitHubError as exc:
-        store.transition(pull.store_url, request.id, [store.DISPATCHING], "failed",
-                         reason=f"{exc.status} {exc.message}"[:500], dispatched_at=None)
-        pull.audit("dispatch_failed", actor=actor, suite=request.suite, files=requested_files(request),
-                   request_id=request.id, head_sha=request.head_sha, detail=f"{exc.status} {exc.message}")
+        pull.change(request, "dispatch_failed", dict(actor=actor, suite=request.suite, files=requested_files(request),
+                                                     request_id=request.id, head_sha=request.head_sha,
+                                                     detail=f"{exc.status} {exc.message}"),
+                    reason=f"{exc.status} {exc.message}"[:500], dispatched_at=None)
         react(pull, comment_id, "confused")
         reply(pull, key, texts.dispatch_failed(request.suite, exc.status, exc.message), step=f"failed:{since.timestamp():.0f}")
         return "failed"
@@ -397,32 +419,33 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
         # GitHub did not answer: the dispatch may or may not have happened. Look before trying again.
         run = _find_run(client, target, request, since)
         if run is None:
-            store.transition(pull.store_url, request.id, [store.DISPATCHING], "failed",
-                             reason="GitHub did not confirm the dispatch", dispatched_at=None)
+            pull.change(request, "dispatch_unconfirmed", reason="GitHub did not confirm the dispatch", dispatched_at=None)
             raise
         answer = {"workflow_run_id": run["id"], "html_url": run.get("html_url")}
     if answer is None:
         run = _find_run(client, target, request, since)
         answer = {"workflow_run_id": run["id"], "html_url": run.get("html_url")} if run else {}
-    confirmed = store.transition(pull.store_url, request.id, [store.DISPATCHING], store.DISPATCHED,
-                                 workflow_run_id=answer.get("workflow_run_id"), run_url=answer.get("html_url"))
-    current = store.get_request(pull.store_url, request.id)
-    if not confirmed and current.status == store.SUPERSEDED:
+    # Step 6 of ondemand_states.DISPATCH_SEQUENCE: the status, the run and the "dispatch" entry together.
+    run_id = answer.get("workflow_run_id")
+    current = pull.change(request, "confirm", dict(
+        actor=actor, suite=request.suite, files=requested_files(request), request_id=request.id,
+        cost_gpu_hours=request.cost_gpu_hours, run_id=run_id, head_sha=request.head_sha,
+        detail=f"{target} {dispatch_cfg.workflow}@{dispatch_cfg.ref}" + (f", approved by {approved_by}" if approved_by else "")),
+        workflow_run_id=run_id, run_url=answer.get("html_url"))
+    if current is None:
+        current = store.get_request(pull.store_url, request.id)
+    if current.status == store.SUPERSEDED:
         # A push superseded the request while GitHub was starting its run: stop that run too.
-        run_id = answer.get("workflow_run_id")
-        store.update_request(pull.store_url, request.id, workflow_run_id=run_id, run_url=answer.get("html_url"))
+        pull.change(current, "superseded_run_named", dict(
+            actor=actor, suite=request.suite, request_id=request.id, head_sha=request.head_sha, run_id=run_id,
+            detail=f"{current.reason}: cancelled as it was dispatched"),
+            workflow_run_id=run_id, run_url=answer.get("html_url"))
         if run_id is not None:
             tolerate_gone(lambda: client.cancel_workflow_run(target, int(run_id)), also=(409,))
-        pull.audit("superseded", actor=actor, suite=request.suite, request_id=request.id, head_sha=request.head_sha,
-                   run_id=run_id, detail=f"{current.reason}: cancelled as it was dispatched")
         new_head = str(current.reason or "").rsplit(" ", 1)[-1]
         reply(pull, key, texts.superseded(new_head, [(request.suite, request.head_sha, answer.get("html_url"))]),
               step="superseded")
         return "superseded"
-    pull.audit("dispatch", actor=actor, suite=request.suite, files=requested_files(request), request_id=request.id,
-               cost_gpu_hours=request.cost_gpu_hours, run_id=current.workflow_run_id, head_sha=request.head_sha,
-               detail=f"{target} {dispatch_cfg.workflow}@{dispatch_cfg.ref}"
-                      + (f", approved by {approved_by}" if approved_by else ""))
     follow_through(pull, current, approved_by=approved_by)
     return "dispatched"
 
@@ -472,19 +495,18 @@ def approve(pull: Pull, requests: list, approver: Authority, *, comment_id: int 
     for request in requests:
         if request.id in outcomes:
             continue
+        current = None
         if request.status != store.APPROVED:
-            if not store.transition(pull.store_url, request.id, [store.PENDING, "failed"], store.APPROVED,
-                                    decided_by=approver.login):
-                current = store.get_request(pull.store_url, request.id)
-                if current.status != store.APPROVED:
-                    outcomes[request.id] = current.status
-                    continue
-            else:
-                pull.audit("approval", actor=approver.login, suite=request.suite, files=requested_files(request),
-                           request_id=request.id, cost_gpu_hours=request.cost_gpu_hours, head_sha=request.head_sha,
-                           detail=approver.via)
-        outcomes[request.id] = dispatch(pull, store.get_request(pull.store_url, request.id), actor=approver.login,
-                                        approved_by=approver.login, comment_id=comment_id)
+            current = pull.change(request, "approve", dict(
+                actor=approver.login, suite=request.suite, files=requested_files(request), request_id=request.id,
+                cost_gpu_hours=request.cost_gpu_hours, head_sha=request.head_sha, detail=approver.via),
+                decided_by=approver.login)
+        current = current or store.get_request(pull.store_url, request.id)
+        if current.status != store.APPROVED:
+            outcomes[request.id] = current.status
+            continue
+        outcomes[request.id] = dispatch(pull, current, actor=approver.login, approved_by=approver.login,
+                                        comment_id=comment_id)
     return outcomes
 
 
@@ -495,11 +517,10 @@ def make_stale(pull_repo: str, number: int, new_head: str, job) -> list:
     for request in found:
         if request.head_sha == new_head:
             continue
-        if store.transition(job.store_url, request.id, RETRYABLE, store.STALE,
-                            reason=f"the PR's head moved to {new_head}"):
-            store.audit(job.store_url, repository=pull_repo, action="stale", pull_number=number,
-                        head_sha=request.head_sha, suite=request.suite, files=requested_files(request),
-                        request_id=request.id, detail=f"head moved to {new_head}", delivery_id=job.delivery_id)
+        if change(job, request, "stale", dict(
+                repository=pull_repo, pull_number=number, head_sha=request.head_sha, suite=request.suite,
+                files=requested_files(request), request_id=request.id, detail=f"head moved to {new_head}"),
+                reason=f"the PR's head moved to {new_head}"):
             gone.append(request)
     return gone
 
@@ -516,16 +537,15 @@ def supersede(job, repo: str, number: int, new_head: str, pr_client) -> list:
         if request.head_sha == new_head:
             continue
         if request.status in store.IN_FLIGHT:
-            if not store.transition(job.store_url, request.id, store.IN_FLIGHT, store.SUPERSEDED,
-                                    completed_at=store.now(), reason=reason):
+            changed = change(job, request, "supersede", dict(
+                repository=repo, pull_number=number, head_sha=request.head_sha, suite=request.suite,
+                files=requested_files(request), cost_gpu_hours=request.cost_gpu_hours, run_id=request.workflow_run_id,
+                request_id=request.id, detail=reason), completed_at=store.now(), reason=reason)
+            if changed is None:
                 continue
-            store.audit(job.store_url, repository=repo, action="superseded", pull_number=number,
-                        head_sha=request.head_sha, suite=request.suite, files=requested_files(request),
-                        cost_gpu_hours=request.cost_gpu_hours, run_id=request.workflow_run_id, request_id=request.id,
-                        detail=reason, delivery_id=job.delivery_id)
+            request = changed
         elif request.reason != reason:
             continue  # superseded by an earlier push, and handled then
-        request = store.get_request(job.store_url, request.id)
         _stop_superseded(job, request, new_head, pr_client)
         done.append(request)
     return done
@@ -689,11 +709,10 @@ def finish(job, request, run: dict, run_client) -> None:
             "status": "completed", "conclusion": conclusion, "completed_at": _iso_now(),
             "output": texts.run_finished_output(request.suite, conclusion, request.run_url or run.get("html_url"),
                                                 rows, not_read)}))
-    if store.transition(job.store_url, request.id, [store.DISPATCHED], store.COMPLETED, completed_at=store.now()):
-        detail = f"{conclusion}: {sum(1 for r in rows if r['status'] == 'PASS')} of {len(rows)} passed"
-        if not_read:
-            detail += f"; {plural(len(not_read), 'shard log')} not read"
-        store.audit(job.store_url, repository=request.repository, action="completion", pull_number=request.pull_number,
-                    head_sha=request.head_sha, suite=request.suite, files=requested_files(request),
-                    cost_gpu_hours=request.cost_gpu_hours, run_id=int(run["id"]), request_id=request.id,
-                    detail=detail, delivery_id=job.delivery_id)
+    detail = f"{conclusion}: {sum(1 for r in rows if r['status'] == 'PASS')} of {len(rows)} passed"
+    if not_read:
+        detail += f"; {plural(len(not_read), 'shard log')} not read"
+    change(job, request, "complete", dict(
+        repository=request.repository, pull_number=request.pull_number, head_sha=request.head_sha,
+        suite=request.suite, files=requested_files(request), cost_gpu_hours=request.cost_gpu_hours,
+        run_id=int(run["id"]), request_id=request.id, detail=detail), completed_at=store.now())

@@ -1,11 +1,11 @@
 """On-demand run records (migration 0004): requests and their states, the audit log, command steps.
 
-A request's life: pending (waiting for a maintainer) -> approved -> dispatching -> dispatched ->
-completed; or denied, stale (the PR's head moved), expired (7 days), superseded (dispatched, then
-cancelled by a push), or back to pending when a dispatch failed (so it can be approved again).
-Every change of state is a compare-and-set on the row, so two workers racing on one delivery
-change it once; the partial unique index (migration 0007) lets at most one request per (PR, suite,
-head SHA) be in flight at a time.
+A request's states and the events that move it are one table, bot/store/ondemand_states.py
+(docs/on-demand-states.md shows it). Every change of state is one transaction here: change()
+compare-and-sets the status from the event's statuses, writes the columns the event names and
+its audit entry together, so two workers racing on one delivery change it once and no status is
+ever written without its entry; the partial unique index (migration 0007) lets at most one
+request per (PR, suite, head SHA) be in flight at a time.
 
 The move to dispatching is reserve(): the daily budget's sum and the claim are one transaction
 that holds the repository's budget lock (BEGIN IMMEDIATE on SQLite, a transaction-level advisory
@@ -24,18 +24,14 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
-from bot.store.db import Base, get_engine, session_scope
+from bot.store import ondemand_states as states
+from bot.store.db import Base, dialect_insert, get_engine, session_scope
 from bot.store.measurements import UTCDateTime
+from bot.store.ondemand_states import (APPROVED, COMPLETED, DENIED, DISPATCHED, DISPATCHING, EXPIRED, FAILED,  # noqa: F401
+                                       IN_FLIGHT, OPEN, PENDING, REFUSED, RETRYABLE, SPENT, STALE, SUPERSEDED)
 
 _ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
-PENDING, APPROVED, DISPATCHING, DISPATCHED, COMPLETED = "pending", "approved", "dispatching", "dispatched", "completed"
-DENIED, STALE, EXPIRED, SUPERSEDED = "denied", "stale", "expired", "superseded"
-OPEN = (PENDING, APPROVED)  # not dispatched yet: a push makes these stale
-IN_FLIGHT = (DISPATCHING, DISPATCHED)
-# What counts against the daily GPU-hour budget: a superseded run was cancelled, but it held its
-# GPUs until then.
-SPENT = (DISPATCHING, DISPATCHED, COMPLETED, SUPERSEDED)
 REQUEST_TTL = dt.timedelta(days=7)
 
 
@@ -122,12 +118,16 @@ def claim_step(url: str, key: str, step: str) -> bool:
     The primary key decides, across threads and processes. A caller whose side effect then fails
     in a way worth retrying calls release_step, so the retried job can take the step again.
     """
-    try:
-        with session_scope(url) as session:
-            session.add(Step(key=key[:200], step=step[:64], at=now()))
-        return True
-    except IntegrityError:
-        return False
+    with session_scope(url) as session:
+        return _claim(session, key, step)
+
+
+def _claim(session, key: str, step: str) -> bool:
+    insert = dialect_insert(session)
+    # RETURNING names the row only if this insert made it (the rowcount of an upsert is not portable)
+    done = session.execute(insert(Step.__table__).values(key=key[:200], step=step[:64], at=now())
+                           .on_conflict_do_nothing(index_elements=["key", "step"]).returning(Step.__table__.c.key))
+    return done.first() is not None
 
 
 def release_step(url: str, key: str, step: str) -> None:
@@ -136,21 +136,28 @@ def release_step(url: str, key: str, step: str) -> None:
 
 
 # -- requests ------------------------------------------------------------------------------------
-def create_request(url: str, *, repository: str, pull_number: int, head_sha: str, suite: str, details: dict,
-                   requester: str, comment_id: int | None, status: str, cost_gpu_hours: float,
+def create_request(url: str, *, event: str, audit: dict, repository: str, pull_number: int, head_sha: str,
+                   suite: str, details: dict, requester: str, comment_id: int | None, cost_gpu_hours: float,
                    dispatch_repository: str, workflow: str, decided_by: str | None = None,
                    commented_at: dt.datetime | None = None) -> tuple[RocmRequest, bool]:
-    """The request for this comment: (row, True) when this call made it, (existing row, False) if not."""
+    """The request for this comment: (row, True) when this call made it, (existing row, False) if not.
+
+    `event`: "request" (pending) or "request_at_once" (approved), bot/store/ondemand_states.py. The
+    row and its audit entry (`audit`: audit()'s fields but the action) are one transaction."""
+    e = states.check(event, {"decided_by"} if decided_by is not None else (), True)
+    if not e.creates:
+        raise ValueError(f"event {event!r} does not make a request")
     at = now()
     try:
         with session_scope(url) as session:
             row = RocmRequest(repository=repository, pull_number=pull_number, head_sha=head_sha, suite=suite,
                               files_json=json.dumps(details), requester=requester, comment_id=comment_id,
-                              status=status, created_at=at, updated_at=at, cost_gpu_hours=cost_gpu_hours,
+                              status=e.to_status, created_at=at, updated_at=at, cost_gpu_hours=cost_gpu_hours,
                               dispatch_repository=dispatch_repository, workflow=workflow, decided_by=decided_by,
                               commented_at=commented_at)
             session.add(row)
             session.flush()
+            session.add(_entry(row, e.audit, audit))
             return row, True
     except IntegrityError:
         existing = request_by_comment(url, repository, comment_id)
@@ -201,25 +208,41 @@ def in_flight_for_pull(url: str, repository: str, pull_number: int) -> list[Rocm
     return requests_for_pull(url, repository, pull_number, IN_FLIGHT)
 
 
-def transition(url: str, request_id: int, from_statuses, to_status: str, **values) -> bool:
-    """Compare-and-set: move the request to `to_status` only if it is in one of `from_statuses`.
+def change(url: str, request_id: int, event: str, *, audit: dict | None = None, **values) -> RocmRequest | None:
+    """One event of bot/store/ondemand_states.py on one request, in one transaction.
 
-    False when another worker moved it first, or when the move would put a second run of the
-    same (PR, suite) in flight (the partial unique index refuses it).
+    Compare-and-set: the request moves to the event's status only if it is in one of the event's
+    `from_statuses`, with `values` (only columns the event names) and, for an event that has one,
+    its audit entry (`audit`: audit()'s fields but the action; the request's repository, PR, head,
+    suite and id by default). Returns the row as changed, or None when another worker moved it
+    first, or when the move would put a second run of the same (PR, suite, head) in flight (the
+    partial unique index refuses it): then nothing is written.
     """
+    e = states.check(event, values, audit is not None)
+    if e.creates:
+        raise ValueError(f"event {event!r} makes a request: create_request")
     try:
         with session_scope(url) as session:
             done = session.execute(
                 sa.update(RocmRequest)
-                .where(RocmRequest.id == request_id, RocmRequest.status.in_(list(from_statuses)))
-                .values(status=to_status, updated_at=now(), **values)
+                .where(RocmRequest.id == request_id, RocmRequest.status.in_(list(e.from_statuses)))
+                .values(status=e.to_status, updated_at=now(), **values)
             )
-            return done.rowcount == 1
+            if done.rowcount != 1:
+                return None
+            row = session.scalars(sa.select(RocmRequest).where(RocmRequest.id == request_id)).one()
+            if e.audit is not None:
+                session.add(_entry(row, e.audit, audit))
+            return row
     except IntegrityError:
-        return False
+        return None
 
 
 def update_request(url: str, request_id: int, **values) -> None:
+    """Columns that are not a change of state (a check run's id, a run found by its name); a status
+    changes only by change(), create_request() or reserve()."""
+    if "status" in values:
+        raise ValueError("a request's status changes only by an event: bot.store.ondemand.change")
     with session_scope(url) as session:
         session.execute(sa.update(RocmRequest).where(RocmRequest.id == request_id).values(updated_at=now(), **values))
 
@@ -249,15 +272,17 @@ def _budget_key(repository: str) -> int:
     return int.from_bytes(hashlib.sha256(f"rocm-budget:{repository}".encode()).digest()[:8], "big", signed=True)
 
 
-def reserve(url: str, request_id: int, from_statuses, *, since: dt.datetime, limit: float,
-            **values) -> Reservation:
-    """Move the request to dispatching if its cost fits the budget: check and claim in one step.
+def reserve(url: str, request_id: int, *, since: dt.datetime, limit: float, **values) -> Reservation:
+    """The event "reserve": move the request to dispatching if its cost fits the budget, check and
+    claim in one transaction.
 
     Under the repository's budget lock: sum what was dispatched since `since`, and, if this
     request's cost fits under `limit`, compare-and-set it to dispatching with `values`. MOVED: the
-    request was not in `from_statuses` any more (another worker moved it); BUSY: the partial
-    unique index refused a second run of its (PR, suite, head).
+    request was not in the event's `from_statuses` any more (another worker moved it); BUSY: the
+    partial unique index refused a second run of its (PR, suite, head).
     """
+    e = states.check("reserve", values, False)
+    from_statuses = e.from_statuses
     engine = get_engine(url)
     sqlite = engine.dialect.name == "sqlite"
     with engine.connect() as conn:
@@ -295,7 +320,7 @@ def _reserve_locked(conn, request_id: int, from_statuses: list, since, limit: fl
     try:
         done = conn.execute(sa.update(RocmRequest).where(
             RocmRequest.id == request_id, RocmRequest.status.in_(from_statuses))
-            .values(status=DISPATCHING, updated_at=now(), **values))
+            .values(status=states.EVENTS["reserve"].to_status, updated_at=now(), **values))
     except IntegrityError:
         return Reservation(BUSY, used), False
     return Reservation(RESERVED if done.rowcount == 1 else MOVED, used), done.rowcount == 1
@@ -308,16 +333,37 @@ def _budget_key_for(url: str, request_id: int, conn) -> int:
 
 
 # -- the audit log -------------------------------------------------------------------------------
-def audit(url: str, *, repository: str, action: str, actor: str | None = None, pull_number: int | None = None,
-          head_sha: str | None = None, suite: str | None = None, files=None, cost_gpu_hours: float | None = None,
-          run_id: int | None = None, request_id: int | None = None, detail: str | None = None,
-          delivery_id: str | None = None) -> None:
+def _new_entry(*, repository: str, action: str, actor: str | None = None, pull_number: int | None = None,
+               head_sha: str | None = None, suite: str | None = None, files=None, cost_gpu_hours: float | None = None,
+               run_id: int | None = None, request_id: int | None = None, detail: str | None = None,
+               delivery_id: str | None = None) -> AuditEntry:
+    return AuditEntry(at=now(), repository=repository, pull_number=pull_number, head_sha=head_sha,
+                      action=action, actor=actor, suite=suite,
+                      files_json=json.dumps(list(files)) if files is not None else None,
+                      cost_gpu_hours=cost_gpu_hours, run_id=run_id, request_id=request_id,
+                      detail=(detail or "")[:500] or None, delivery_id=delivery_id)
+
+
+def _entry(row: RocmRequest, action: str, values: dict) -> AuditEntry:
+    """The audit entry of an event on `row`: its repository, PR, head, suite and id unless given."""
+    return _new_entry(**{"repository": row.repository, "pull_number": row.pull_number, "head_sha": row.head_sha,
+                         "suite": row.suite, "request_id": row.id, **values, "action": action})
+
+
+def audit(url: str, **values) -> None:
+    """An entry that changes no request (a command, a refusal before any request, a vanished PR)."""
     with session_scope(url) as session:
-        session.add(AuditEntry(at=now(), repository=repository, pull_number=pull_number, head_sha=head_sha,
-                               action=action, actor=actor, suite=suite,
-                               files_json=json.dumps(list(files)) if files is not None else None,
-                               cost_gpu_hours=cost_gpu_hours, run_id=run_id, request_id=request_id,
-                               detail=(detail or "")[:500] or None, delivery_id=delivery_id))
+        session.add(_new_entry(**values))
+
+
+def audit_once(url: str, key: str, step: str, **values) -> bool:
+    """audit(), once per (key, step): the step's claim and the entry are one transaction. False
+    (and nothing written) when the step was claimed before."""
+    with session_scope(url) as session:
+        if not _claim(session, key, step):
+            return False
+        session.add(_new_entry(**values))
+        return True
 
 
 def audit_entries(url: str, *, repository: str | None = None, pull_number: int | None = None,
@@ -349,5 +395,5 @@ def open_requests_before(url: str, created_before: dt.datetime) -> list[RocmRequ
     """Requests still waiting (pending, approved, failed) that were made before `created_before`."""
     with session_scope(url) as session:
         return list(session.scalars(sa.select(RocmRequest).where(
-            RocmRequest.status.in_([PENDING, APPROVED, "failed"]), RocmRequest.created_at < created_before)
+            RocmRequest.status.in_(list(RETRYABLE)), RocmRequest.created_at < created_before)
             .order_by(RocmRequest.id)))

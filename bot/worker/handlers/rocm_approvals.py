@@ -48,9 +48,8 @@ async def approve_button(event, ctx):
         return
     who = authority(ctx.client, repo, login, config.approvers)
     if not who.maintainer:
-        flow.once(pull, key, "audit", lambda: pull.audit(
-            "refusal", actor=login, suite=request.suite, request_id=request.id, head_sha=request.head_sha,
-            detail=f"button click by role {who.role}: not a maintainer"))
+        pull.audit_once(key, "audit", "refusal", actor=login, suite=request.suite, request_id=request.id,
+                        head_sha=request.head_sha, detail=f"button click by role {who.role}: not a maintainer")
         reply(pull, key, texts.not_a_maintainer(login, "approve this run", who.role, who.note))
         return
     flow.tidy(pull)

@@ -11,7 +11,7 @@ from gidgethub.routing import Router
 
 from bot.ondemand import flow, grammar, texts
 from bot.ondemand.cost import cost_selection
-from bot.ondemand.flow import Pull, once, react, reply, requested_files
+from bot.ondemand.flow import Pull, react, reply, requested_files
 from bot.ondemand.permissions import authority
 from bot.ondemand.seen import parse_time, unseen_head
 from bot.store import ondemand as store
@@ -63,14 +63,14 @@ async def comment_created(event, ctx):
     paths = pull.config.paths
     command = grammar.parse(comment.get("body"), roots=paths.test_roots, pattern=paths.test_pattern)
     if isinstance(command, grammar.Refusal):
-        once(pull, key, "audit", lambda: pull.audit("refusal", actor=login, detail=f"grammar: {command.reason}"))
+        pull.audit_once(key, "audit", "refusal", actor=login, detail=f"grammar: {command.reason}")
         react(pull, comment["id"], "confused")
         reply(pull, key, texts.grammar_reply(login, command.reason, _suites_or_none(pull)))
         return
     if not still_says(pull, comment, command, paths):
         return
-    once(pull, key, "audit", lambda: pull.audit("command", actor=login, suite=command.suite,
-                                                files=list(command.files) or None, detail=command.line[:200]))
+    pull.audit_once(key, "audit", "command", actor=login, suite=command.suite, files=list(command.files) or None,
+                    detail=command.line[:200])
     handler = {grammar.RUN: run_rocm, grammar.APPROVE: approve_rocm, grammar.DENY: deny_rocm,
                grammar.STATUS: rocm_status}[command.word]
     handler(pull, command, comment, key)
@@ -95,7 +95,7 @@ def _suites_or_none(pull: Pull) -> list[str] | None:
 
 
 def _refuse(pull: Pull, comment: dict, key: str, body: str, detail: str, **audit) -> None:
-    once(pull, key, "audit-refusal", lambda: pull.audit("refusal", actor=comment["user"]["login"], detail=detail, **audit))
+    pull.audit_once(key, "audit-refusal", "refusal", actor=comment["user"]["login"], detail=detail, **audit)
     react(pull, comment["id"], "confused")
     reply(pull, key, body)
 
@@ -164,18 +164,17 @@ def run_rocm(pull: Pull, command: grammar.Command, comment: dict, key: str) -> N
     dispatch_cfg = selection.dispatch
     # Two-person rule: even a maintainer's own command waits for another maintainer.
     at_once = who.maintainer and not pull.config.approvers.two_person
-    request, created = store.create_request(
-        pull.store_url, repository=pull.repo, pull_number=pull.number, head_sha=pull.head_sha, suite=command.suite,
+    # The request and its "request" entry are one transaction (bot/store/ondemand_states.py).
+    request, _created = store.create_request(
+        pull.store_url, event="request_at_once" if at_once else "request",
+        audit=dict(actor=login, files=list(command.files), cost_gpu_hours=cost, delivery_id=pull.job.delivery_id,
+                   detail=f"by a maintainer ({who.via}): dispatched at once" if at_once
+                   else f"role {who.role}: waits for {'another' if who.maintainer else 'a'} maintainer"),
+        repository=pull.repo, pull_number=pull.number, head_sha=pull.head_sha, suite=command.suite,
         details=flow.details(list(command.files), selection, costing, pull.config.calibration.hardware),
-        requester=login, comment_id=comment["id"], commented_at=written_at(comment),
-        status=store.APPROVED if at_once else store.PENDING, cost_gpu_hours=cost,
+        requester=login, comment_id=comment["id"], commented_at=written_at(comment), cost_gpu_hours=cost,
         dispatch_repository=dispatch_cfg.repository or pull.repo, workflow=dispatch_cfg.workflow,
         decided_by=login if at_once else None)
-    if created:
-        pull.audit("request", actor=login, suite=request.suite, files=list(command.files), request_id=request.id,
-                   cost_gpu_hours=request.cost_gpu_hours,
-                   detail=f"by a maintainer ({who.via}): dispatched at once" if at_once
-                   else f"role {who.role}: waits for {'another' if who.maintainer else 'a'} maintainer")
     resume(pull, request, comment, note=who.note, key=key)
 
 
@@ -235,10 +234,9 @@ def deny_rocm(pull: Pull, command, comment: dict, key: str) -> None:
         return
     denied = []
     for request in store.requests_for_pull(pull.store_url, pull.repo, pull.number, flow.RETRYABLE):
-        if store.transition(pull.store_url, request.id, flow.RETRYABLE, store.DENIED, decided_by=login,
-                            reason=command.reason):
-            pull.audit("denial", actor=login, suite=request.suite, files=requested_files(request),
-                       request_id=request.id, head_sha=request.head_sha, detail=command.reason)
+        if pull.change(request, "deny", dict(actor=login, suite=request.suite, files=requested_files(request),
+                                             request_id=request.id, head_sha=request.head_sha, detail=command.reason),
+                       decided_by=login, reason=command.reason):
             flow.close_request_check(pull, request, f"Refused by @{login}",
                                      f"Reason: {texts.code(command.reason)}" if command.reason else "No reason given.")
             denied.append(request)

@@ -55,8 +55,8 @@ async def run_button(event, ctx):
         return
     who = authority(ctx.client, repo, login, config.approvers)
     if not who.maintainer:
-        flow.once(pull, key, "audit", lambda: pull.audit(
-            "refusal", actor=login, detail=f"summary button {identifier} by role {who.role}: not a maintainer"))
+        pull.audit_once(key, "audit", "refusal", actor=login,
+                        detail=f"summary button {identifier} by role {who.role}: not a maintainer")
         reply(pull, key, texts.not_a_maintainer(login, "start on-demand runs from the summary", who.role, who.note))
         return
     if run.get("head_sha") != pull.head_sha:
@@ -70,8 +70,8 @@ async def run_button(event, ctx):
     if not isinstance(command, grammar.Command):
         reply(pull, key, f"@{login} that button names no suite this App can run; comment `/run-rocm SUITE` instead.")
         return
-    flow.once(pull, key, "audit", lambda: pull.audit("command", actor=login, suite=command.suite,
-                                                     detail=f"summary button {identifier}: {command.line[:160]}"))
+    pull.audit_once(key, "audit", "command", actor=login, suite=command.suite,
+                    detail=f"summary button {identifier}: {command.line[:160]}")
     # The click stands for a comment written when the check run was completed (GitHub's clock): the
     # head must have been pushed before that (bot/ondemand/seen.py), as for a comment.
     click = {"id": None, "user": {"login": login}, "created_at": run.get("completed_at"), "html_url": None}
