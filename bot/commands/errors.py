@@ -6,7 +6,6 @@ missing, git does not know a revision) says so in one line on stderr, naming wha
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -85,6 +84,8 @@ def environment_error(exc: BaseException) -> str | None:
 
 
 def is_shallow(repo: Path) -> bool:
+    import subprocess  # here, not at the top: the first check of a directory never asks
+
     try:
         done = subprocess.run(["git", "-C", str(repo), "rev-parse", "--is-shallow-repository"],
                               capture_output=True, text=True, check=False)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from pathlib import Path
 from typing import Iterable, Protocol
 
@@ -140,6 +139,8 @@ class GitError(Exception):
 
 
 def _git(repo: Path, *args: str, input: bytes | None = None) -> bytes:
+    import subprocess  # here, not at the top: a directory's check never runs git
+
     try:
         done = subprocess.run(["git", "-C", str(repo), *args], input=input, capture_output=True, check=False)
     except FileNotFoundError as exc:
