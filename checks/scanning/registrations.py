@@ -75,8 +75,9 @@ def mentions_register_function(text: str) -> bool:
     return next(_mentions(text), None) is not None
 
 
-def registration_prefix(text: str) -> str | None:
-    """The file up to the end of the top-level statement holding its last register mention.
+def registration_prefix(text: str, also: int = -1) -> str | None:
+    """The file up to the end of the top-level statement holding its last register mention (or
+    the character at `also`, if that comes later).
 
     Parsing this prefix yields the same top-level statements as the whole file for everything up
     to that point (a cut inside a string or bracket does not parse, and the caller then parses
@@ -87,6 +88,7 @@ def registration_prefix(text: str) -> str | None:
         last = match.start()
     if last < 0:
         return None
+    last = max(last, also)
     cut = _NEXT_TOP_LEVEL.search(text, last)
     if cut is None:
         return None
@@ -116,6 +118,7 @@ class _FileReader:
         self.text = text
         self.exact = exact
         self._whole_tree = None
+        self._prefix_allowed = True  # False once something past the prefix was found to matter
         self.contract = contract
         self.implicit_cpu = implicit_cpu
         self.scan = FileScan(path)
@@ -132,11 +135,17 @@ class _FileReader:
     def run(self) -> FileScan:
         scan = self.scan
         tree = None
-        if not self.exact:
-            prefix = registration_prefix(self.text)
-            if prefix is not None:
+        # exact: the whole file must parse (REG001 anywhere), but only its prefix need be read
+        # when nothing past it matters; checked below, and read whole otherwise.
+        prefix_of_whole = False
+        num_gpus = _NUM_GPUS.search(self.text) if "NUM_GPUS" in self.text else None
+        if not self.exact or self._prefix_allowed and self._may_read_prefix_only():
+            # read whole, the prefix takes in the NUM_GPUS line too: whether it is a module constant
+            prefix = registration_prefix(self.text, num_gpus.start() if num_gpus and self.exact else -1)
+            if prefix is not None and (not self.exact or _symtable_accepts(self.text, self.path)):
                 try:
                     tree = ast.parse(prefix, filename=self.path)
+                    prefix_of_whole = self.exact
                 except (SyntaxError, ValueError, RecursionError, MemoryError):
                     tree = None  # the cut fell inside a string or bracket: read the whole file
         try:
@@ -165,10 +174,12 @@ class _FileReader:
                         if alias.asname and alias.asname != alias.name:
                             aliases[alias.asname] = alias.name
                             self.add(reg003.aliased_import(self.path, scan.lines, alias))
-        num_gpus = _NUM_GPUS.search(self.text) if "NUM_GPUS" in self.text else None
+        mentions = sum(1 for _ in _mentions(self.text))
         if num_gpus:
             line = self.text.count("\n", 0, num_gpus.start()) + 1
             parsed_to = tree.body[-1].end_lineno if tree.body else 0
+            if prefix_of_whole and line > parsed_to:
+                return self._read_whole()  # the whole tree says whether this line is a module constant
             if line <= parsed_to and not any(isinstance(st, (ast.Assign, ast.AnnAssign)) and st.lineno == line for st in tree.body):
                 num_gpus = None  # the text sits inside a string or a block, not a module constant
         if num_gpus:
@@ -176,15 +187,27 @@ class _FileReader:
             scan.num_gpus_constant = (int(num_gpus.group(1)), Span(line, col, line, col + len(num_gpus.group(1))))
         if aliases and not self.exact and len(tree.body) and tree is not self._whole_tree:
             # calls through an alias do not name the function: the prefix may have cut them off
-            self.exact = True
-            self.scan = FileScan(self.path)
-            return self.run()
+            return self._read_whole()
         # Every mention not accounted for above is a call the runner may skip: find it.
-        if aliases or sum(1 for _ in _mentions(self.text)) > accounted:
+        if aliases or mentions > accounted:
+            if prefix_of_whole:
+                return self._read_whole()  # REG003 walks the whole module
             invisible = reg003.invisible_calls(self.path, scan.lines, tree, self.functions, aliases)
             scan.invisible += len(invisible)
             self.add(invisible)
         return scan
+
+    def _may_read_prefix_only(self) -> bool:
+        """Whether every register function's name has the shape of a mention (`register_x_ci`),
+        so that no statement past the last mention can call or import one."""
+        return all(_MENTION.fullmatch(name) for name in self.functions)
+
+    def _read_whole(self) -> FileScan:
+        """Read again from the whole file's tree: the prefix left something out that matters."""
+        self.exact = True
+        self._prefix_allowed = False
+        self.scan = FileScan(self.path)
+        return self.run()
 
     # -- one registration -------------------------------------------------------------------
     def read_registration(self, stmt: ast.Expr, call: ast.Call, name: str) -> None:
@@ -265,6 +288,17 @@ def _scan_text(path: str, text: str, contract: Contract, *, implicit_cpu: bool, 
     return _FileReader(path, text, contract, implicit_cpu, exact).run()
 
 
+def _symtable_accepts(text: str, path: str) -> bool:
+    """Whether the symbol-table builder accepts the source: then ast.parse does (see parses)."""
+    import symtable
+
+    try:
+        symtable.symtable(text, path, "exec")
+        return True
+    except Exception:  # noqa: BLE001 - any refusal: ast.parse decides
+        return False
+
+
 def parses(text: str, path: str) -> bool:
     """Whether `ast.parse(text)` succeeds, as the runner's parse of a discovered file does.
 
@@ -274,13 +308,8 @@ def parses(text: str, path: str) -> bool:
     when it refuses (a syntax error, or a rule of its own such as `nonlocal` at module level,
     which ast.parse accepts), ast.parse itself decides.
     """
-    import symtable
-
-    try:
-        symtable.symtable(text, path, "exec")
+    if _symtable_accepts(text, path):
         return True
-    except Exception:  # noqa: BLE001 - any refusal: ast.parse decides
-        pass
     try:
         ast.parse(text, filename=path)
         return True
