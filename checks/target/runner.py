@@ -704,25 +704,37 @@ def read_register_module(facts: RunnerFacts, register: _Module, keyword_only: se
             if isinstance(node, ast.If):
                 roots.extend(p.rstrip("/") for p in _startswith_prefixes(node.test, register.functions))
         facts.implicit_cpu_roots = sorted(set(roots))
-    mentions_main = any(isinstance(n, ast.Constant) and n.value == "__main__"
-                        for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.ClassDef)) for n in ast.walk(fn))
-    facts.main_block_required = bool(mentions_main and collect is not None)
-    positive = False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in node.ops):
-            names = {getattr(x, "id", None) or getattr(x, "attr", None) or (x.slice.value if isinstance(x, ast.Subscript) and isinstance(x.slice, ast.Constant) else None)
-                     for x in [node.left, *node.comparators]}
-            if "est_time" in names:
-                positive = True
-    facts.est_time_positive = positive
-    for node in ast.walk(tree):
-        if isinstance(node, ast.JoinedStr):
+    # One pass, in ast.walk's order, for three facts (each was a walk of its own, and the first
+    # walked every function again for each function or class around it):
+    # - a "__main__" inside a function or class: collect_tests checks for the `__main__` block;
+    # - est_time compared with <, <=, > or >=: the runner bounds est_time;
+    # - the first f"{self.a}...{self.b}" of keyword-only fields: the composed suite's template.
+    from collections import deque
+
+    mentions_main = positive = False
+    template = None
+    todo: deque[tuple[ast.AST, bool]] = deque([(tree, False)])
+    while todo:
+        node, inside = todo.popleft()
+        if isinstance(node, ast.Constant):
+            mentions_main = mentions_main or (inside and node.value == "__main__")
+        elif isinstance(node, ast.Compare):
+            if not positive and any(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in node.ops):
+                names = {getattr(x, "id", None) or getattr(x, "attr", None) or (x.slice.value if isinstance(x, ast.Subscript) and isinstance(x.slice, ast.Constant) else None)
+                         for x in [node.left, *node.comparators]}
+                positive = "est_time" in names
+        elif isinstance(node, ast.JoinedStr) and template is None:
             fields = [v.value.attr for v in node.values if isinstance(v, ast.FormattedValue)
                       and isinstance(v.value, ast.Attribute) and isinstance(v.value.value, ast.Name) and v.value.value.id == "self"]
             if len(fields) >= 2 and set(fields) <= keyword_only and all(isinstance(v, (ast.Constant, ast.FormattedValue)) for v in node.values):
-                template = "".join(str(v.value) if isinstance(v, ast.Constant) else "{" + v.value.attr + "}" for v in node.values)
-                facts.suite_template = (template, tuple(fields))
-                break
+                text = "".join(str(v.value) if isinstance(v, ast.Constant) else "{" + v.value.attr + "}" for v in node.values)
+                template = (text, tuple(fields))
+        inside = inside or isinstance(node, (ast.FunctionDef, ast.ClassDef))  # as before: not async defs
+        todo.extend((child, inside) for child in ast.iter_child_nodes(node))
+    facts.main_block_required = bool(mentions_main and collect is not None)
+    facts.est_time_positive = positive
+    if template is not None:
+        facts.suite_template = template
 
 
 def read_validation(facts: RunnerFacts, runner: _Module) -> None:
