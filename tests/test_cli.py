@@ -445,3 +445,53 @@ def test_check_finds_the_root_from_a_subdirectory_and_reports_the_named_paths(tm
                                      if f["rule"] == "REG010"} == {PPO}
     assert one_line_error(cli("check", "--repo", ".", str(tmp_path), cwd=repo)).endswith("is outside the checkout .")
     assert "no such file" in one_line_error(cli("check", "tests/nope.py", cwd=repo))
+
+
+# ------------------------------------------------------------------------------------------------
+# The console script leaves `check` without the interpreter's teardown (bot/cli.py, run)
+
+
+def test_the_console_script_is_run_and_a_check_ends_as_main_would(tmp_path):
+    """`run` ends a check with os._exit: the same report, whole through a pipe, and the same status
+    as `main` (click's own exit), for a report with failures (1), one without (0) and an error (2)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["scripts"]["ci-registrar"] == "bot.cli:run"
+    bad = make_tree(tmp_path / "bad", **{PPO: test_file(TYPO)})
+    good = make_tree(tmp_path / "good", **{PPO: test_file(GOOD)})
+    by_main = [sys.executable, "-c", "import sys; from bot.cli import main; sys.argv[0] = 'ci-registrar'; main()"]
+    cases = [("check", "--repo", str(bad), "--format", "json", "--no-cache"),
+             ("check", "--repo", str(good), "--format", "sarif", "--no-cache"),
+             ("check", "--repo", str(tmp_path / "nowhere"))]
+    statuses = []
+    for args in cases:
+        ran = subprocess.run([CLI, *args], capture_output=True, text=True)
+        main = subprocess.run([*by_main, *args], capture_output=True, text=True)
+        assert (ran.returncode, ran.stdout, ran.stderr) == (main.returncode, main.stdout, main.stderr)
+        statuses.append(ran.returncode)
+    assert statuses == [1, 0, 2]
+    assert json.loads(subprocess.run([CLI, *cases[0]], capture_output=True, text=True).stdout)["findings"]
+
+
+def test_a_check_whose_reader_leaves_early_is_not_a_traceback(tmp_path):
+    """A pipe closed by its reader (`ci-registrar check | head -1`): no traceback from the flush."""
+    repo = make_tree(tmp_path / "repo", **{PPO: test_file(TYPO)})
+    done = subprocess.run(f"'{CLI}' check --repo '{repo}' --format sarif --no-cache | head -c 1",
+                          shell=True, capture_output=True, text=True)
+    assert done.stdout == "{"
+    assert "Traceback" not in done.stderr
+
+
+def test_other_commands_end_through_click(monkeypatch, capsys):
+    """Only a command of ENDS_WITH_ITS_REPORT leaves by os._exit; `rule` ends as click ends it."""
+    import bot.cli
+
+    left = []
+    monkeypatch.setattr(bot.cli, "_leave", lambda code: left.append(code))
+    monkeypatch.setattr(sys, "argv", ["ci-registrar", "rule", "REG010"])
+    with pytest.raises(SystemExit) as exc:
+        bot.cli.run()
+    assert exc.value.code == 0 and left == [] and "REG010" in capsys.readouterr().out
+    monkeypatch.setattr(sys, "argv", ["ci-registrar", "check", "--repo", "/nonexistent-checkout"])
+    with pytest.raises(SystemExit):
+        bot.cli.run()
+    assert left == [2]
