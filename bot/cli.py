@@ -78,10 +78,18 @@ def run() -> None:
     """The console script `ci-registrar`: `main` (click, standalone: it always ends in SystemExit),
     then, after a command of ENDS_WITH_ITS_REPORT, os._exit with the same status once the output
     streams are flushed. Tests call `main` (CliRunner), never this."""
+    ends_with_report = bool(sys.argv[1:2]) and sys.argv[1] in ENDS_WITH_ITS_REPORT
+    if ends_with_report:
+        # A check allocates many short-lived syntax-tree nodes, which reference counting
+        # frees; the cyclic collector's default (a pass every 700 new containers) spent about 2%
+        # of miles' first check finding nothing. It still runs, 30 times less often.
+        import gc
+
+        gc.set_threshold(20_000, 20, 20)
     try:
         main()
     except SystemExit as exc:
-        if sys.argv[1:2] and sys.argv[1] in ENDS_WITH_ITS_REPORT:
+        if ends_with_report:
             _leave(exc.code)
         raise
 
