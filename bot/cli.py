@@ -95,7 +95,6 @@ def run() -> None:
 
 
 def _leave(code) -> None:
-    import logging
     import os
 
     if code is None:
@@ -105,7 +104,8 @@ def _leave(code) -> None:
     else:  # sys.exit("message"): the message goes to stderr and the status is 1, as Python does
         print(code, file=sys.stderr)
         status = 1
-    logging.shutdown()  # flush any log handler
+    if "logging" in sys.modules:  # flush any log handler (a check that logged nothing never loaded it)
+        sys.modules["logging"].shutdown()
     try:
         sys.stdout.flush()
         sys.stderr.flush()
