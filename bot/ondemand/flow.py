@@ -126,7 +126,9 @@ class Pull:
 
 def change(job, request, event: str, audit: dict | None = None, **values):
     """One event of bot/store/ondemand_states.py on `request`: its status, `values` and audit entry
-    (this delivery's) in one transaction. The row as changed, or None: another worker moved it first."""
+    (this delivery's) in one transaction. The entry takes the request's repository, PR, head, suite
+    and id from the row (bot.store.ondemand.change): `audit` gives the rest (actor, files, detail...).
+    The row as changed, or None: another worker moved it first."""
     if audit is not None:
         audit = {"delivery_id": getattr(job, "delivery_id", None), **audit}
     return store.change(job.store_url, request.id, event, audit=audit, **values)
@@ -201,9 +203,7 @@ EXPIRED_DETAIL = "This request is older than 7 days and will not run."
 def _expire(store_url: str, request, client, delivery_id: str | None = None) -> bool:
     """Close one request as expired (once: compare-and-set), with its audit entry and check run."""
     if store.change(store_url, request.id, "expire", audit=dict(
-            repository=request.repository, pull_number=request.pull_number, head_sha=request.head_sha,
-            suite=request.suite, files=requested_files(request), request_id=request.id, detail="older than 7 days",
-            delivery_id=delivery_id)) is None:
+            files=requested_files(request), detail="older than 7 days", delivery_id=delivery_id)) is None:
         return False
     if client is not None:
         _close_check(client, request.repository, request, "Expired", EXPIRED_DETAIL)
@@ -321,8 +321,7 @@ def settle(pull: Pull, running) -> bool:
         client = _client_for(pull, target)
         run = tolerate_gone(lambda: client.workflow_run(target, running.workflow_run_id))
         if run is None:  # the run was deleted: nothing holds the slot any more
-            pull.change(running, "run_gone", dict(suite=running.suite, request_id=running.id, head_sha=running.head_sha,
-                                                  run_id=running.workflow_run_id,
+            pull.change(running, "run_gone", dict(run_id=running.workflow_run_id,
                                                   detail="the workflow run no longer exists"),
                         reason="the run no longer exists")
             return True
@@ -355,13 +354,11 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
     if "plan" in dispatch_cfg.inputs.values() and "plan" not in request.details.get("plan", {}):
         # made before run plans were kept: where and how it would run was never planned (nor costed)
         reason = "this request was made before run plans were kept: write `/run-rocm` again to plan and cost it"
-        pull.change(request, "unplanned", dict(actor=actor, suite=request.suite, request_id=request.id,
-                                               head_sha=request.head_sha, detail="no run plan"), reason=reason[:500])
+        pull.change(request, "unplanned", dict(actor=actor, detail="no run plan"), reason=reason[:500])
         reply(pull, key, texts.not_selectable(request.requester, reason, None), step="refused")
         return "failed"
     if request.head_sha != pull.head_sha:  # never a head other than the one the request was made and approved on
-        if pull.change(request, "stale", dict(actor=actor, suite=request.suite, files=requested_files(request),
-                                              request_id=request.id, head_sha=request.head_sha,
+        if pull.change(request, "stale", dict(actor=actor, files=requested_files(request),
                                               detail=f"head moved to {pull.head_sha}"),
                        reason=f"the PR's head moved to {pull.head_sha}"):
             close_request_check(pull, request, "Stale", f"The PR's head moved to {pull.head_sha}.")
@@ -379,8 +376,7 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
     if reservation.outcome == store.OVER_BUDGET:
         used = reservation.used
         pull.change(request, "over_budget", dict(
-            actor=actor, suite=request.suite, files=requested_files(request), request_id=request.id,
-            cost_gpu_hours=request.cost_gpu_hours, head_sha=request.head_sha,
+            actor=actor, files=requested_files(request), cost_gpu_hours=request.cost_gpu_hours,
             detail=f"over budget: {used:.2f} used + {request.cost_gpu_hours:.2f} > {limit:.2f}"),
             reason="over the daily GPU-hour budget")
         react(pull, comment_id, "confused")
@@ -395,8 +391,7 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
             return "dispatched"
         running = store.in_flight(pull.store_url, pull.repo, pull.number, request.suite, request.head_sha)
         if running is not None:
-            pull.change(request, "busy", dict(actor=actor, suite=request.suite, request_id=request.id,
-                                              head_sha=request.head_sha, detail=f"already in flight: request {running.id}",
+            pull.change(request, "busy", dict(actor=actor, detail=f"already in flight: request {running.id}",
                                               run_id=running.workflow_run_id),
                         reason=f"run {running.id} in flight")
             react(pull, comment_id, "confused")
@@ -408,8 +403,7 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
         answer = client.dispatch_workflow(target, dispatch_cfg.workflow, dispatch_cfg.ref,
                                           _inputs(pull, request, dispatch_cfg))
     except GitHubError as exc:
-        pull.change(request, "dispatch_failed", dict(actor=actor, suite=request.suite, files=requested_files(request),
-                                                     request_id=request.id, head_sha=request.head_sha,
+        pull.change(request, "dispatch_failed", dict(actor=actor, files=requested_files(request),
                                                      detail=f"{exc.status} {exc.message}"),
                     reason=f"{exc.status} {exc.message}"[:500], dispatched_at=None)
         react(pull, comment_id, "confused")
@@ -428,8 +422,7 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
     # Step 6 of ondemand_states.DISPATCH_SEQUENCE: the status, the run and the "dispatch" entry together.
     run_id = answer.get("workflow_run_id")
     current = pull.change(request, "confirm", dict(
-        actor=actor, suite=request.suite, files=requested_files(request), request_id=request.id,
-        cost_gpu_hours=request.cost_gpu_hours, run_id=run_id, head_sha=request.head_sha,
+        actor=actor, files=requested_files(request), cost_gpu_hours=request.cost_gpu_hours, run_id=run_id,
         detail=f"{target} {dispatch_cfg.workflow}@{dispatch_cfg.ref}" + (f", approved by {approved_by}" if approved_by else "")),
         workflow_run_id=run_id, run_url=answer.get("html_url"))
     if current is None:
@@ -437,8 +430,7 @@ def dispatch(pull: Pull, request, *, actor: str, approved_by: str | None, commen
     if current.status == store.SUPERSEDED:
         # A push superseded the request while GitHub was starting its run: stop that run too.
         pull.change(current, "superseded_run_named", dict(
-            actor=actor, suite=request.suite, request_id=request.id, head_sha=request.head_sha, run_id=run_id,
-            detail=f"{current.reason}: cancelled as it was dispatched"),
+            actor=actor, run_id=run_id, detail=f"{current.reason}: cancelled as it was dispatched"),
             workflow_run_id=run_id, run_url=answer.get("html_url"))
         if run_id is not None:
             tolerate_gone(lambda: client.cancel_workflow_run(target, int(run_id)), also=(409,))
@@ -498,8 +490,8 @@ def approve(pull: Pull, requests: list, approver: Authority, *, comment_id: int 
         current = None
         if request.status != store.APPROVED:
             current = pull.change(request, "approve", dict(
-                actor=approver.login, suite=request.suite, files=requested_files(request), request_id=request.id,
-                cost_gpu_hours=request.cost_gpu_hours, head_sha=request.head_sha, detail=approver.via),
+                actor=approver.login, files=requested_files(request), cost_gpu_hours=request.cost_gpu_hours,
+                detail=approver.via),
                 decided_by=approver.login)
         current = current or store.get_request(pull.store_url, request.id)
         if current.status != store.APPROVED:
@@ -517,9 +509,7 @@ def make_stale(pull_repo: str, number: int, new_head: str, job) -> list:
     for request in found:
         if request.head_sha == new_head:
             continue
-        if change(job, request, "stale", dict(
-                repository=pull_repo, pull_number=number, head_sha=request.head_sha, suite=request.suite,
-                files=requested_files(request), request_id=request.id, detail=f"head moved to {new_head}"),
+        if change(job, request, "stale", dict(files=requested_files(request), detail=f"head moved to {new_head}"),
                 reason=f"the PR's head moved to {new_head}"):
             gone.append(request)
     return gone
@@ -538,9 +528,8 @@ def supersede(job, repo: str, number: int, new_head: str, pr_client) -> list:
             continue
         if request.status in store.IN_FLIGHT:
             changed = change(job, request, "supersede", dict(
-                repository=repo, pull_number=number, head_sha=request.head_sha, suite=request.suite,
                 files=requested_files(request), cost_gpu_hours=request.cost_gpu_hours, run_id=request.workflow_run_id,
-                request_id=request.id, detail=reason), completed_at=store.now(), reason=reason)
+                detail=reason), completed_at=store.now(), reason=reason)
             if changed is None:
                 continue
             request = changed
@@ -712,7 +701,5 @@ def finish(job, request, run: dict, run_client) -> None:
     detail = f"{conclusion}: {sum(1 for r in rows if r['status'] == 'PASS')} of {len(rows)} passed"
     if not_read:
         detail += f"; {plural(len(not_read), 'shard log')} not read"
-    change(job, request, "complete", dict(
-        repository=request.repository, pull_number=request.pull_number, head_sha=request.head_sha,
-        suite=request.suite, files=requested_files(request), cost_gpu_hours=request.cost_gpu_hours,
-        run_id=int(run["id"]), request_id=request.id, detail=detail), completed_at=store.now())
+    change(job, request, "complete", dict(files=requested_files(request), cost_gpu_hours=request.cost_gpu_hours,
+                                          run_id=int(run["id"]), detail=detail), completed_at=store.now())

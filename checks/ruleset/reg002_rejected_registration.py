@@ -81,7 +81,7 @@ def check_function(path: str, lines: list[str], call: ast.Call, name: str, backe
 
 def bind(path: str, lines: list[str], call: ast.Call, name: str, signature, bound: dict):
     """The runner's binding of a register call's arguments to `signature`, in its order: yields
-    (parameter, value node, node) for each argument it binds, and a Finding for each it rejects.
+    (parameter, value node) for each argument it binds, and a Finding for each it rejects.
     `bound`: the arguments bound so far (the reader adds each one it is given before the next)."""
     import ast
 
@@ -94,7 +94,7 @@ def bind(path: str, lines: list[str], call: ast.Call, name: str, signature, boun
             allowed = " and ".join(signature.positional) or "nothing"
             yield _finding(path, lines, arg, f"too many positional arguments in {name}(): only {allowed} may be passed by position")
             continue
-        yield signature.positional[i], arg, arg
+        yield signature.positional[i], arg
     for kw in call.keywords:
         if kw.arg is None:
             yield _finding(path, lines, kw, f"**kwargs are not supported in {name}(): the runner raises")
@@ -108,7 +108,7 @@ def bind(path: str, lines: list[str], call: ast.Call, name: str, signature, boun
         if kw.arg in bound:
             yield _finding(path, lines, kw, f"duplicated argument {code(kw.arg)} in {name}(): the runner raises")
             continue
-        yield kw.arg, kw.value, kw
+        yield kw.arg, kw.value
 
 
 def check_literal(path: str, lines: list[str], argument: Argument, value: ast.expr) -> Finding | None:

@@ -250,7 +250,7 @@ class _FileReader:
             if all(isinstance(v, str) for v in values.values()):
                 reg.composed_suite = text.format(**values)
 
-    def take(self, reg: Registration, name: str, value: ast.expr, where: ast.AST) -> None:
+    def take(self, reg: Registration, name: str, value: ast.expr) -> None:
         literal = _literal(value)
         span = node_span(value, self.scan.lines)
         reg.arguments[name] = Argument(name, None if literal is _UNSET else literal, literal is not _UNSET, span, source_segment(self.scan.lines, span))

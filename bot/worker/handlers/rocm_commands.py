@@ -234,8 +234,7 @@ def deny_rocm(pull: Pull, command, comment: dict, key: str) -> None:
         return
     denied = []
     for request in store.requests_for_pull(pull.store_url, pull.repo, pull.number, flow.RETRYABLE):
-        if pull.change(request, "deny", dict(actor=login, suite=request.suite, files=requested_files(request),
-                                             request_id=request.id, head_sha=request.head_sha, detail=command.reason),
+        if pull.change(request, "deny", dict(actor=login, files=requested_files(request), detail=command.reason),
                        decided_by=login, reason=command.reason):
             flow.close_request_check(pull, request, f"Refused by @{login}",
                                      f"Reason: {texts.code(command.reason)}" if command.reason else "No reason given.")
