@@ -395,7 +395,9 @@ def check_tree(
     # registrations of the target like any other: reported, flagged `implicit`
     report.registrations.extend(ctx.implicit[p] for p in to_check if p in ctx.implicit)
     report.registrations.sort(key=lambda r: (r.file, r.span.line, r.span.column))
-    if diff_mode and (index is not None or at_head.runs):
+    from checks.calibration.evidence import wanted
+
+    if diff_mode and wanted(index, at_head, ctx.config):
         from checks.calibration.evidence import collect
 
         from checks.reporting.evidence import mark_unverified

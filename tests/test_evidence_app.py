@@ -10,17 +10,17 @@ import pytest
 
 from bot.worker.handlers.pull_requests import CHECK_NAME
 from tests.fixtures.miles import test_file
-from tests.ondemand_support import EXTRA_TEST, SUITE, build_ondemand
+from tests.ondemand_support import CONFIG, EXTRA_TEST, SUITE, build_ondemand
 from tests.simulator.fixtures import github_sim  # noqa: F401
 
 NEW = "tests/e2e/test_new.py"  # the PR's newly enabled ROCm registration (tests/ondemand_support.py)
 
 
-@pytest.fixture()
-def od(github_sim, tmp_path, monkeypatch):
+@pytest.fixture(params=["notice"])
+def od(github_sim, tmp_path, monkeypatch, request):
     monkeypatch.setenv("CI_REGISTRAR_HTTP_BACKOFF_S", "0.01")
     monkeypatch.setenv("CI_REGISTRAR_JOB_BACKOFF_S", "0.01")
-    od = build_ondemand(github_sim, tmp_path)
+    od = build_ondemand(github_sim, tmp_path, config=CONFIG + f"verification: {request.param}\n")
     # the default branch's nightly passed the file the PR leaves alone: the store has durations
     from bot.store.measurements import ensure_store, insert_rows
 
@@ -103,3 +103,32 @@ def test_a_run_that_completes_after_a_push_leaves_the_new_heads_check_alone(od):
     [after] = _registrations_runs(od, first_head)
     assert after["output"]["summary"] == before["output"]["summary"]  # not this PR's head any more
     assert _registrations_runs(od, second_head) == []
+
+
+@pytest.mark.parametrize("od", ["required"], indirect=True)
+def test_with_verification_required_the_verdict_follows_the_evidence_in_place(od):
+    _open(od)
+    head = od.pr.head_sha
+    [run] = _registrations_runs(od, head)
+    assert run["conclusion"] == "failure"  # REG022: the newly enabled registration is not verified
+    assert "[REG022]" in run["output"]["summary"] and "| failure |" in run["output"]["summary"]
+    od.comment(f"/run-rocm {SUITE} {NEW}", author="maint")
+    [d] = od.dispatches()
+    od.finish_run(d, [f"2026-12-01T04:05:06.1234567Z [1/1] {NEW}  PASS  elapsed=80s\n"])
+    [same] = _registrations_runs(od, head)
+    assert same["id"] == run["id"] and same["conclusion"] == "success"
+    assert "[REG022]" not in same["output"]["summary"]
+
+
+@pytest.mark.parametrize("od", ["required"], indirect=True)
+def test_a_failing_run_at_this_head_keeps_the_gate_shut(od):
+    _open(od)
+    head = od.pr.head_sha
+    od.comment(f"/run-rocm {SUITE} {NEW}", author="maint")
+    [d] = od.dispatches()
+    od.finish_run(d, [f"2026-12-01T04:05:06.1234567Z [1/1] {NEW}  FAIL  elapsed=30s\n"], conclusion="failure")
+    [run] = _registrations_runs(od, head)
+    assert run["conclusion"] == "failure"
+    row = _row(run["output"]["summary"], NEW)
+    assert f"**failed** at this head (`{head[:7]}`)" in row
+    assert "its newest run at this head failed" in run["output"]["summary"]

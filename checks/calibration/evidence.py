@@ -119,6 +119,12 @@ def attach(rows: list[dict], newest: Mapping[tuple[str, str, str], dict]) -> lis
     return rows
 
 
+def wanted(durations, head, config) -> bool:
+    """Whether a check judges evidence (the summary's section, REG022): with stored runs, with
+    on-demand runs of the pull request, or when the configuration requires verification."""
+    return durations is not None or bool(getattr(head, "runs", ())) or config.verification == "required"
+
+
 def without_evidence(rows: list[dict]) -> list[dict]:
     """The rows with no run on them as evidence (a source the pull request wrote)."""
     return [{k: v for k, v in r.items() if k not in ("newest_pass", "newest_failure")} for r in rows]
