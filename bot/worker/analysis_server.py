@@ -42,7 +42,8 @@ from multiprocessing.connection import Connection
 # nothing that could hold a credential (the App's key, tokens, database and Redis URLs).
 ENV_KEPT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "PYTHONPATH", "PYTHONHASHSEED",
             "PYTHONDONTWRITEBYTECODE", "PYTHONUTF8", "VIRTUAL_ENV")
-START_TIMEOUT_S = 60.0  # how long a job waits for its child's pid before the server counts as gone
+START_TIMEOUT_S = 60.0
+REAP_EVERY_S = 1.0  # how often an idle server waits for its ended monitors  # how long a job waits for its child's pid before the server counts as gone
 
 
 def scrubbed_env(environ=None) -> dict[str, str]:
@@ -224,10 +225,13 @@ def main() -> None:
 
     gc.collect()
     gc.freeze()  # what is loaded now stays shared with every child: the collector never touches it
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # monitors are reaped by the kernel
+    control.settimeout(REAP_EVERY_S)
     while True:
+        _reap()
         try:
             message, fds, _flags, _addr = socket.recv_fds(control, 16, 3)
+        except socket.timeout:
+            continue
         except OSError:
             return
         if not message:
@@ -247,8 +251,19 @@ def main() -> None:
             os.close(fd)
 
 
+def _reap() -> None:
+    """Waits for the monitors that ended: their CPU, and their child's, is then counted in this
+    process's own accounting (RUSAGE_CHILDREN, /proc's cutime), as the worker's benchmarks read it."""
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def _monitor(job_fd: int, status_fd: int, mark_fd: int) -> None:
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # this process waits for its child
     pid = os.fork()
     if pid == 0:
         code = 1
