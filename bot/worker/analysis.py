@@ -165,8 +165,17 @@ def run_check_bounded(
     # One of the analysis slots shared between installations (bot/worker/analysis_slots.py): taken before
     # the child starts, paused (SIGSTOP) and taken again when the job must yield, freed at the end.
     with analysis_slots.held(_installation(), log=log) as slot:
-        return _run_child(slot, engine, listings, base, head_shas, changed, config_text, limits, memory_bytes,
-                          timeout_s, consumers_from, arguments, trees, scan_cache, log)
+        started, timing = time.monotonic(), {}
+        try:
+            return _run_child(slot, engine, listings, base, head_shas, changed, config_text, limits, memory_bytes,
+                              timeout_s, consumers_from, arguments, trees, scan_cache, log, timing)
+        finally:
+            if log is not None:
+                # Where an analysis' time went (issue 38: a flood's wait is read from these lines).
+                log.info("analysis finished", slot_wait_s=round(slot.waited_s, 3) if slot else 0.0,
+                         paused_s=round(slot.paused_s, 3) if slot else 0.0, yields=slot.yields if slot else 0,
+                         run_s=round(time.monotonic() - started - (slot.paused_s if slot else 0.0), 3),
+                         child_cpu_s=round(timing.get("child_cpu_s", 0.0), 3))
 
 
 def _installation():
@@ -180,7 +189,7 @@ YIELD_CHECK_S = 0.1  # how often a running analysis asks whether it must give it
 
 
 def _run_child(slot, engine, listings, base, head_shas, changed, config_text, limits, memory_bytes, timeout_s,
-               consumers_from, arguments, trees, scan_cache, log):
+               consumers_from, arguments, trees, scan_cache, log, timing):
     from bot.worker import analysis_server
 
     job = analysis_server.server().submit()  # a fork of the pre-imported server, waiting for its job
@@ -243,6 +252,7 @@ def _run_child(slot, engine, listings, base, head_shas, changed, config_text, li
     finally:
         job.close()
         _count_cpu(job.cpu_s)
+        timing["child_cpu_s"] = job.cpu_s
 
 
 def _read_one(tree, path: str, limits: Limits) -> bytes | None:

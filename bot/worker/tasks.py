@@ -226,7 +226,7 @@ def _run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: byt
                 log.warning("store unavailable, job will be confirmed later", error=type(exc).__name__)
                 outcome = "retrying"
                 raise RetryTask(delay=STORE_DOWN_RETRY_S) from None
-            log.info("delivery processed", attempt=attempt)
+            log.info("delivery processed", attempt=attempt, job_s=round(time.monotonic() - started, 3))
         finally:
             CURRENT_JOB.reset(token)
             metrics.JOB_DURATION.labels(event_name, outcome).observe(time.monotonic() - started)
