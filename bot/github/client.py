@@ -207,7 +207,10 @@ class GitHub:
         self.consumers = _LRU(max_items=256, max_bytes=8 * 1024 * 1024)  # bot.worker.sources.external_consumers
         # Listings packed into one string each (_compact_tree) and bounded by what they really hold:
         # a miles-sized recursive listing is ~1.4 MB as GitHub sends it, ~0.15 MB like this.
-        self.trees = _LRU(max_items=256, max_bytes=16 * 1024 * 1024)
+        # A head's listing is read again only by that head's re-run or /run-rocm, soon after its
+        # check: about 25 miles-sized listings are kept. 16 MB (a hundred) was most of a worker's
+        # growth over 200 checks (issue 38: +26 MB, still growing from 100 checks to 200).
+        self.trees = _LRU(max_items=256, max_bytes=4 * 1024 * 1024)
         self._flights: dict[str, list] = {}  # blob sha -> [lock, waiters]: one fetch per blob at a time
         self._flights_lock = threading.Lock()
         self._blocked: dict[int | None, float] = {}  # installation -> rate limited until (epoch s)
