@@ -204,16 +204,9 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
 
     scan_cache = None
     if not no_cache:
-        import hashlib
+        from bot.commands.root import scan_cache_for
 
-        from checks.scanning.scan_cache import DiskScanCache, default_cache_dir
-
-        if cache_dir is None:
-            # One cache per checkout: a run loads its own repository's facts, not every repository's
-            # this machine ever checked (entries stay keyed by content, so a move only re-parses).
-            checkout = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
-            cache_dir = default_cache_dir() / "checkouts" / checkout
-        scan_cache = DiskScanCache(cache_dir)
+        scan_cache = scan_cache_for(root, cache_dir)
     external: dict[str, bytes] = {}
     for path in consumers_from:
         try:

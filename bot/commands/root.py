@@ -53,3 +53,17 @@ def is_target(tree) -> bool:
 def not_target(root) -> str:
     return (f"{root} is not a target repository: it has neither {CONFIG_PATH} nor {REGISTER_MODULE} "
             f"(run the command inside the checkout, give --repo DIR, or set paths.register_module in {CONFIG_PATH})")
+
+
+def scan_cache_for(root: Path, cache_dir: str | None = None):
+    """The scan cache of this checkout (checks/scanning/scan_cache.py), which `check` and
+    `calibrate` share: a run loads its own repository's facts, not every repository's this machine
+    ever checked (entries stay keyed by content, so a move only re-parses)."""
+    import hashlib
+
+    from checks.scanning.scan_cache import DiskScanCache, default_cache_dir
+
+    if cache_dir is None:
+        checkout = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+        cache_dir = default_cache_dir() / "checkouts" / checkout
+    return DiskScanCache(cache_dir)
