@@ -446,9 +446,12 @@ def _suite_table(summary) -> list[str]:
         files = f"+{len(row.files_added)} / −{len(row.files_removed)} ({row.files_before} → {row.files_after})"
         est = f"{row.est_before:g} s → {row.est_after:g} s"
         stored = f"{plural(row.stored_runs, 'run')} over {row.files_measured} of {plural(row.files_after, 'file')}"
-        gpus = "? GPUs" if row.gpus is None else plural(row.gpus, "GPU")
         lead = f"| {_cell(md_code(row.suite))} | {row.backend} | {files} | {est} "
-        if not row.consumers:
+        if not row.consumers and row.unknown:
+            unread = ", ".join(f"{_cell(md_code(what))} ({_cell(md_text(why))})" for what, why in row.unknown)
+            lines.append(lead + f"| **unknown**: no job read here runs suite {_cell(md_code(row.suite))} for "
+                                f"{row.backend}; not read: {unread} | unknown | unknown | unknown | {stored} |")
+        elif not row.consumers:
             lines.append(lead + f"| **none**: no workflow in this repository or its configured consumers runs suite "
                                 f"{_cell(md_code(row.suite))} for {row.backend} | | | | {stored} |")
         for use in row.consumers:
@@ -458,18 +461,22 @@ def _suite_table(summary) -> list[str]:
             else:
                 fits = "" if use.longest_after is None or use.longest_after <= use.timeout_minutes * 60 else " **over**"
                 shards = (f"{use.shards}: {_seconds(use.longest_before)} → {_seconds(use.longest_after)}{fits} / {timeout}")
-            hours = f"{_hours(use.gpu_hours_before)} → {_hours(use.gpu_hours_after)} ({gpus})"
+            if use.gpus is None:
+                pool = f"its pool {_cell(md_code(use.pool))} does not say" if use.pool else "its pool is decided at run time"
+                hours = f"unknown ({pool} how many GPUs)"
+            else:
+                hours = f"{_hours(use.gpu_hours_before)} → {_hours(use.gpu_hours_after)} ({plural(use.gpus, 'GPU')})"
             lines.append(lead + f"| {_cell(md_code(use.where))} | {use.cadence} | {shards} | {hours} | {stored} |")
-        if row.suggest_run:
+        if row.suggest_run and row.run_gpu_hours is not None:
             n = len(suggestions) + 1
             button = f"the **{md_text(_action_label(n))}** button or " if n <= MAX_ACTIONS else ""
             suggestions.append(f"{n}. {md_code(RUN_ROCM + ' ' + row.suite)}: {_plural(len(row.unmeasured_added), 'new file')} "
-                               f"with no stored run; the whole suite costs about {_hours(row.run_gpu_hours)} GPU-hours "
-                               f"(est_time × {gpus}). A maintainer starts it with {button}this comment; "
+                               f"with no stored run; one run of its job costs about {_hours(row.run_gpu_hours)} GPU-hours "
+                               f"(the table's figure). A maintainer starts it with {button}this comment; "
                                f"it goes through the usual approval and budget.")
     lines.append("")
-    lines.append("GPU-hours per run are est_time × GPUs of what each consumer selects; shards are the runner's own "
-                 "longest-processing-time split by est_time.")
+    lines.append("GPU-hours per run are est_time of what each job selects (its cadence and labels) × the GPUs of "
+                 "its runner pool; shards are the runner's own longest-processing-time split by est_time.")
     if suggestions:
         lines += ["", "Measure the new ROCm registrations before they run every night:", *suggestions]
     return lines + [""]
@@ -490,7 +497,7 @@ def _action_label(n: int) -> str:
 def suggested_runs(report: Report) -> list[str]:
     """The suites the summary suggests measuring with `/run-rocm`, in its order (1-based there)."""
     summary = getattr(report, "pr_summary", None)
-    return [row.suite for row in summary.rows if row.suggest_run] if summary is not None else []
+    return [row.suite for row in summary.rows if row.suggest_run and row.run_gpu_hours is not None] if summary is not None else []
 
 
 def check_run_actions(report: Report) -> list[dict]:

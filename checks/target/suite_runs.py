@@ -167,12 +167,41 @@ class SuiteRuns:
         False: something runs it; None: unknown (a consumer was not read)."""
         if reg.suite is None:
             return None
-        if self.of(reg.backend.value, reg.suite) or self.direct_run(reg.file) is not None:
+        if self.running(reg) or self.direct_run(reg.file) is not None:
             return False
         return True if self.complete else None
 
+    def running(self, reg: Registration) -> list[Run]:
+        """The runs that select the registration: its backend, and for nightly=True a run that admits
+        nightly registrations (or decides it at run time)."""
+        return [r for r in self.of(reg.backend.value, reg.suite) if not (getattr(reg, "nightly", False) and r.nightly is False)]
+
     def gpu_hours(self, run: Run, regs) -> float | None:
         return run.gpu_hours(regs, self.label_policy)
+
+    def selection(self, run: Run, regs) -> list[Registration]:
+        """The registrations `run` selects (its backend, cadence and the runner's label policy)."""
+        return run.selection(regs, self.label_policy)
+
+    def distinct(self, backend: str, suite: str) -> list[Run]:
+        """The runs of (backend, suite), one per step and what it selects: the rows of a matrix that
+        differ only in image or partition are one run of the same cost."""
+        out, seen = [], set()
+        for run in self.of(backend, suite):
+            key = (run.consumer, run.span.line, run.hw, run.nightly, run.shards, run.timeout_minutes, run.pool,
+                   run.job.cadence if run.job else None, run.job.flags if run.job else ())
+            if key not in seen:
+                seen.add(key)
+                out.append(run)
+        return out
+
+    def why_unknown(self) -> list[tuple[str, str]]:
+        """What was not read, as (what, why): an external consumer ("owner/repo:path", "not given"),
+        or a workflow not read whole (REG902)."""
+        out = sorted(self.unknown.items())
+        if self.partial and not out:
+            out.append(("a workflow", "not read whole (REG902)"))
+        return out
 
 
 def _span_of_line(text_lines: dict[str, list[str]], path: str, line: int, suite: str) -> Span:
@@ -209,7 +238,10 @@ def build(uses: list[SuiteUse], jobs: list[SuiteJob], *, direct_runs: dict[str, 
         span = _span_of_line(text_lines, job.workflow, job.line, job.suite) if not job.external else Span.at_line(job.line)
         timeout = job.job_timeout_min if job.job_timeout_min != GITHUB_DEFAULT_TIMEOUT_MINUTES else (
             use.timeout_minutes if use is not None else None)
-        runs.append(Run(job.suite, job.workflow, file, span, job.hw, nightly_of(job), job.shards, timeout, job, pool,
+        # the job reader evaluates a flag as a manual dispatch would; one that depends on an input
+        # (`${{ inputs.nightly && '--nightly' || '' }}`) is decided per run, as the consumer reading says
+        nightly = None if use is not None and use.nightly is None else nightly_of(job)
+        runs.append(Run(job.suite, job.workflow, file, span, job.hw, nightly, job.shards, timeout, job, pool,
                         job.external, job.job))
     seen_jobs = {(r.consumer, r.suite, r.hw) for r in runs}
     for use in uses:
@@ -237,7 +269,7 @@ def read(tree, config, contract, uses: list[SuiteUse], texts: dict[str, str], di
         policy = read_label_policy(lambda p: budget.read(tree, p, _SKIPPED), config.paths.suites_module)
     except Exception:  # noqa: BLE001 - a policy that does not read selects by cadence alone
         policy = None
-    unknown = {label: ("not given (`--consumers-from`)" if why == NOT_GIVEN else why) for label, why in unread.items()}
+    unknown = {label: ("not given" if why == NOT_GIVEN else why) for label, why in unread.items()}
     unknown.update((why.split(":", 1)[0], why.split(": ", 1)[1]) for why in not_read)
     return build(uses, jobs, direct_runs=direct_runs, unknown=unknown, partial=budget.consumers_partial,
                  hardware=config.hardware, label_policy=policy, texts=texts)
