@@ -20,6 +20,8 @@ import gc
 import os
 from dataclasses import dataclass, field
 
+import msgspec
+
 from checks.target.config import CONFIG_PATH, Config, load_config
 from checks.target.contract import Contract, read_contract
 from checks.limits import FILE_CHECKS, Budget, Limits
@@ -262,6 +264,10 @@ def build_context(tree, config: Config, budget: Budget | None = None, consumers_
                                     direct_runs=direct_runs, texts=texts)
     contract = read_contract(tree, config, budget)
     runs = suite_runs.read(tree, config, contract, uses, texts, direct_runs, consumers_from, budget)
+    # calibration's hardware of each suite: the pool its jobs run on, unless configured
+    calibration = suite_runs.with_pool_hardware(config.calibration, runs)
+    if calibration is not config.calibration:
+        config = msgspec.structs.replace(config, calibration=calibration)
     ctx = Context(config, contract, uses, budget=budget, direct_runs=direct_runs, suite_runs=runs)
     return ctx, all_paths, findings
 

@@ -149,7 +149,7 @@ jobs:
           ${PYTHON_FOR_SGLANG} -u run_suite.py --hw amd --suite stage-b-amd
 ''')
     (cpu,) = model.of("cpu", "stage-a-cpu")
-    assert cpu.job is not None and cpu.job.timeout_per_file_s == 900 and cpu.pool.gpus is None
+    assert cpu.job is not None and cpu.job.timeout_per_file_s == 900 and cpu.pool.gpus == 0  # --hw cpu holds no GPU
     (amd,) = model.of("amd", "stage-b-amd")
     assert amd.job is not None and amd.pool.gpus == 2 and amd.where == ".github/workflows/ci.yml:12"
 
@@ -181,3 +181,24 @@ jobs:
 def test_backend_values_are_the_models_keys():
     # `of(backend, suite)` takes Backend values, as registrations carry them
     assert Backend.AMD.value == "amd" and Backend.ROCM.value == "rocm"
+
+
+def test_calibration_hardware_comes_from_the_pool_unless_configured(sglang):
+    """With the shipped docs/configs/sglang.yml, every AMD suite whose jobs run on an MI300X pool
+    calibrates on MI300X (those matching no configured glob used to fall back to MI355X)."""
+    from fnmatch import fnmatchcase
+
+    from checks.calibration.policy import hardware_for_suite
+
+    pools = sglang.suite_runs.pool_hardware()
+    mi300 = sorted(s for s, model in pools.items() if model == "MI300X")
+    assert mi300
+    assert all(hardware_for_suite(s, sglang.config.calibration) == "MI300X" for s in mi300)
+    shipped = _sglang_config().calibration
+    unmatched = [s for s in mi300 if not any(fnmatchcase(s, g) for g in shipped.hardware_by_suite)]
+    assert all(hardware_for_suite(s, shipped) == shipped.hardware for s in unmatched)  # what the name map alone said
+    # configuration overrides the pool
+    config, _ = load_config((DOCS_CONFIGS / "sglang.yml").read_text().replace(
+        '    "*mi35x*": MI355X\n', f'    "*mi35x*": MI355X\n    "{mi300[0]}": MI355X\n'))
+    ctx, _, _ = build_context(DirectoryTree(SGLANG), config, Budget())
+    assert hardware_for_suite(mi300[0], ctx.config.calibration) == "MI355X"

@@ -462,8 +462,9 @@ def _suite_table(summary) -> list[str]:
                 fits = "" if use.longest_after is None or use.longest_after <= use.timeout_minutes * 60 else " **over**"
                 shards = (f"{use.shards}: {_seconds(use.longest_before)} → {_seconds(use.longest_after)}{fits} / {timeout}")
             if use.gpus is None:
-                pool = f"its pool {_cell(md_code(use.pool))} does not say" if use.pool else "its pool is decided at run time"
-                hours = f"unknown ({pool} how many GPUs)"
+                pool = (f"its pool {_cell(md_code(use.pool))} does not say how many GPUs" if use.pool
+                        else "its pool is decided at run time")
+                hours = f"unknown ({pool})"
             else:
                 hours = f"{_hours(use.gpu_hours_before)} → {_hours(use.gpu_hours_after)} ({plural(use.gpus, 'GPU')})"
             lines.append(lead + f"| {_cell(md_code(use.where))} | {use.cadence} | {shards} | {hours} | {stored} |")

@@ -529,7 +529,7 @@ class _Reader:
                     continue
                 for inv in found:
                     self._emit(wf, job_id, job, step, inv, scope, pool, job_timeout, image, install, row, source,
-                               source_job, setup)
+                               source_job, setup, caller_row)
 
     def _started_image(self, run: str, scope: Scope, shell: Shell, pool, wf: _Workflow) -> ImageRule | None:
         """A step that starts the container with the target's script (`amd_ci_start_container.sh`):
@@ -579,7 +579,7 @@ class _Reader:
         return out
 
     def _emit(self, wf, job_id, job, step, inv: _Invocation, scope: Scope, pool, job_timeout, image, install, row,
-              source: _Workflow, source_job: str, setup: str = "") -> None:
+              source: _Workflow, source_job: str, setup: str = "", caller_row: dict | None = None) -> None:
         opts = dict()
         flags: list[str] = []
         unresolved: list[str] = []
@@ -631,7 +631,7 @@ class _Reader:
         step_timeout = _int(_evaluated(step.get("timeout-minutes"), scope)) if step.get("timeout-minutes") is not None else None
         exec_dir, env, env_later = _wrapper(inv.before)
         label = source.path
-        key = (label, source_job if source is not wf else job_id, wf.path, job_id, inv.suite, repr(row))
+        key = (label, source_job if source is not wf else job_id, wf.path, job_id, inv.suite, repr(caller_row), repr(row))
         self.seen[key] = self.seen.get(key, 0) + 1
         self.out.append(SuiteJob(
             suite=inv.suite, workflow=label, job=source_job if source is not wf else job_id,

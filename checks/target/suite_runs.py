@@ -195,6 +195,15 @@ class SuiteRuns:
                 out.append(run)
         return out
 
+    def pool_hardware(self) -> dict[str, str]:
+        """suite -> the hardware its jobs' pools name, where they name exactly one (calibration reads it)."""
+        found: dict[str, set[str]] = defaultdict(set)
+        for run in self.runs:
+            if run.external:
+                continue  # another repository's pool is its hardware, not this one's stored runs
+            found[run.suite].add(run.pool.hardware)
+        return {suite: models.pop() for suite, models in found.items() if len(models) == 1 and None not in models}
+
     def why_unknown(self) -> list[tuple[str, str]]:
         """What was not read, as (what, why): an external consumer ("owner/repo:path", "not given"),
         or a workflow not read whole (REG902)."""
@@ -232,8 +241,9 @@ def build(uses: list[SuiteUse], jobs: list[SuiteJob], *, direct_runs: dict[str, 
         if use is not None:
             matched.add(id(use))
         labels = job.pool
-        pool = Pool(labels, gpus_of_labels(labels) if labels else None,
-                    hardware_for_labels(labels, hardware) if labels else None)
+        # a `--hw cpu` invocation holds no GPU whatever its runner (`ubuntu-latest` says no count)
+        gpus = 0 if job.hw == "cpu" and labels else (gpus_of_labels(labels) if labels else None)
+        pool = Pool(labels, gpus, hardware_for_labels(labels, hardware) if labels else None)
         file = None if job.external else job.workflow
         span = _span_of_line(text_lines, job.workflow, job.line, job.suite) if not job.external else Span.at_line(job.line)
         timeout = job.job_timeout_min if job.job_timeout_min != GITHUB_DEFAULT_TIMEOUT_MINUTES else (
@@ -273,3 +283,18 @@ def read(tree, config, contract, uses: list[SuiteUse], texts: dict[str, str], di
     unknown.update((why.split(":", 1)[0], why.split(": ", 1)[1]) for why in not_read)
     return build(uses, jobs, direct_runs=direct_runs, unknown=unknown, partial=budget.consumers_partial,
                  hardware=config.hardware, label_policy=policy, texts=texts)
+
+
+def with_pool_hardware(calibration, runs: SuiteRuns):
+    """The `calibration:` section with each suite's hardware from the pool its jobs run on, after
+    the configured `hardware_by_suite` globs (configuration overrides the pool; a suite matching
+    neither keeps `hardware`)."""
+    import msgspec
+    from fnmatch import fnmatchcase
+
+    globs = dict(getattr(calibration, "hardware_by_suite", {}) or {})
+    extra = {suite: model for suite, model in sorted(runs.pool_hardware().items())
+             if not any(fnmatchcase(suite.lower(), g.lower()) for g in globs)}
+    if not extra:
+        return calibration
+    return msgspec.structs.replace(calibration, hardware_by_suite={**globs, **extra})
