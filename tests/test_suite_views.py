@@ -85,3 +85,24 @@ def test_buttons_go_only_to_suites_a_job_runs():
     runnable = rows["stage-c-4-gpu-mi350"]
     (job,) = runnable.consumers
     assert job.gpus == 4 and runnable.run_gpu_hours == job.gpu_hours_after
+
+
+def test_no_button_for_a_suite_the_run_plan_refuses():
+    """The job runs the suite twice in one job, each with its own environment: `/run-rocm` refuses
+    it, so the summary offers no button and says why."""
+    twice = ("      - run: bash scripts/exec.sh -e MODE=a python3 tests/ci/run_suite.py --hw rocm --suite stage-c-4-gpu-mi350\n"
+             "      - run: bash scripts/exec.sh -e MODE=b python3 tests/ci/run_suite.py --hw rocm --suite stage-c-4-gpu-mi350\n")
+    workflow = ("name: PR Test (ROCm)\non:\n  pull_request:\njobs:\n  rocm:\n    runs-on: [self-hosted, amd, mi350, 4gpu]\n"
+                "    steps:\n" + twice)
+    config = 'consumers: []\ndispatch:\n  "*":\n    workflow: rocm-on-demand.yml\n'
+    base = miles_tree(**{".github/ci-registrar.yml": config, ".github/workflows/pr-test-rocm.yml": workflow})
+    added = {"tests/e2e/rocm/test_pr.py": test_file('register_rocm_ci(est_time=600, suite="stage-c-4-gpu-mi350", labels=["long"])')}
+    report = check_tree(MemoryTree({**base, **added}), MemoryTree(base), {p: None for p in added})
+    row = next(r for r in report.pr_summary.rows if r.suite == "stage-c-4-gpu-mi350")
+    assert row.plannable and "runs it 2 times in one job" in row.refused
+    assert check_run_actions(report) == []
+    # with one invocation, the same suite is planned and gets its button
+    once = workflow.replace(twice.split("\n")[1] + "\n", "")
+    base = miles_tree(**{".github/ci-registrar.yml": config, ".github/workflows/pr-test-rocm.yml": once})
+    report = check_tree(MemoryTree({**base, **added}), MemoryTree(base), {p: None for p in added})
+    assert [a["description"] for a in check_run_actions(report)] == ["/run-rocm stage-c-4-gpu-mi350"]

@@ -63,10 +63,13 @@ class SuiteRow:
         """A job of the model runs it on a pool whose GPU count is known: `/run-rocm` has a job to copy."""
         return any(c.gpus is not None for c in self.consumers)
 
+    refused: str = ""  # why the run plan refuses the suite (checks/target/dispatch_plan.py); "" when it plans it
+
     @property
     def suggest_run(self) -> bool:
-        """A ROCm suite gaining files no stored run backs, that a job runs: `/run-rocm SUITE` measures them."""
-        return Backend(self.backend).is_rocm_family and bool(self.unmeasured_added) and self.plannable
+        """A ROCm suite gaining files no stored run backs, that a job runs and the run plan does not
+        refuse: `/run-rocm SUITE` measures them."""
+        return Backend(self.backend).is_rocm_family and bool(self.unmeasured_added) and self.plannable and not self.refused
 
     @property
     def run_gpu_hours(self) -> float | None:
@@ -200,10 +203,10 @@ def suite_rows(before: list[Registration], after: list[Registration], touched: s
                        len(old_files), len(new_files), _est(old), _est(new), _gpus(suite, new or old))
         for run in runs.distinct(backend, suite):
             sel_old, sel_new = runs.selection(run, old), runs.selection(run, new)
-            hours = (lambda regs: None if run.pool.gpus is None else _est(regs) * run.pool.gpus / 3600)
             row.consumers.append(ConsumerCost(
                 run.where, run.cadence, run.job_timeout_minutes, bool(run.timeout_minutes), run.shards,
-                _longest(sel_old, run.shards), _longest(sel_new, run.shards), hours(sel_old), hours(sel_new),
+                _longest(sel_old, run.shards), _longest(sel_new, run.shards), runs.gpu_hours(run, old),
+                runs.gpu_hours(run, new),
                 run.pool.gpus, run.pool.text() if run.pool.labels is not None else ""))
         if not row.consumers and not runs.complete:
             row.unknown = runs.why_unknown()
@@ -288,4 +291,32 @@ def build(ctx, base_ctx, changed: dict[str, str | None], report_regs: list[Regis
     before.extend(r for s in base_ctx.scans.values() for r in s.registrations)
     before.extend(base_ctx.implicit.values())
     summary.rows = suite_rows(before, after, touched, ctx.suite_runs, durations_index)
+    _refuse_unplannable(summary.rows, ctx, base_ctx)
     return summary
+
+
+def _refuse_unplannable(rows: list[SuiteRow], ctx, base_ctx) -> None:
+    """A suggested suite the run plan refuses gets no suggestion and no button: its row keeps the
+    reason. The plan is made as `/run-rocm` makes it, from the jobs of the head's model (the diff
+    check reads no workflow of the base; a PR that changes the job is planned as it changes it), the
+    base's runner options and the `dispatch:` configuration. Where no `dispatch:` entry covers the
+    suite, the job that runs it is what the row offers."""
+    from checks.target.ci_jobs import fleet_of
+    from checks.target.dispatch_plan import NoRunner, plan
+    from checks.target.hardware import hardware_for_labels
+
+    config = base_ctx.config
+    model = getattr(ctx, "suite_runs", None)
+    if model is None or not any(r.suggest_run for r in rows):
+        return
+    jobs = [r.job for r in model.runs if r.job is not None]
+    fleet = fleet_of(jobs, lambda labels: hardware_for_labels(labels, config.hardware) == config.calibration.hardware)
+    for row in rows:
+        dispatch = config.dispatch_for(row.suite) if row.suggest_run else None
+        if dispatch is None:
+            continue
+        try:
+            plan(row.suite, dispatch, base_ctx.contract.facts.options, jobs=jobs, fleet=fleet,
+                 suites_module=config.paths.suites_module)
+        except NoRunner as exc:
+            row.refused = str(exc)

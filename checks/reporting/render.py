@@ -441,7 +441,7 @@ def _suite_table(summary) -> list[str]:
              "| suite | backend | files +/- (before → after) | est_time of enabled files, before → after | consumer | cadence "
              "| shards: longest / timeout (before → after) | GPU-hours per run before → after | stored runs |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    suggestions = []
+    suggestions, refusals = [], []
     for row in summary.rows:
         files = f"+{len(row.files_added)} / −{len(row.files_removed)} ({row.files_before} → {row.files_after})"
         est = f"{row.est_before:g} s → {row.est_after:g} s"
@@ -468,6 +468,8 @@ def _suite_table(summary) -> list[str]:
             else:
                 hours = f"{_hours(use.gpu_hours_before)} → {_hours(use.gpu_hours_after)} ({plural(use.gpus, 'GPU')})"
             lines.append(lead + f"| {_cell(md_code(use.where))} | {use.cadence} | {shards} | {hours} | {stored} |")
+        if row.refused and row.unmeasured_added:
+            refusals.append(f"- {md_code(RUN_ROCM + ' ' + row.suite)} is not offered: {md_text(row.refused)}")
         if row.suggest_run and row.run_gpu_hours is not None:
             n = len(suggestions) + 1
             button = f"the **{md_text(_action_label(n))}** button or " if n <= MAX_ACTIONS else ""
@@ -480,6 +482,8 @@ def _suite_table(summary) -> list[str]:
                  "its runner pool; shards are the runner's own longest-processing-time split by est_time.")
     if suggestions:
         lines += ["", "Measure the new ROCm registrations before they run every night:", *suggestions]
+    if refusals:
+        lines += ["", *refusals]
     return lines + [""]
 
 

@@ -31,9 +31,6 @@ from checks.target.ci_jobs import SuiteJob, gpus_of_labels
 from checks.target.hardware import hardware_for_labels
 from checks.target.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES, NIGHTLY_CADENCES, SuiteUse, direct_run_of
 
-UNKNOWN = "unknown"
-
-
 @dataclass(frozen=True)
 class Pool:
     """The runners a job runs on: their labels, and from them the GPUs and hardware of one runner."""
