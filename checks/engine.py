@@ -20,6 +20,8 @@ import gc
 import os
 from dataclasses import dataclass, field
 
+import msgspec
+
 from checks.target.config import CONFIG_PATH, Config, load_config
 from checks.target.contract import Contract, read_contract
 from checks.limits import FILE_CHECKS, Budget, Limits
@@ -32,6 +34,8 @@ from checks.ruleset import reg002_rejected_registration as reg002, rule_modules
 from checks.ruleset.facts import TreeFacts
 from checks.source import decode_source
 from checks.scanning.suppressions import apply_suppressions
+from checks.target import suite_runs
+from checks.target.suite_runs import SuiteRuns
 from checks.target.workflows import SuiteUse, is_workflow_path, read_consumers
 
 _FROM_TREE = object()
@@ -60,6 +64,7 @@ class Context:
     # ANY_BACKEND for a suite the diff added to the inventory (REG015 reports their consumers)
     emptied_suites: dict[str, set[str]] = field(default_factory=dict)
     direct_runs: dict[str, str] = field(default_factory=dict)  # files a workflow runs itself -> "workflow:line"
+    suite_runs: SuiteRuns | None = None  # how every suite runs at this revision (checks/target/suite_runs.py)
 
     @property
     def consumers_partial(self) -> bool:
@@ -254,9 +259,16 @@ def build_context(tree, config: Config, budget: Budget | None = None, consumers_
     # findings about external consumers point at the configuration, else at the suite inventory
     anchor = CONFIG_PATH if CONFIG_PATH in all_paths else config.paths.suites_module
     direct_runs: dict[str, str] = {}
+    texts: dict[str, str] = {}
     uses, findings = read_consumers(tree, config, workflow_paths, budget, consumers_from=consumers_from, anchor=anchor,
-                                    direct_runs=direct_runs)
-    ctx = Context(config, read_contract(tree, config, budget), uses, budget=budget, direct_runs=direct_runs)
+                                    direct_runs=direct_runs, texts=texts)
+    contract = read_contract(tree, config, budget)
+    runs = suite_runs.read(tree, config, contract, uses, texts, direct_runs, consumers_from, budget)
+    # calibration's hardware of each suite: the pool its jobs run on, unless configured
+    calibration = suite_runs.with_pool_hardware(config.calibration, runs)
+    if calibration is not config.calibration:
+        config = msgspec.structs.replace(config, calibration=calibration)
+    ctx = Context(config, contract, uses, budget=budget, direct_runs=direct_runs, suite_runs=runs)
     return ctx, all_paths, findings
 
 

@@ -127,7 +127,8 @@ def test_the_check_step_runs_on_a_pull_request(tmp_path):
 
 
 def test_the_check_step_without_a_base_checks_the_whole_tree(tmp_path):
-    repo = make_tree(tmp_path / "ws", **{".github/ci-registrar.yml": "consumers: []\n"})
+    # REG013 ("this test never runs", a failure) kept a warning here, to see --fail-on warning
+    repo = make_tree(tmp_path / "ws", **{".github/ci-registrar.yml": "consumers: []\nrules:\n  REG013: warning\n"})
     done, _ = _run_check_step(tmp_path, repo)
     assert done.returncode == 0 and "::warning" in done.stdout  # REG013: a suite no workflow runs
     done, _ = _run_check_step(tmp_path, repo, **{"fail-on": "warning"})

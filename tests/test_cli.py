@@ -329,7 +329,8 @@ def test_new_only_needs_a_base(tmp_path):
 
 
 def test_fail_on_warning_and_output_file(tmp_path):
-    repo = make_tree(tmp_path / "miles", **{".github/ci-registrar.yml": "consumers: []\n"})  # REG013 warnings stay on
+    # REG013 ("this test never runs") is a failure: kept a warning here, to see --fail-on warning
+    repo = make_tree(tmp_path / "miles", **{".github/ci-registrar.yml": "consumers: []\nrules:\n  REG013: warning\n"})
     assert cli("check", "--repo", str(repo)).returncode == 0
     done = cli("check", "--repo", str(repo), "--fail-on", "warning", "--format", "sarif", "--output", str(tmp_path / "out.sarif"))
     assert done.returncode == 1 and done.stdout == "" and "warning" in done.stderr

@@ -306,24 +306,26 @@ def test_reg015_in_a_diff_only_for_workflows_the_diff_changed():
 
 
 def test_reg016_nightly_registration_in_a_suite_only_regular_jobs_run():
-    # pr-test-rocm.yml runs stage-c-4-gpu-mi350 without --nightly/--cadence: a nightly=True test never runs
+    # pr-test-rocm.yml runs stage-c-4-gpu-mi350 without --nightly/--cadence: a nightly=True test never
+    # runs, which is REG013's one finding (REG016 reports nothing of its own)
     report = check(**{P: test_file('register_rocm_ci(est_time=10, suite="stage-c-4-gpu-mi350", labels=["long"], nightly=True)')})
-    f = only(report.findings, "REG016")
-    assert f.file == P and span(f) == (3, 85, 3, 89) and f.severity is Severity.WARNING
-    assert "pr-test-rocm.yml" in f.message
+    assert "REG016" not in rules_of(report.findings)
+    f = only(report.findings, "REG013")
+    assert f.file == P and f.severity is Severity.FAILURE and f.message.startswith("this test never runs")
+    assert "pr-test-rocm.yml" in f.message and "without `--nightly`" in f.message
 
 
 def test_reg016_negative_the_nightly_consumer_passes_cadence_nightly():
     report = check(**{P: test_file('register_rocm_ci(est_time=10, suite="nightly-stage-c-4-gpu-mi350", labels=["long"], nightly=True)')})
-    assert "REG016" not in rules_of(report.findings)
+    assert not {"REG013", "REG016"} & rules_of(report.findings)
 
 
 def test_reg016_when_the_external_nightly_drops_its_cadence_flag():
     stale = miles.SGLANG_NIGHTLY.replace(" --cadence nightly", "")
     report = check(consumers_from={NIGHTLY_LABEL: stale.encode()},
                    **{P: test_file('register_rocm_ci(est_time=10, suite="nightly-stage-c-4-gpu-mi350", labels=["long"], nightly=True)')})
-    f = only(report.findings, "REG016")
-    assert NIGHTLY_LABEL in f.message
+    f = only(report.findings, "REG013")
+    assert NIGHTLY_LABEL in f.message and f.severity is Severity.FAILURE
 
 
 def test_reg016_negative_when_the_flag_is_decided_at_run_time():
@@ -331,7 +333,7 @@ def test_reg016_negative_when_the_flag_is_decided_at_run_time():
           "${{ inputs.nightly && '--nightly' || '' }}\n")
     report = check(**{f"{WF}/pr-test-rocm.yml": wf,
                       P: test_file('register_rocm_ci(est_time=10, suite="stage-c-4-gpu-mi350", labels=["long"], nightly=True)')})
-    assert "REG016" not in rules_of(report.findings)
+    assert not {"REG013", "REG016"} & rules_of(report.findings)
 
 
 def test_reg013_a_suite_run_only_for_another_backend():
@@ -421,13 +423,13 @@ def test_the_app_reads_the_external_consumer_and_follows_its_changes(github_sim,
     world, sglang = _app_world(github_sim, tmp_path, readable=True, nightly=stale)
     run = _run(world)
     rules = {a["title"].split()[0] for a in run["annotations"]}
-    assert "REG016" in rules and "REG017" not in rules  # read: its jobs leave nightly=True tests out
+    assert "REG013" in rules and "REG017" not in rules  # read: its jobs leave nightly=True tests out
     assert _contents_statuses(github_sim) == [200]
     # sglang fixes its workflow: the next check reads the new file (no hand-typed copy to update)
     sglang.commit({miles.SGLANG_NIGHTLY_PATH: miles.SGLANG_NIGHTLY}, branch="main")
     github_sim.push(world.repo, "nightly", {"tests/e2e/test_b.py": test_file('register_cpu_ci(est_time=10, suite="stage-a-cpu")')})
     run = _run(world, "synchronize")
-    assert "REG016" not in {a["title"].split()[0] for a in run["annotations"]}
+    assert "REG013" not in {a["title"].split()[0] for a in run["annotations"]}
     # unchanged since: asked with If-None-Match, answered 304 from the ETag
     github_sim.push(world.repo, "nightly", {"tests/e2e/test_c.py": test_file('register_cpu_ci(est_time=10, suite="stage-a-cpu")')})
     _run(world, "synchronize")

@@ -24,8 +24,8 @@ ROCM_TEST = "tests/e2e/test_rocm_pr.py"
 ROCM_WORKFLOW = ".github/workflows/pr-test-rocm.yml"
 INVENTORY = "tests/ci/run_suite.py"
 MAIN = '\nif __name__ == "__main__":\n    pass\n'
-OLD = [("REG013", "warning", "tests/e2e/fsdp/test_qwen3_0.6B_fsdp_distributed.py"),
-       ("REG013", "warning", "tests/e2e/megatron/test_qwen3_4B_ppo.py")]
+OLD = [("REG013", "failure", "tests/e2e/fsdp/test_qwen3_0.6B_fsdp_distributed.py"),
+       ("REG013", "failure", "tests/e2e/megatron/test_qwen3_4B_ppo.py")]
 
 
 def rocm_test(suite: str) -> str:
@@ -40,10 +40,10 @@ def base_files() -> dict[str, str]:
 # the base does not have, as (rule, severity, file); the exit status)
 CASES = {
     # a workflow change leaves a registered suite with no job
-    "workflow deleted": ({ROCM_WORKFLOW: None}, [("REG013", "warning", ROCM_TEST)], 0),
+    "workflow deleted": ({ROCM_WORKFLOW: None}, [("REG013", "failure", ROCM_TEST)], 1),
     "workflow runs another suite": (
         {ROCM_WORKFLOW: miles_tree()[ROCM_WORKFLOW].replace("--suite stage-c-4-gpu-mi350", "--suite nightly-stage-c-4-gpu-mi350")},
-        [("REG013", "warning", ROCM_TEST)], 0),
+        [("REG013", "failure", ROCM_TEST)], 1),
     # an inventory change renames a suite that a job still runs, and that an untouched file registers
     "inventory renames a suite": (
         {INVENTORY: RUN_SUITE.replace('"stage-c-4-gpu-mi350"', '"stage-c-4-gpu-mi355"')},
@@ -51,7 +51,7 @@ CASES = {
     # a registration moved to another suite empties the suite an untouched workflow runs
     "last registration moved away": (
         {ROCM_TEST: rocm_test("nightly-stage-c-4-gpu-mi350")},
-        [("REG012", "notice", ROCM_TEST), ("REG013", "warning", ROCM_TEST), ("REG015", "warning", ROCM_WORKFLOW)], 0),
+        [("REG012", "notice", ROCM_TEST), ("REG013", "failure", ROCM_TEST), ("REG015", "warning", ROCM_WORKFLOW)], 1),
     # a file's registrations removed: the file is unregistered, and its suite empty
     "registrations removed": (
         {ROCM_TEST: "def test_it():\n    pass\n"},
@@ -133,8 +133,13 @@ def test_new_only_follows_a_renamed_file_back_to_its_base_path(tmp_path):
 
 
 def test_new_only_reports_a_finding_that_became_more_severe(tmp_path):
-    """The configuration turns REG013 into a failure: the old warnings are new failures."""
-    repo = branch_repo(tmp_path / "miles", {".github/ci-registrar.yml": "consumers: []\nrules:\n  REG013: failure\n"})
+    """The base's configuration keeps REG013 a warning; the branch drops that: the old warnings
+    are new failures."""
+    repo = branch_repo(tmp_path / "miles", {})
+    git(repo, "checkout", "-q", "main")
+    write(repo, {".github/ci-registrar.yml": "consumers: []\nrules:\n  REG013: warning\n"})
+    git(repo, "commit", "-qam", "REG013 a warning on main")
+    git(repo, "checkout", "-q", "topic")
     done = cli("check", "--repo", str(repo), "--base", "main", "--new-only", "--format", "json", "--no-cache")
     assert done.returncode == 1
     assert findings_of(done) == [(rule, "failure", file) for rule, _severity, file in OLD]

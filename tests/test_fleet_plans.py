@@ -9,6 +9,7 @@ job's pool, with its partitions and per-file timeout, and without `--list-only`.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -107,6 +108,10 @@ def test_every_sglang_mi35x_suite_is_planned_on_its_jobs_pool_with_its_partition
     independent = _mi35x_jobs()
     planned = 0
     for suite, entries in sorted(independent.items()):
+        if suite in REFUSED:
+            with pytest.raises(NoRunner, match=REFUSED[suite]):
+                _plan(sglang_ci, suite, config)
+            continue
         run = _plan(sglang_ci, suite, config)
         source = run.source
         match = [e for e in entries if e["workflow"] == source["workflow"] and e["job"] == source["job"]]
@@ -119,7 +124,29 @@ def test_every_sglang_mi35x_suite_is_planned_on_its_jobs_pool_with_its_partition
         assert "--list-only" not in run.command() and "--list-only" not in run.runner_flags
         assert run.runner == "run_suite.py" and run.workdir == "test" and run.hw == "amd"
         planned += 1
-    assert planned == 37
+    assert (planned, len(REFUSED)) == (33, 4) and len(independent) == 37
+
+
+# sglang's MI35x suites an on-demand run cannot be: refused with the reason, never run half
+REFUSED = {
+    # the nightly job runs each twice in one job, once per attention backend (SGLANG_HACK_FLASHMLA_BACKEND)
+    "nightly-amd-8-gpu-mi35x-deepseek-v4-flash": r"runs it 2 times in one job, each with its own environment",
+    "nightly-amd-8-gpu-mi35x-deepseek-v4-pro": r"runs it 2 times in one job, each with its own environment",
+    "nightly-amd-8-gpu-mi35x-deepseek-v4-pro-mtp": r"runs it 2 times in one job, each with its own environment",
+    # its job starts its own container (InfiniBand devices, RDMA environment set at run time)
+    "stage-b-test-large-8-gpu-mi35x-disaggregation-amd": r"starts its own container \(`scripts/ci/amd/amd_ci_start_container_disagg.sh`.*SGLANG_TEST_RDMA_DEVICE",
+}
+
+
+def test_the_refusals_are_what_the_workflows_say():
+    """Independently of the job reader: the refused suites' jobs run the suite twice (two `--suite X`
+    command lines with different SGLANG_HACK_FLASHMLA_BACKEND) or start the disaggregation container."""
+    text = (SGLANG / ".github/workflows/nightly-test-amd-rocm720.yml").read_text()
+    for suite in [s for s in REFUSED if "deepseek-v4" in s]:
+        lines = [i for i, line in enumerate(text.split("\n")) if re.search(rf"--suite {re.escape(suite)}(\s|$)", line)]
+        assert len(lines) >= 2, suite
+    disagg = (SGLANG / ".github/workflows/pr-test-amd-rocm720.yml").read_text()
+    assert "amd_ci_start_container_disagg.sh" in disagg and "-e SGLANG_TEST_RDMA_DEVICE=" in disagg
 
 
 def test_a_partitioned_sglang_suite_is_one_command_per_partition(sglang_ci):
@@ -138,7 +165,11 @@ def test_a_nightly_suite_copies_the_nightly_job_not_the_pr_job_that_also_runs_it
     suite = "nightly-amd-8-gpu-mi35x-deepseek-v4-flash"
     kinds = {j.kind for j in sglang_ci.jobs if j.suite == suite and j.pool and "linux-mi35x-gpu-8" in j.pool}
     assert kinds == {"pr", "nightly"}  # pr-test-amd-rocm720.yml's stage-c-dsv4 job runs it too
-    run = _plan(sglang_ci, suite, sglang_config())
+    # the nightly job is the one copied, and it runs the suite twice: refused, naming that job
+    with pytest.raises(NoRunner, match=r"\(\.github/workflows/nightly-test-amd-rocm720\.yml\) runs it 2 times"):
+        _plan(sglang_ci, suite, sglang_config())
+    # one invocation chosen by configuration is planned on the nightly job
+    run = _plan(sglang_ci, suite, sglang_config(f"  {suite}:\n    workflow: rocm-on-demand.yml\n    runner_flags: [--nightly]\n"))
     assert run.source["workflow"] == ".github/workflows/nightly-test-amd-rocm720.yml"
     assert (run.timeout_per_file_s, run.job_timeout_min) == (7200, 300)  # the PR job's would be 3600, 60
     assert "--nightly" in run.runner_flags and run.admit_nightly
@@ -308,3 +339,16 @@ def test_the_vendor_script_regenerates_the_fixtures(tmp_path):
     for target, spec_ in vendor.TARGETS.items():
         for path in spec_["whole"] + spec_["cut"]:
             assert (tmp_path / target / spec_["dir"] / path).read_bytes() == (TARGETS / target / spec_["dir"] / path).read_bytes()
+
+
+def test_the_plan_shows_the_environment_and_invocations_it_carries(sglang_ci):
+    from checks.target.dispatch_plan import plan_lines
+
+    run = _plan(sglang_ci, "nightly-amd-accuracy-8-gpu-mi35x-grok2", sglang_config())
+    view = run.as_json()
+    assert view["env"] == [f"{k}={v}" for k, v in run.env] and "RCCL_MSCCL_ENABLE=0" in view["env"]
+    lines = plan_lines(view)
+    assert "environment: `RCCL_MSCCL_ENABLE=0`" in lines
+    assert "invocations: 1 (the job runs the suite once)" in lines
+    # what the dispatch carries is what is shown: the plan input's env
+    assert json.loads(run.inputs()["plan"])["env"] == view["env"]

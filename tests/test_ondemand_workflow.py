@@ -411,9 +411,10 @@ def _plan_matrix(shapes_outputs: dict, suite: str, files: str = "", **settings) 
 
 
 def _sglang_mi35x_suites() -> list[str]:
-    from tests.test_fleet_plans import _mi35x_jobs
+    """sglang's MI35x suites the App plans (the refused ones: tests/test_fleet_plans.py)."""
+    from tests.test_fleet_plans import REFUSED, _mi35x_jobs
 
-    return sorted(_mi35x_jobs())
+    return sorted(s for s in _mi35x_jobs() if s not in REFUSED)
 
 
 @pytest.mark.parametrize(("target", "suite"), [
@@ -457,7 +458,7 @@ def test_every_command_parses_with_the_targets_real_runner(tmp_path):
                           "NIGHTLY_CADENCE, REGULAR_CADENCE = 'nightly', 'regular'\nHW_MAPPING = {'cpu': 0, 'cuda': 1, 'rocm': 2}\n")
     repo, _ = _repo(tmp_path, {"test/run_suite.py": sglang, "tests/ci/run_suite.py": miles})
     for target, suite, runner_dir in (("sglang", "stage-c-test-large-8-gpu-amd-mi35x", repo / "test"),
-                                      ("sglang", "nightly-amd-8-gpu-mi35x-deepseek-v4-pro", repo / "test"),
+                                      ("sglang", "nightly-amd-8-gpu-mi35x-glm51", repo / "test"),
                                       ("miles", "stage-c-4-gpu-mi350", repo), ("miles", "nightly-stage-c-4-gpu-mi350", repo)):
         run = _target_plan(target, suite)
         for shard, command in enumerate(run.commands()):

@@ -8,9 +8,11 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from checks.reporting.pr_summary import same_code
 from tests.simulator.fixtures import github_sim  # noqa: F401 - the simulated GitHub
@@ -58,18 +60,50 @@ def test_the_seed_pr_is_registration_only_with_gpu_hours_for_each_nightly_suite(
     assert "34 test files" in first[1] and "1 suite inventory" in first[1] and "1 documentation file" in first[1]
     changes = {c: sum(1 for r in doc["registrations"] if r["change"] == c) for c in ("added", "changed", "removed")}
     assert f"{changes['added']} added, {changes['changed']} changed, {changes['removed']} removed" in first[1]
+    include, admit = _miles_selection(seed_pr, "nightly")
+    pools = _consumer_pools()
     for suite in NIGHTLY_SUITES:
         rows = _rows(summary, suite)
         assert len(rows) == 1, suite
         row = rows[0]
-        gpus = int(re.search(r"-(\d+)-gpu-", suite).group(1))
         est = sum(r["est_time"] for r in doc["registrations"] if r["suite"] == suite and r["disabled"] is None)
         assert row[3] == f"0 s → {est:g} s"
-        assert "nightly-test-amd-miles-rocm720.yml:" in row[4] and row[5] == "nightly"
-        # GPU-hours per run: what the nightly selects (all of it: none is nightly=True-only), x GPUs
-        assert row[7] == f"0.00 → {est * gpus / 3600:.2f} ({gpus} GPUs)"
+        # the consumer cell is the step of the job that runs the suite (its matrix row), cadence from that job
+        line, gpus = pools[suite]
+        assert row[4] == f"`sgl-project/sglang:.github/workflows/nightly-test-amd-miles-rocm720.yml:{line}`"
+        assert row[5] == "nightly"
+        # GPU-hours per run: what that job selects (miles' own resolve_policy for `--cadence nightly`,
+        # run as a yardstick) x the GPUs of the pool it runs on (the 4-GPU suite runs on an 8-GPU pool)
+        selected = sum(r["est_time"] for r in doc["registrations"] if r["suite"] == suite and r["disabled"] is None
+                       and (not r["nightly"] or admit) and (not r["labels"] or set(r["labels"]) & include))
+        assert row[7] == f"0.00 → {selected * gpus / 3600:.2f} ({gpus} GPUs)"
         assert row[8].startswith("0 runs")  # no stored run backs these est_times
         assert f"`/run-rocm {suite}`" in summary
+    # the seed PR's 2-GPU nightly: its job selects 1,320 s of the 17,020 s registered (`long` is left out)
+    assert _rows(summary, "nightly-stage-c-2-gpu-mi350")[0][6].startswith("1: 0 s → 1320 s / 180 min")
+
+
+def _miles_selection(repo: Path, cadence: str) -> tuple[set[str], bool]:
+    """miles' own `resolve_policy(cadence, set())`, run in the checkout: (include labels, admits nightly)."""
+    code = ("import json; from tests.ci.ci_policy import resolve_policy; from tests.ci.labels import KNOWN_LABELS; "
+            f"p = resolve_policy({cadence!r}, set()); "
+            "print(json.dumps([sorted(p.include_labels), bool(p.admit_nightly_tests)]))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, check=True,
+                          env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"})
+    include, admit = json.loads(done.stdout)
+    return set(include), admit
+
+
+def _consumer_pools() -> dict[str, tuple[int, int]]:
+    """suite -> (line of its matrix row, GPUs of its runner label), read with plain YAML and text."""
+    doc = yaml.safe_load(NIGHTLY.read_text())
+    lines = NIGHTLY.read_text().split("\n")
+    out = {}
+    for job in doc["jobs"].values():
+        for row in (job.get("strategy") or {}).get("matrix", {}).get("include", []):
+            line = next(i + 1 for i, text in enumerate(lines) if text.strip() == f"- suite: {row['suite']}")
+            out[row["suite"]] = (line, int(re.search(r"gpu-(\d+)", row["runner"]).group(1)))
+    return out
 
 
 def test_the_text_count_is_the_json_count_implicit_and_removed_included(seed_pr, tmp_path):

@@ -123,9 +123,9 @@ def test_the_hook_reports_the_staged_files_failures_first_and_warnings_in_one_li
     assert re.search(r"^\d+ warnings? (and \d+ notices? )?not shown \(REG\d{3} x\d+.*\): --verbose lists them$", lines[-2]), lines
     verbose = _hook(repo, hook, staged, "--verbose")
     assert verbose.stdout.splitlines()[:2] == lines[:2]
-    # the typo's REG010 is a failure: sglang's runner only warns about an unknown suite, but no job
-    # runs the mistyped one, and "no job runs this" has one severity in every era (docs/rules.md)
-    assert "  failure  REG010  " in run.stdout and typo.split('"')[1] in run.stdout
+    # the typo: sglang's runner only warns about an unknown suite (REG010, a warning), but no job
+    # runs the mistyped one: "this test never runs" is REG013's one failure in every era (docs/rules.md)
+    assert "  failure  REG013  " in run.stdout and typo.split('"')[1] in run.stdout
     assert "  warning  " in verbose.stdout
     assert "not shown" not in verbose.stdout
     assert verbose.stdout.index("  failure  ") < verbose.stdout.index("  warning  ")

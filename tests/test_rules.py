@@ -658,7 +658,8 @@ def test_reg013_unconsumed_suite():
     found = regs('register_cpu_ci(est_time=10, suite="stage-z-cpu")', **{"tests/ci/run_suite.py": RUN_SUITE_WITH_Z})
     f = only(found, "REG013")
     assert span(f) == (3, 36, 3, 49)
-    assert f.severity is Severity.WARNING
+    assert f.severity is Severity.FAILURE  # "this test never runs": one finding, one severity
+    assert f.message.startswith("this test never runs: no job runs suite `stage-z-cpu` for CPU")
 
 
 def test_reg013_negative_disabled_or_consumed():

@@ -141,7 +141,8 @@ def test_registration_of_an_open_backend_is_read_and_an_unmapped_function_is_not
     files = tree(**{"t/a/test_t.py": test})
     report = check_tree(MemoryTree(files))
     assert [(r.backend.value, r.suite) for r in report.registrations] == [("tpu", "tpu-suite")]
-    assert not report.failed
+    # no workflow runs it: its test never runs (REG013), the only failure
+    assert [f.rule for f in report.findings if f.severity.value == "failure"] == ["REG013"]
 
 
 @pytest.mark.parametrize("value, severity", [("0", "warning"), ("-5", "warning"), ('"10"', "failure"), ("1e999", "failure")])
@@ -218,9 +219,9 @@ def test_main_block_required_where_the_register_module_checks_it(body, failed):
     [
         ('register_tpu_ci(10, "no-such-suite")', "failure"),  # a backend the runner validates
         ('register_tpu_ci(10, "no-such-suite", disabled="x")', "failure"),  # ... disabled or not
-        # not validated by the runner, and no job runs it: the test never runs either (REG010's
-        # one severity; a job that runs it makes it a warning, tests/test_discovery_idioms.py)
-        ('register_amd_ci(10, "no-such-suite")', "failure"),
+        # not validated by the runner: the inventory is out of date (a warning); that no job runs
+        # it is REG013's one finding, a failure, in every era and backend
+        ('register_amd_ci(10, "no-such-suite")', "warning"),
     ],
 )
 def test_unknown_suite_severity_follows_the_runners_validation(call, severity):
@@ -228,6 +229,8 @@ def test_unknown_suite_severity_follows_the_runners_validation(call, severity):
     files["ci/run_suite.py"] += VALIDATE
     report = check_tree(MemoryTree(files))
     assert [f.severity.value for f in report.findings if f.rule == "REG010"] == [severity]
+    never = [f.severity.value for f in report.findings if f.rule == "REG013"]
+    assert never == ([] if "disabled" in call else ["failure"])
 
 
 def test_a_discovery_that_multiplies_is_not_followed():

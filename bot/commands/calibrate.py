@@ -131,6 +131,10 @@ def calibrate(repo: str | None, from_store: bool, durations_file: str | None, re
         _fail(f"{CONFIG_PATH}: {config_findings[0].message}")
     from checks.target.timeout_model import with_runner_timeout
 
+    from checks.engine import build_context
+
+    # each suite's calibration hardware from the pool its jobs run on (configuration first)
+    config = build_context(tree, config)[0].config
     params = with_runner_timeout(config.calibration, tree.read, config.paths.register_module)
     windows = build_suite_windows(records, params, now=now, repository=repository, default_branch=default_branch)
     from bot.commands.root import scan_cache_for

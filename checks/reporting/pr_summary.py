@@ -18,7 +18,6 @@ from checks.model import Backend, Change, Registration
 from checks.scanning.registrations import gpu_count_from_name
 from checks.calibration.shards import Item, heaviest, partition
 from checks.target.suites import parse_suite_name
-from checks.target.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES
 
 _REGISTER = re.compile(r"register_[a-z][a-z0-9_]*_ci")
 # Documentation never changes what CI runs; a PR that also edits it stays registration-only.
@@ -27,17 +26,19 @@ _DOC_SUFFIXES = (".md", ".rst", ".txt")
 
 @dataclass
 class ConsumerCost:
-    """One job that runs a suite, and what the suite costs it per run."""
+    """One job that runs a suite (the step that runs it), and what the suite costs it per run."""
 
-    where: str  # "workflow:line", or "owner/repo:path:line" for another repository's job
+    where: str  # "workflow:line" of the step, or "owner/repo:path:line" for another repository's job
     cadence: str  # "nightly", "per run" (PR/push/dispatch), or "set at run time"
     timeout_minutes: int
     timeout_stated: bool  # False: GitHub's default job timeout
     shards: int  # 0: decided at run time
     longest_before: float | None  # seconds of est_time in the runner's heaviest LPT shard
     longest_after: float | None
-    gpu_hours_before: float
-    gpu_hours_after: float
+    gpu_hours_before: float | None  # None: the job's pool does not say its GPU count
+    gpu_hours_after: float | None
+    gpus: int | None = None  # one runner of the job's pool
+    pool: str = ""  # the job's runner labels, "[a, b]"; "" when only the run decides
 
 
 @dataclass
@@ -56,20 +57,35 @@ class SuiteRow:
     files_measured: int = 0  # files at head with at least one stored run
     unmeasured_added: list[str] = field(default_factory=list)  # added files with no stored run
     unverified: list[str] = field(default_factory=list)  # files without evidence (checks/reporting/evidence.py)
+    unknown: list = field(default_factory=list)  # (consumer, why) not read; empty when every consumer was read
 
     @property
     def to_measure(self) -> list[str]:
         return sorted(set(self.unmeasured_added) | set(self.unverified))
 
     @property
-    def suggest_run(self) -> bool:
-        """A ROCm suite gaining files no stored run backs, or not verified: `/run-rocm SUITE` measures them."""
-        return Backend(self.backend).is_rocm_family and bool(self.to_measure)
+    def plannable(self) -> bool:
+        """A job of the model runs it on a pool whose GPU count is known: `/run-rocm` has a job to copy."""
+        return any(c.gpus is not None for c in self.consumers)
+
+    refused: str = ""  # why the run plan refuses the suite (checks/target/dispatch_plan.py); "" when it plans it
 
     @property
-    def run_gpu_hours(self) -> float:
-        """What `/run-rocm SUITE` would cost: the suite's est_time at head on its GPUs."""
-        return self.est_after * (self.gpus or 1) / 3600
+    def suggest_run(self) -> bool:
+        """A ROCm suite gaining files no stored run backs, or not verified, that a job runs and the run
+        plan does not refuse: `/run-rocm SUITE` measures them."""
+        return Backend(self.backend).is_rocm_family and bool(self.to_measure) and self.plannable and not self.refused
+
+    @property
+    def run_gpu_hours(self) -> float | None:
+        """What one run of the suite's job costs at head: the table's figure for the job an on-demand
+        run copies (the nightly job for a nightly suite, the PR job otherwise), never a second computation."""
+        priced = [c for c in self.consumers if c.gpu_hours_after is not None]
+        if not priced:
+            return None
+        nightly = self.suite.startswith("nightly-") or "-nightly-" in self.suite
+        chosen = min(priced, key=lambda c: ((c.cadence == "nightly") != nightly, c.where))
+        return chosen.gpu_hours_after
 
 
 @dataclass
@@ -161,19 +177,6 @@ def _gpus(suite: str, regs: list[Registration]) -> int | None:
     return counts.pop() if len(counts) == 1 else None
 
 
-def _cadence(use) -> str:
-    if use.nightly is None:
-        return "set at run time"
-    return "nightly" if use.nightly else "per run"
-
-
-def _selected(regs: list[Registration], use) -> list[Registration]:
-    """The registrations a consumer's invocation runs: enabled, its backend, and nightly=True ones
-    only where it selects nightly registrations."""
-    return [r for r in regs if r.disabled is None and use.selects(r.backend.value)
-            and (not r.nightly or use.nightly is not False)]
-
-
 def _longest(regs: list[Registration], shards: int) -> float | None:
     if shards < 1 or not regs:
         return None if shards < 1 else 0.0
@@ -184,8 +187,11 @@ def _est(regs: list[Registration]) -> float:
     return float(sum(r.est_time or 0 for r in regs if r.disabled is None))
 
 
-def suite_rows(before: list[Registration], after: list[Registration], touched: set[tuple[str, str]], uses,
+def suite_rows(before: list[Registration], after: list[Registration], touched: set[tuple[str, str]], runs,
                durations_index=None) -> list[SuiteRow]:
+    """One row per touched (backend, suite); per job that runs it (checks/target/suite_runs.py, the
+    head's model): the step, its cadence, its shards and timeouts, and GPU-hours = est_time of what
+    that job selects (its cadence, labels) x its pool's GPUs."""
     by_before: dict[tuple[str, str], list[Registration]] = defaultdict(list)
     by_after: dict[tuple[str, str], list[Registration]] = defaultdict(list)
     for r in before:
@@ -200,17 +206,15 @@ def suite_rows(before: list[Registration], after: list[Registration], touched: s
         old_files, new_files = {r.file for r in old}, {r.file for r in new}
         row = SuiteRow(backend, suite, sorted(new_files - old_files), sorted(old_files - new_files),
                        len(old_files), len(new_files), _est(old), _est(new), _gpus(suite, new or old))
-        gpus = row.gpus if row.gpus else 0
-        for use in uses:
-            if use.suite != suite or not use.selects(backend):
-                continue
-            timeout = use.timeout_minutes or GITHUB_DEFAULT_TIMEOUT_MINUTES
-            where = f"{use.consumer}:{use.span.line}" if use.span is not None else use.consumer
-            sel_old, sel_new = _selected(old, use), _selected(new, use)
+        for run in runs.distinct(backend, suite):
+            sel_old, sel_new = runs.selection(run, old), runs.selection(run, new)
             row.consumers.append(ConsumerCost(
-                where, _cadence(use), timeout, bool(use.timeout_minutes), use.shards,
-                _longest(sel_old, use.shards), _longest(sel_new, use.shards),
-                _est(sel_old) * gpus / 3600, _est(sel_new) * gpus / 3600))
+                run.where, run.cadence, run.job_timeout_minutes, bool(run.timeout_minutes), run.shards,
+                _longest(sel_old, run.shards), _longest(sel_new, run.shards), runs.gpu_hours(run, old),
+                runs.gpu_hours(run, new),
+                run.pool.gpus, run.pool.text() if run.pool.labels is not None else ""))
+        if not row.consumers and not runs.complete:
+            row.unknown = runs.why_unknown()
         if durations_index is not None:
             for r in new:
                 d = durations_index.for_reg(r)  # the suite's calibration hardware, as REG020 reads it
@@ -291,5 +295,33 @@ def build(ctx, base_ctx, changed: dict[str, str | None], report_regs: list[Regis
     before = [r for r in after if r.file not in changed_heads]
     before.extend(r for s in base_ctx.scans.values() for r in s.registrations)
     before.extend(base_ctx.implicit.values())
-    summary.rows = suite_rows(before, after, touched, ctx.uses, durations_index)
+    summary.rows = suite_rows(before, after, touched, ctx.suite_runs, durations_index)
+    _refuse_unplannable(summary.rows, ctx, base_ctx)
     return summary
+
+
+def _refuse_unplannable(rows: list[SuiteRow], ctx, base_ctx) -> None:
+    """A suggested suite the run plan refuses gets no suggestion and no button: its row keeps the
+    reason. The plan is made as `/run-rocm` makes it, from the jobs of the head's model (the diff
+    check reads no workflow of the base; a PR that changes the job is planned as it changes it), the
+    base's runner options and the `dispatch:` configuration. Where no `dispatch:` entry covers the
+    suite, the job that runs it is what the row offers."""
+    from checks.target.ci_jobs import fleet_of
+    from checks.target.dispatch_plan import NoRunner, plan
+    from checks.target.hardware import hardware_for_labels
+
+    config = base_ctx.config
+    model = getattr(ctx, "suite_runs", None)
+    if model is None or not any(r.suggest_run for r in rows):
+        return
+    jobs = [r.job for r in model.runs if r.job is not None]
+    fleet = fleet_of(jobs, lambda labels: hardware_for_labels(labels, config.hardware) == config.calibration.hardware)
+    for row in rows:
+        dispatch = config.dispatch_for(row.suite) if row.suggest_run else None
+        if dispatch is None:
+            continue
+        try:
+            plan(row.suite, dispatch, base_ctx.contract.facts.options, jobs=jobs, fleet=fleet,
+                 suites_module=config.paths.suites_module)
+        except NoRunner as exc:
+            row.refused = str(exc)

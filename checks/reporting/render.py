@@ -444,14 +444,17 @@ def _suite_table(summary) -> list[str]:
              "| suite | backend | files +/- (before → after) | est_time of enabled files, before → after | consumer | cadence "
              "| shards: longest / timeout (before → after) | GPU-hours per run before → after | stored runs |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    suggestions = []
+    suggestions, refusals = [], []
     for row in summary.rows:
         files = f"+{len(row.files_added)} / −{len(row.files_removed)} ({row.files_before} → {row.files_after})"
         est = f"{row.est_before:g} s → {row.est_after:g} s"
         stored = f"{plural(row.stored_runs, 'run')} over {row.files_measured} of {plural(row.files_after, 'file')}"
-        gpus = "? GPUs" if row.gpus is None else plural(row.gpus, "GPU")
         lead = f"| {_cell(md_code(row.suite))} | {row.backend} | {files} | {est} "
-        if not row.consumers:
+        if not row.consumers and row.unknown:
+            unread = ", ".join(f"{_cell(md_code(what))} ({_cell(md_text(why))})" for what, why in row.unknown)
+            lines.append(lead + f"| **unknown**: no job read here runs suite {_cell(md_code(row.suite))} for "
+                                f"{row.backend}; not read: {unread} | unknown | unknown | unknown | {stored} |")
+        elif not row.consumers:
             lines.append(lead + f"| **none**: no workflow in this repository or its configured consumers runs suite "
                                 f"{_cell(md_code(row.suite))} for {row.backend} | | | | {stored} |")
         for use in row.consumers:
@@ -461,21 +464,30 @@ def _suite_table(summary) -> list[str]:
             else:
                 fits = "" if use.longest_after is None or use.longest_after <= use.timeout_minutes * 60 else " **over**"
                 shards = (f"{use.shards}: {_seconds(use.longest_before)} → {_seconds(use.longest_after)}{fits} / {timeout}")
-            hours = f"{_hours(use.gpu_hours_before)} → {_hours(use.gpu_hours_after)} ({gpus})"
+            if use.gpus is None:
+                pool = (f"its pool {_cell(md_code(use.pool))} does not say how many GPUs" if use.pool
+                        else "its pool is decided at run time")
+                hours = f"unknown ({pool})"
+            else:
+                hours = f"{_hours(use.gpu_hours_before)} → {_hours(use.gpu_hours_after)} ({plural(use.gpus, 'GPU')})"
             lines.append(lead + f"| {_cell(md_code(use.where))} | {use.cadence} | {shards} | {hours} | {stored} |")
-        if row.suggest_run:
+        if row.refused and row.to_measure:
+            refusals.append(f"- {md_code(RUN_ROCM + ' ' + row.suite)} is not offered: {md_text(row.refused)}")
+        if row.suggest_run and row.run_gpu_hours is not None:
             n = len(suggestions) + 1
             button = f"the **{md_text(_action_label(n))}** button or " if n <= MAX_ACTIONS else ""
             measure = (f"{_plural(len(row.to_measure), 'file')} not verified on its hardware" if row.unverified
                        else f"{_plural(len(row.unmeasured_added), 'new file')} with no stored run")
-            suggestions.append(f"{n}. {md_code(RUN_ROCM + ' ' + row.suite)}: {measure}; the whole suite costs about {_hours(row.run_gpu_hours)} GPU-hours "
-                               f"(est_time × {gpus}). A maintainer starts it with {button}this comment; "
+            suggestions.append(f"{n}. {md_code(RUN_ROCM + ' ' + row.suite)}: {measure}; one run of its job costs about "
+                               f"{_hours(row.run_gpu_hours)} GPU-hours (the table's figure). A maintainer starts it with {button}this comment; "
                                f"it goes through the usual approval and budget.")
     lines.append("")
-    lines.append("GPU-hours per run are est_time × GPUs of what each consumer selects; shards are the runner's own "
-                 "longest-processing-time split by est_time.")
+    lines.append("GPU-hours per run are est_time of what each job selects (its cadence and labels) × the GPUs of "
+                 "its runner pool; shards are the runner's own longest-processing-time split by est_time.")
     if suggestions:
         lines += ["", "Measure the new ROCm registrations before they run every night:", *suggestions]
+    if refusals:
+        lines += ["", *refusals]
     return lines + [""]
 
 
@@ -494,7 +506,7 @@ def _action_label(n: int) -> str:
 def suggested_runs(report: Report) -> list[str]:
     """The suites the summary suggests measuring with `/run-rocm`, in its order (1-based there)."""
     summary = getattr(report, "pr_summary", None)
-    return [row.suite for row in summary.rows if row.suggest_run] if summary is not None else []
+    return [row.suite for row in summary.rows if row.suggest_run and row.run_gpu_hours is not None] if summary is not None else []
 
 
 def check_run_actions(report: Report) -> list[dict]:

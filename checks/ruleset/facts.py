@@ -47,13 +47,52 @@ class TreeFacts:
         """The registrations calls declare (the runner's implicit CPU ones are not judged)."""
         return [r for r in self.ctx.registrations() if not r.implicit]
 
+    @property
+    def runs(self):
+        """How every suite runs at this revision (checks/target/suite_runs.py): the one model the
+        suite rules read. A context built without it (a hand-made one) gets the model of its uses."""
+        model = getattr(self.ctx, "suite_runs", None)
+        if model is None:
+            from checks.target.suite_runs import build
+
+            model = self.once("suite_runs", lambda: build(list(getattr(self.ctx, "uses", [])), [],
+                                                          direct_runs=getattr(self.ctx, "direct_runs", {}),
+                                                          partial=self.consumers_partial))
+        return model
+
     @cached_property
     def consumers_of(self) -> dict[str, list]:
-        """suite -> the consumers (workflow steps, configured consumers) that run it, in reading order."""
+        """suite -> the runs of the model (checks/target/suite_runs.Run) that run it, one per step
+        and selection (the rows of a matrix that differ only in image or partition are one)."""
         out: dict[str, list] = defaultdict(list)
-        for use in self.ctx.uses:
-            out[use.suite].append(use)
+        seen = set()
+        for run in self.runs.runs:
+            key = (run.suite, run.consumer, run.span.line, run.hw, run.nightly, run.shards, run.timeout_minutes)
+            if key not in seen:
+                seen.add(key)
+                out[run.suite].append(run)
         return out
+
+    @property
+    def consumers_of_all(self) -> list:
+        """Every run of the model, as consumers_of groups them (one per step and selection)."""
+        return [run for runs in self.consumers_of.values() for run in runs]
+
+    def runner_rejects(self, hw: str | None) -> bool:
+        """The runner of this revision raises for a suite outside the inventory when a job runs it
+        with `--hw hw`: it validates that backend's suites and does not only warn (the runner's era)."""
+        from checks.model import Backend
+
+        contract = self.contract
+        if contract.unknown_suite_warns:
+            return False
+        checked = contract.suite_checked_backends
+        if checked is None:
+            return True
+        try:
+            return hw is not None and Backend(hw) in checked
+        except ValueError:
+            return False
 
     @cached_property
     def hardware(self):

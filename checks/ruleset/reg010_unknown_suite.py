@@ -1,9 +1,9 @@
 """REG010 unknown-suite: what it checks is SUMMARY below; why, an example and the fix are here.
 
 ## Why
-The runner selects tests by suite name; a registration to a suite that is not in the inventory
-for its backend is never selected by any job (or the runner rejects it), so the test silently
-stops running.
+The runner selects tests by suite name and checks them against its inventory: a registration to
+a suite that is not in the inventory for its backend is rejected by a runner that validates that
+backend (the job fails), and is a stale inventory where the runner lets it through.
 
 ## Example
 ```python
@@ -11,7 +11,7 @@ register_rocm_ci(est_time=600, suite="nightly-stage-c-4-gpu-mi35", labels=["long
 ```
 Reports:
 
-> suite `nightly-stage-c-4-gpu-mi35` is not a ROCm suite in the inventory (tests/ci/run_suite.py), so this registration never runs; did you mean `nightly-stage-c-4-gpu-mi350` or `stage-c-4-gpu-mi350`?
+> suite `nightly-stage-c-4-gpu-mi35` is not a ROCm suite in the inventory (tests/ci/run_suite.py), so the runner rejects this registration (it raises for an unknown suite); did you mean `nightly-stage-c-4-gpu-mi350` or `stage-c-4-gpu-mi350`?
 
 ## How to fix
 Use a suite from the inventory for that backend (`CI_SUITES` in the suites module). The finding
@@ -24,18 +24,17 @@ suite to a 4-GPU one); a token that is no hardware model and no word of the inve
 is taken for a typo. A disabled registration gets the hint, never a one-click fix: it may be
 disabled precisely because its hardware has no CI yet.
 
-Severity: one defect, one severity, in every era and for every backend. The test never runs
-(**failure**) when the runner rejects the name (it validates this backend's suites and raises),
-or when it lets the name through and no job runs the suite for that backend; the finding then
-says so plainly: "no workflow in this repository or its configured consumers runs suite X for
-backend Y". The runner lets a name through when it does not validate that backend's suites
-(sgl-project/sglang's AMD and NPU suites, which `validate_all_suites` never checks) or only
-prints "Unknown suite" (sglang until April 2026). The test runs (**warning**: add the suite to
-the inventory) when a workflow runs the suite with the registration's backend (`--hw`) and
-nightly flag, naming that job, or when a workflow runs the file itself (`python3 file.py`, or
-pytest on the file, its directory or a glob, `python -m pytest` too). It is also a warning when
-a workflow could not be read whole (REG902: it may be the one that runs it), and for a disabled
-registration where the runner accepts one with an unknown suite.
+Severity: the runner's era and the backend decide. Where the runner validates this backend's
+suites and raises for an unknown one, the registration is rejected (**failure**: the runner
+raises, so the job fails). Where it lets the name through (it does not validate that backend's
+suites, as sgl-project/sglang's AMD and NPU suites, which `validate_all_suites` never checks; or
+it only prints "Unknown suite", as sglang's runner until April 2026) it is a **warning**: add the
+suite to the inventory; the finding names the job that runs it, when one does. A disabled
+registration is a warning where the runner accepts one with an unknown suite.
+
+Whether the test runs at all is not this rule's to say: REG013 is the one finding that says
+"this test never runs", read from how every suite runs (checks/target/suite_runs.py), in every era
+and for every backend alike.
 """
 
 from __future__ import annotations
@@ -57,7 +56,6 @@ FIXABLE = True
 
 def check_registration(facts: TreeFacts, reg: Registration) -> list:
     from checks.rules import make_finding
-    from checks.target.workflows import direct_run_of
     from checks.ruleset.facts import quoted, suite_span
 
     contract = facts.contract
@@ -73,10 +71,7 @@ def check_registration(facts: TreeFacts, reg: Registration) -> list:
     backend = backend_name(reg.backend.value)
     inventory = f"not {article(backend + ' suite')} in the inventory ({facts.config.paths.suites_module})"
     what = f"suite {code(suite)}" + (" (composed from `stage=` and `runner_config=`)" if composed else "")
-    if checked:
-        parts = [f"{what} is {inventory}, so this registration never runs"]
-    else:
-        parts = [f"{what} is {inventory}; the runner does not validate {backend} suites against it, so only a job that passes this exact suite name runs the test"]
+    parts = [f"{what} is {inventory}"]
     if owners:
         parts.append(f"{code(suite)} belongs to {', '.join(b.value for b in owners)}")
     # did-you-mean and fixes keep the GPU count and hardware the name states (b200 never
@@ -90,42 +85,34 @@ def check_registration(facts: TreeFacts, reg: Registration) -> list:
         # disabled on purpose (its hardware may have no CI yet): a hint, never a one-click move
         parts.append("no fix is offered for a disabled registration")
         fix_to = None
-    # One defect, one severity, in every era and for every backend: where the runner rejects
-    # the name (it validates this backend and raises) or no job runs the suite for this
-    # backend, the test never runs (failure); where the runner lets the name through (it does
-    # not validate this backend, or only warns) and a job runs it, the test runs (warning).
+    # The runner's era decides: where it raises for this backend, the registration is rejected
+    # (failure); where it lets the name through, the inventory is out of date (warning). Whether
+    # the test runs is REG013's one finding.
     severity = None
     lets_through = not checked or bool(contract.unknown_suite_warns)
     if reg.disabled is not None and (not checked or contract.unknown_suite_when_disabled == "warning"):
         severity = Severity.WARNING
+        if not checked:
+            parts[0] += f"; the runner does not validate {backend} suites against it"
     elif lets_through:
+        severity = Severity.WARNING
         run_by = [u for u in facts.consumers_of.get(suite, []) if u.selects(reg.backend.value)
                   and (u.nightly is None or bool(u.nightly) == reg.nightly)]
-        direct = direct_run_of(getattr(facts.ctx, "direct_runs", {}), reg.file)
+        direct = facts.runs.direct_run(reg.file)
         runner = (f"the runner ({contract.unknown_suite_warns}) only prints \"Unknown suite\" and runs it anyway"
                   if checked else f"the runner does not validate {backend} suites against it")
         if run_by:
-            severity = Severity.WARNING
             use = run_by[0]
             flags = f"--hw {use.hw} " if use.hw else ""
             flags += f"--suite {suite}" + (" --nightly" if use.nightly else "")
             where = f"{use.file}:{use.span.line}" if use.file else use.consumer
-            parts[0] = (f"{what} is {inventory}; "
-                        f"{runner}, and {where} runs it ({code(flags)}), so the test runs: add the suite to the inventory")
+            parts[0] = f"{what} is {inventory}; {runner}, and {where} runs it ({code(flags)}): add the suite to the inventory"
         elif direct is not None:
-            severity = Severity.WARNING
-            parts[0] = (f"{what} is {inventory} "
-                        f"and no job runs it, so the runner never selects this registration; "
-                        f"{direct} runs the file itself, so the test runs: register it in a suite that job runs, or drop the registration")
-        elif facts.consumers_partial:
-            severity = Severity.WARNING  # a workflow was not read whole: it may be the one that runs it
-            parts[0] = (f"{what} is {inventory}; "
-                        f"{runner}, so only a job that passes this exact suite name runs the test, and a workflow "
-                        "could not be read whole (REG902)")
+            parts[0] = (f"{what} is {inventory}; {runner}; no job runs the suite, and {direct} runs the file itself: "
+                        f"register it in a suite that job runs, or add the suite to the inventory")
         else:
-            parts[0] = (f"{what} is {inventory} "
-                        f"and no workflow in this repository or its configured consumers runs suite {code(suite)} "
-                        f"for {backend}" + (" with `--nightly`" if reg.nightly else "")
-                        + f", so this test never runs ({runner})")
+            parts[0] = f"{what} is {inventory}; {runner}: add the suite to the inventory"
+    else:
+        parts[0] = f"{what} is {inventory}, so the runner rejects this registration (it raises for an unknown suite)"
     return [make_finding(CODE, reg.file, suite_span(reg), "; ".join(parts), severity=severity,
                          suggestion=quoted(fix_to) if fix_to else None)]

@@ -63,8 +63,8 @@ def check_tree(facts: TreeFacts) -> list:
             unread.add(reg.backend.value)
     out = []
     reported = set()
-    for use in ctx.uses:
-        if known is not None and use.suite not in known:
+    for use in facts.consumers_of_all:
+        if known is not None and use.suite not in known and facts.runner_rejects(use.hw):
             continue  # REG014's finding
         backends = registered.get(use.suite, set())
         if (backends if use.hw is None else use.hw in backends) or (use.consumer, use.suite, use.hw) in reported:

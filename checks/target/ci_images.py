@@ -19,6 +19,7 @@ days, and a script's `--option) NAME="$2"` for what an argument sets.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -63,34 +64,45 @@ class ImageRule:
         return "; ".join(parts)
 
 
+@functools.lru_cache(maxsize=512)
+def _assignments(text: str) -> tuple[dict, dict, int]:
+    """A script's assignments (name -> values), its defaults (set only when empty) and the days
+    its image lookup goes back; cached, callers copy."""
+    values: dict[str, list[str]] = {}
+    defaults: dict[str, list[str]] = {}
+    lines = text.replace("\\\n", " ").split("\n")
+    guards: list[str | None] = []  # per open `if`: the variable it tests for emptiness
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            continue
+        empty_test = _EMPTY_TEST.search(line)
+        if re.match(r"(?:el)?if\b", stripped) and not re.search(r"\bfi\s*;?\s*$", stripped):
+            if stripped.startswith("elif") and guards:
+                guards.pop()
+            guards.append(empty_test.group(1) if empty_test else None)
+        for m in _ASSIGN.finditer(line):
+            name = m.group(1)
+            default = name in guards or (empty_test is not None and empty_test.group(1) == name)
+            (defaults if default else values).setdefault(name, []).append(_unquote(read_word(line, m.end())))
+        if re.match(r"fi\b", stripped) and guards:
+            guards.pop()
+    m = _DAYS.search(text)
+    return values, defaults, int(m.group(1) or m.group(2)) + 1 if m else 0
+
+
 class Shell:
     """The assignments of one script, to resolve `${NAME}` the way the script's default path does."""
 
     def __init__(self, text: str, scope: Scope | None = None, preset: dict[str, str] | None = None):
         self.text = text
         self.scope = scope or Scope()
-        self.values: dict[str, list[str]] = {}
-        self.defaults: dict[str, list[str]] = {}  # set only when the variable is empty (`[ -z "$X" ] && X=...`)
-        lines = text.replace("\\\n", " ").split("\n")
-        guards: list[str | None] = []  # per open `if`: the variable it tests for emptiness
-        for line in lines:
-            stripped = line.strip()
-            if stripped.startswith("#"):
-                continue
-            empty_test = _EMPTY_TEST.search(line)
-            if re.match(r"(?:el)?if\b", stripped) and not re.search(r"\bfi\s*;?\s*$", stripped):
-                if stripped.startswith("elif") and guards:
-                    guards.pop()
-                guards.append(empty_test.group(1) if empty_test else None)
-            for m in _ASSIGN.finditer(line):
-                name = m.group(1)
-                default = name in guards or (empty_test is not None and empty_test.group(1) == name)
-                (self.defaults if default else self.values).setdefault(name, []).append(_unquote(read_word(line, m.end())))
-            if re.match(r"fi\b", stripped) and guards:
-                guards.pop()
+        values, defaults, days = _assignments(text)  # one parse per distinct script (a job's rows share it)
+        self.values: dict[str, list[str]] = {k: list(v) for k, v in values.items()}
+        # set only when the variable is empty (`[ -z "$X" ] && X=...`)
+        self.defaults: dict[str, list[str]] = {k: list(v) for k, v in defaults.items()}
         self.preset = dict(preset or {})
-        m = _DAYS.search(text)
-        self.days = int(m.group(1) or m.group(2)) + 1 if m else 0
+        self.days = days
 
     def resolve(self, value: str, prefer: str = "", depth: int = 0) -> str | None:
         """`value` with its references put in; None when it needs what only the run knows."""
@@ -214,7 +226,19 @@ def rule_from_image(text: str | None, days: int, where: str) -> ImageRule | None
 
 def start_script_rule(script: str, path: str, args: dict[str, str], arch: str, scope: Scope) -> ImageRule | None:
     """The image sglang's container start script finds (`find_latest_image`), for the runner's arch
-    (`mi35x`) and the options the job passes (`--rocm-version rocm724`)."""
+    (`mi35x`) and the options the job passes (`--rocm-version rocm724`). A script without `${{ }}`
+    does not depend on the job's scope: its answer is kept per (script, options, arch)."""
+    if "${{" not in script:
+        return _start_script_rule(script, path, tuple(sorted(args.items())), arch)
+    return _start_script_rule_in(script, path, args, arch, scope)
+
+
+@functools.lru_cache(maxsize=256)
+def _start_script_rule(script: str, path: str, args: tuple, arch: str) -> ImageRule | None:
+    return _start_script_rule_in(script, path, dict(args), arch, Scope())
+
+
+def _start_script_rule_in(script: str, path: str, args: dict[str, str], arch: str, scope: Scope) -> ImageRule | None:
     shell = Shell(script, scope)
     preset = {}
     for option, variable in shell.option_variables().items():

@@ -29,10 +29,13 @@ from dataclasses import dataclass, field
 from checks.target import yamlload
 from checks.target.ci_images import ImageRule, Shell, rule_from_image, start_script_rule
 from checks.target.gh_expressions import UNKNOWN, Scope, substitute, substitute_known
-from checks.target.workflows import NIGHTLY_CADENCES, _rows
+from checks.target.workflows import NIGHTLY_CADENCES, _rows, _same_script
 
 GITHUB_DEFAULT_TIMEOUT_MINUTES = 360
 MAX_ROWS = 64  # matrix rows read per job (the targets' MI35x jobs have at most 6)
+# steps read in all, each matrix row counted (sglang at 382343f: about 1,700): past it the rest is
+# not read and the caller is told, so a workflow of 5,000 steps x 64 rows costs no more than this
+MAX_STEP_READS = 20_000
 _RUNNER_WORD = re.compile(r"(?:^|/)([\w.-]+)\.py$")
 _EXPR = re.compile(r"\$\{\{(.*?)\}\}", re.S)
 _QUOTED_FLAG = re.compile(r"'(--[A-Za-z0-9][A-Za-z0-9-]*)'")
@@ -40,6 +43,7 @@ _GPU_LABEL = re.compile(r"(?:^|[-_])(?:gpu-?(\d+)|(\d+)-?gpus?)(?=$|[._-])", re.
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
 _ENV_VALUE = re.compile(r"[A-Za-z0-9_.:/=,+-]{0,200}")
 _INSTALL = re.compile(r"(?:install[\w-]*\.sh\b|\bpip3?\s+install\b)")
+_START_SCRIPT = re.compile(r"((?:\./)?[\w./-]*start_container[\w-]*\.sh)")
 _SHELL_OPS = {"||", "&&", ";", "|", ">", ">>", "2>&1", "&"}
 # Options whose value is about the partition or the suite: handled apart from the flags.
 _STRUCTURAL = {"--suite", "--hw", "--auto-partition-id", "--auto-partition-size", "--timeout-per-file", "--list-only"}
@@ -70,6 +74,11 @@ class SuiteJob:
     runner: str = ""  # the runner as the command names it: "run_suite.py", "tests/ci/run_suite.py"
     exec_dir: str = ""  # the directory the command runs in, as the job names it ("/sglang-checkout/test")
     env: tuple[tuple[str, str], ...] = ()  # `-e NAME=value` given to the job's exec wrapper
+    env_at_run_time: tuple[str, ...] = ()  # `-e NAME=...` whose value only the run knows (`${{ env.X }}`)
+    triggers: frozenset[str] = frozenset()  # its workflow's `on:` events (schedule, push, pull_request, ...)
+    setup: str = ""  # the script that starts the job's container (`scripts/ci/amd/amd_ci_start_container.sh`)
+    container: tuple[tuple[str, str], ...] = ()  # the job's `container:` keys (options, env, volumes) as written
+    invocation: int = 1  # this suite's n-th run in the same job (sglang runs some suites twice)
 
     @property
     def nightly(self) -> bool:
@@ -92,6 +101,24 @@ class SuiteJob:
 
     def where(self) -> str:
         return f"{self.workflow}:{self.line} (job `{self.job}`)"
+
+
+def _container_keys(container) -> tuple[tuple[str, str], ...]:
+    """The job's `container:` as written: image, options, env and volumes (mounts), each as text."""
+    if isinstance(container, str):
+        return (("image", container),)
+    if not isinstance(container, dict):
+        return ()
+    out = []
+    for key in ("image", "options", "env", "volumes"):
+        value = container.get(key)
+        if isinstance(value, dict):
+            out.append((key, " ".join(f"{k}={v}" for k, v in value.items())))
+        elif isinstance(value, list):
+            out.append((key, " ".join(str(v) for v in value)))
+        elif value is not None:
+            out.append((key, str(value)))
+    return tuple(out)
 
 
 def gpus_of_labels(labels) -> int | None:
@@ -234,12 +261,15 @@ def _words(line: str, scope: Scope, shell_values: dict) -> list | None:
         text = value if isinstance(value, str) else ("true" if value is True else "false" if value is False else str(value))
         return text
 
-    line = _EXPR.sub(put, line)
     if "$" in line and shell_values:
         def var(m):
             values = shell_values.get(m.group(1) or m.group(2))
-            return values[0] if values and len(values) == 1 and "$" not in values[0] else m.group(0)
+            # a value that is itself an expression (`test_suite="${{ inputs.test_suite }}"`) is put in
+            # as its expression, evaluated below with the others
+            plain = values[0].replace("${{", "").replace("}}", "") if values else ""
+            return values[0] if values and len(values) == 1 and "$" not in plain else m.group(0)
         line = re.sub(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)", var, line)
+    line = _EXPR.sub(put, line)
     try:
         words = shlex.split(line, comments=False)
     except ValueError:
@@ -260,12 +290,27 @@ class _Invocation:
     before: list  # the words before the runner (the exec wrapper and its own options)
 
 
+_PYTHON_VAR = re.compile(r"\$\{?[A-Za-z_]*PYTHON[A-Za-z0-9_]*\}?", re.IGNORECASE)
+
+
+def _python_before(words: list, at: int) -> int | None:
+    """The index of the interpreter that runs the script at `at`: `python3`, `/opt/venv/bin/python`,
+    or a shell variable naming one (`${PYTHON_FOR_SGLANG}`), with its own options (`-u`) between."""
+    i = at - 1
+    while i >= 0 and isinstance(words[i], str) and re.fullmatch(r"-[A-Za-z]+", words[i]):
+        i -= 1
+    if i < 0 or not isinstance(words[i], str):
+        return None
+    word = words[i].rsplit("/", 1)[-1]
+    return i if re.fullmatch(r"python[0-9.]*", word) or _PYTHON_VAR.fullmatch(words[i]) else None
+
+
 def _invocation(words: list, runner_stem: str, takes_value) -> _Invocation | None:
     at = next((i for i, w in enumerate(words) if isinstance(w, str) and _RUNNER_WORD.search(w)
-               and _RUNNER_WORD.search(w).group(1) == runner_stem and i > 0
-               and isinstance(words[i - 1], str) and re.fullmatch(r"python[0-9.]*", words[i - 1].rsplit("/", 1)[-1])), None)
+               and _RUNNER_WORD.search(w).group(1) == runner_stem and _python_before(words, i) is not None), None)
     if at is None:
         return None
+    program = _python_before(words, at)
     options, bare = [], []
     i = at + 1
     rest = words[at + 1:]
@@ -295,12 +340,13 @@ def _invocation(words: list, runner_stem: str, takes_value) -> _Invocation | Non
         j += 1
     del i
     suite = next((v for f, v in options if f == "--suite"), None)
-    return _Invocation(words[at], suite if isinstance(suite, str) else None, options, bare, words[:at - 1])
+    return _Invocation(words[at], suite if isinstance(suite, str) else None, options, bare, words[:program])
 
 
-def _wrapper(before: list) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """`amd_ci_exec.sh -w DIR -e K=V ...`: the directory the command runs in and the environment."""
-    exec_dir, env = "", []
+def _wrapper(before: list) -> tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """`amd_ci_exec.sh -w DIR -e K=V ...`: the directory the command runs in, the environment, and
+    the names of variables whose value only the run knows (`-e X="${{ env.X }}"`)."""
+    exec_dir, env, later = "", [], []
     i = 0
     while i < len(before):
         w = before[i]
@@ -310,12 +356,19 @@ def _wrapper(before: list) -> tuple[str, tuple[tuple[str, str], ...]]:
             continue
         if w == "-e" and i + 1 < len(before) and isinstance(before[i + 1], str) and "=" in before[i + 1]:
             name, value = before[i + 1].split("=", 1)
-            if _ENV_NAME.fullmatch(name) and _ENV_VALUE.fullmatch(value) and not name.startswith("GITHUB_"):
+            if "\x00" in value and _ENV_NAME.fullmatch(name):
+                later.append(name)  # `-e X="${{ env.X }}"`: set by an earlier step of the run
+            elif _ENV_NAME.fullmatch(name) and _ENV_VALUE.fullmatch(value) and not name.startswith("GITHUB_"):
                 env.append((name, value))
             i += 2
             continue
+        if w == "-e" and i + 2 < len(before) and isinstance(before[i + 1], str) and before[i + 1].endswith("=") \
+                and isinstance(before[i + 2], tuple):
+            later.append(before[i + 1][:-1])  # `-e X=${{ ... }}`: the run-time value is its own word
+            i += 3
+            continue
         i += 1
-    return exec_dir, tuple(env)
+    return exec_dir, tuple(env), tuple(later)
 
 
 def _install_lines(run: str) -> list[str]:
@@ -335,7 +388,9 @@ def _install_lines(run: str) -> list[str]:
 
 
 class _Reader:
-    def __init__(self, workflows: list[_Workflow], runner_stem: str, takes_value, read_script, hardware_arch):
+    def __init__(self, workflows: list[_Workflow], runner_stem: str, takes_value, read_script, hardware_arch,
+                 runner_path: str | None = None):
+        self.runner_path = runner_path
         self.by_path = {wf.path: wf for wf in workflows if not wf.external}
         self.workflows = workflows
         self.runner_stem = runner_stem
@@ -343,6 +398,9 @@ class _Reader:
         self.read_script = read_script
         self.arch_of = hardware_arch
         self.out: list[SuiteJob] = []
+        self.step_reads = 0  # steps read, each matrix row counted: bounded by MAX_STEP_READS
+        self.truncated: list[str] = []  # what was not read past that bound
+        self.seen: dict[tuple, int] = {}  # (workflow, job, matrix row, suite) -> runs of the suite so far
 
     def read(self) -> list[SuiteJob]:
         for wf in self.workflows:
@@ -433,9 +491,16 @@ class _Reader:
             image = rule_from_image(image_text, 0, f"{wf.path}") if isinstance(image_text, str) else None
             written_env: dict[str, str] = {}
             install: list[str] = []
+            setup = ""
             for step in job.get("steps") or [] if isinstance(job.get("steps"), list) else []:
                 if not isinstance(step, dict):
                     continue
+                self.step_reads += 1
+                if self.step_reads > MAX_STEP_READS:
+                    if not self.truncated:
+                        self.truncated.append(f"{wf.path}: more than {MAX_STEP_READS:,} steps (matrix rows counted), "
+                                              f"the rest not read")
+                    return
                 condition = step.get("if")
                 if condition is not None:
                     text = str(condition)
@@ -453,6 +518,9 @@ class _Reader:
                         if rule_from_image(value, shell.days, "") is not None:
                             image = rule_from_image(value, shell.days, f"{wf.path}:{_line_of(wf, job_id, name)}")
                 started = self._started_image(run, scope, shell, pool, wf)
+                script = _START_SCRIPT.search(run)
+                if script:
+                    setup = script.group(1).removeprefix("./")
                 if started is not None:
                     image = started
                 found = self._invocations(wf, job_id, job, step, run, scope, shell, row)
@@ -461,7 +529,7 @@ class _Reader:
                     continue
                 for inv in found:
                     self._emit(wf, job_id, job, step, inv, scope, pool, job_timeout, image, install, row, source,
-                               source_job)
+                               source_job, setup, caller_row)
 
     def _started_image(self, run: str, scope: Scope, shell: Shell, pool, wf: _Workflow) -> ImageRule | None:
         """A step that starts the container with the target's script (`amd_ci_start_container.sh`):
@@ -495,13 +563,23 @@ class _Reader:
             if not words:
                 continue
             inv = _invocation(words, self.runner_stem, self.takes_value)
+            if inv is None:
+                # `docker exec c bash -c "cd test && python3 run_suite.py ..."`: the command is one quoted word
+                inner = next((w for w in words if isinstance(w, str) and self.runner_stem in w and "--suite" in w
+                              and " " in w), None)
+                inner_words = _words(inner, scope, shell.values) if inner else None
+                inv = _invocation(inner_words, self.runner_stem, self.takes_value) if inner_words else None
+                if inv is not None:
+                    inv.before = words[:words.index(inner)] + inv.before
+            if inv is not None and self.runner_path and not _same_script(inv.runner, self.runner_path):
+                continue  # another program of the same name (sglang's multimodal_gen/test/run_suite.py, miles' runner)
             # `<command> --list-only` (miles' plan step) lists the suite; it does not run it
             if inv is not None and inv.suite and not any(f == "--list-only" for f, _ in inv.options):
                 out.append(inv)
         return out
 
     def _emit(self, wf, job_id, job, step, inv: _Invocation, scope: Scope, pool, job_timeout, image, install, row,
-              source: _Workflow, source_job: str) -> None:
+              source: _Workflow, source_job: str, setup: str = "", caller_row: dict | None = None) -> None:
         opts = dict()
         flags: list[str] = []
         unresolved: list[str] = []
@@ -551,8 +629,10 @@ class _Reader:
             axis = (strategy.get("matrix") or {}).get(key.group(1)) if key and isinstance(strategy.get("matrix"), dict) else None
             shards = len(axis) if isinstance(axis, list) else 0
         step_timeout = _int(_evaluated(step.get("timeout-minutes"), scope)) if step.get("timeout-minutes") is not None else None
-        exec_dir, env = _wrapper(inv.before)
+        exec_dir, env, env_later = _wrapper(inv.before)
         label = source.path
+        key = (label, source_job if source is not wf else job_id, wf.path, job_id, inv.suite, repr(caller_row), repr(row))
+        self.seen[key] = self.seen.get(key, 0) + 1
         self.out.append(SuiteJob(
             suite=inv.suite, workflow=label, job=source_job if source is not wf else job_id,
             line=_line_of(source, source_job, inv.suite) if source is not wf else _line_of(wf, job_id, inv.suite),
@@ -561,18 +641,25 @@ class _Reader:
             scheduled="schedule" in source.triggers, shards=shards, timeout_per_file_s=timeout_per_file,
             job_timeout_min=step_timeout or job_timeout or GITHUB_DEFAULT_TIMEOUT_MINUTES, image=image,
             install=tuple(dict.fromkeys(install)), flags=tuple(flags), conditional=tuple(dict.fromkeys(conditional)),
-            unresolved=tuple(unresolved), runner=inv.runner, exec_dir=exec_dir, env=env))
+            unresolved=tuple(unresolved), runner=inv.runner, exec_dir=exec_dir, env=env, env_at_run_time=env_later,
+            triggers=source.triggers, setup=setup, container=_container_keys(job.get("container")),
+            invocation=self.seen[key]))
 
 
 def read_suite_jobs(own: dict[str, str], external: dict[str, str] | None = None, *, runner: str = "run_suite",
-                    options=None, read_script=None, yaml_nodes: int = 200_000, arch_of=None) -> list[SuiteJob]:
+                    options=None, read_script=None, yaml_nodes: int = 200_000, arch_of=None,
+                    runner_path: str | None = None, unread: list[str] | None = None) -> list[SuiteJob]:
     """Every command line of the workflows `own` (path -> text, this repository's, default branch)
     and `external` (label -> text, other repositories' consumers) that runs a suite.
 
     `options`: the runner's argparse options (checks/target/runner.py), to tell a flag from an option
     that takes a value; `read_script(path)`: a file of the same tree (the container start script);
     `arch_of(labels)`: the GPU family a pool's labels name (`mi35x`), for a start script that
-    picks its image by family.
+    picks its image by family. `runner_path`: the runner's path in its repository
+    (`test/run_suite.py`): a command running a script of the same name elsewhere
+    (`sglang/multimodal_gen/test/run_suite.py`, another repository's `tests/ci/run_suite.py`) is
+    another program, not a run of this runner. `unread`, when given, gets what was not read (past
+    MAX_STEP_READS).
     """
     workflows = []
     for path, text in sorted(own.items()):
@@ -596,7 +683,11 @@ def read_suite_jobs(own: dict[str, str], external: dict[str, str] | None = None,
                 return m.group(1)
         return ""
 
-    return _Reader(workflows, runner, takes_value, read_script, arch_of or default_arch).read()
+    reader = _Reader(workflows, runner, takes_value, read_script, arch_of or default_arch, runner_path)
+    jobs = reader.read()
+    if unread is not None:
+        unread.extend(reader.truncated)
+    return jobs
 
 
 def fleet_of(jobs: list[SuiteJob], is_gpu_pool) -> list[tuple[str, ...]]:

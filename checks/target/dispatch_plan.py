@@ -88,6 +88,7 @@ class RunPlan:
     cadence: str | None = None  # the cadence the run's flags give the runner (None: its default)
     notes: tuple[str, ...] = ()
     files: tuple[str, ...] = ()  # the test files it runs (bot/ondemand/selection.py fills them in)
+    container: tuple[tuple[str, str], ...] = ()  # the copied job's `container:` (options, env, volumes) as written
 
     @property
     def nightly(self) -> bool:
@@ -128,7 +129,8 @@ class RunPlan:
                 "command": self.command(), "workdir": self.workdir, "files": list(self.files),
                 "gpus": self.runner_gpus, "gpu_hours": gpu_hours, "source": self.source,
                 "install": list(self.install), "cache": self.cache, "image_days": self.image_days,
-                "notes": list(self.notes)}
+                "env": [f"{k}={v}" for k, v in self.env], "container": [f"{k}: {v}" for k, v in self.container],
+                "invocations": 1, "notes": list(self.notes)}
 
     def with_files(self, files) -> "RunPlan":
         return replace(self, files=tuple(files))
@@ -238,6 +240,8 @@ def plan(suite: str, dispatch: Dispatch, options: dict[str, RunnerOption] | None
     if job is None and not dispatch.runs_on:
         raise NoRunner(f"`{suite}`: no workflow of the default branch runs it on a ROCm runner, so there is no job to "
                        f"copy; set `dispatch.{suite}.runs_on` (and what else differs from the runner's defaults)")
+    if job is not None and not dispatch.runner_flags and dispatch.source is None:
+        _refuse_what_cannot_be_copied(suite, job, jobs, fleet)
     # where
     if dispatch.runs_on:
         runs_on = tuple(dispatch.runs_on)
@@ -297,7 +301,34 @@ def plan(suite: str, dispatch: Dispatch, options: dict[str, RunnerOption] | None
         runner=runner, workdir=workdir, hw=hw or (job.hw if job and job.hw else "rocm"), install=install, env=env,
         cache=dispatch.cache, source=job.source() if job else None, file_option=selects_files, partitions=partitions,
         timeout_option=timeout_option, admit_nightly=cadence in NIGHTLY_CADENCES, cadence=cadence,
-        match_all_labels="--match-all-labels" in flags, notes=tuple(notes), files=tuple(files))
+        match_all_labels="--match-all-labels" in flags, notes=tuple(notes), files=tuple(files),
+        container=job.container if job and not job.external else ())
+
+
+def _set_up(job: SuiteJob) -> str:
+    return job.setup.rsplit("/", 1)[-1]
+
+
+def _refuse_what_cannot_be_copied(suite: str, job: SuiteJob, jobs, fleet) -> None:
+    """An on-demand run is one invocation of the runner in the fleet's usual container. A job that
+    runs the suite more than once in the same job (sglang's deepseek-v4 nightlies: once per
+    attention backend) or starts a container of its own (sglang's disaggregation job: its own start
+    script, InfiniBand devices and environment) is refused with the reason, never run half."""
+    same = [j for j in jobs if j.suite == suite and j.workflow == job.workflow and j.job == job.job]
+    runs = sorted({j.invocation for j in same})
+    if len(runs) > 1:
+        envs = sorted({" ".join(f"{k}={v}" for k, v in j.env) or "(no environment)" for j in same})
+        raise NoRunner(f"`{suite}`: its job `{job.job}` ({job.workflow}) runs it {len(runs)} times in one job, "
+                       f"each with its own environment ({'; '.join(envs)}); an on-demand run dispatches one "
+                       f"invocation, so it would run only part of it: refused (set `dispatch.{suite}.runner_flags` "
+                       f"to choose one invocation's flags and run that one)")
+    own = [j for j in jobs if not j.external and j.pool in fleet and j.setup]
+    usual = max({_set_up(j) for j in own}, key=lambda name: sum(1 for j in own if _set_up(j) == name)) if own else ""
+    if job.setup and usual and _set_up(job) != usual:
+        later = f" and sets {', '.join(job.env_at_run_time)} at run time" if job.env_at_run_time else ""
+        raise NoRunner(f"`{suite}`: its job `{job.job}` ({job.workflow}) starts its own container "
+                       f"(`{job.setup}`, not the fleet's `{usual}`){later}; the on-demand workflow starts the "
+                       f"fleet's container, so the run would not be the job's: refused")
 
 
 def _install_of(job: SuiteJob | None, jobs, fleet) -> tuple[str, ...]:
@@ -339,6 +370,10 @@ def plan_lines(view: dict) -> list[str]:
              f"command: `{view.get('command')}`" + (f" in `{view.get('workdir')}/`" if view.get("workdir") else "")]
     if view.get("install"):
         lines.append("install: " + "; ".join(f"`{c}`" for c in view["install"]))
+    lines.append("environment: " + (", ".join(f"`{e}`" for e in view["env"]) if view.get("env") else "none set by the job"))
+    if view.get("container"):
+        lines.append("container: " + "; ".join(f"`{c}`" for c in view["container"]))
+    lines.append(f"invocations: {view.get('invocations', 1)} (the job runs the suite once)")
     lines.append(f"caches: {view.get('cache', 'read-only')}")
     if view.get("gpu_hours") is not None:
         lines.append(f"about {view['gpu_hours']:.2f} GPU-hours")

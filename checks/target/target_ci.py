@@ -59,6 +59,45 @@ def _text(data) -> str | None:
         return None
 
 
+NOT_GIVEN = "its workflow file was not given"
+
+
+def external_workflows(config: Config, consumers_from: dict | None) -> tuple[dict[str, str], dict[str, str]]:
+    """The configured external consumers' workflows as given (label -> text), and those that could
+    not be read (label -> why): not given, or not text."""
+    external: dict[str, str] = {}
+    unread: dict[str, str] = {}
+    given = dict(consumers_from or {})
+    for consumer in config.consumers:  # a local copy (`--consumers-from ./x.yml`) under the consumer's name
+        if consumer.suites is None:
+            found = _given(consumer, given)
+            if found is not None and found[0] != _label(consumer):
+                given[_label(consumer)] = given.pop(found[0])
+            elif found is None:
+                unread[_label(consumer)] = NOT_GIVEN
+    for label, data in given.items():
+        text = _text(data)
+        if text is None:
+            unread[label] = data if isinstance(data, str) else "not UTF-8"
+        else:
+            external[label] = text
+    return external, unread
+
+
+def read_jobs(tree, config: Config, contract: Contract, own: dict[str, str], external: dict[str, str],
+              budget: Budget, unread: list[str] | None = None) -> list[SuiteJob]:
+    """The jobs that run a suite in `own` (this tree's workflows, path -> text) and `external`."""
+    runner = config.paths.suites_module.rsplit("/", 1)[-1].removesuffix(".py") or "run_suite"
+
+    def read_script(path: str) -> str | None:
+        return _text(budget.read(tree, path, _SKIPPED))
+
+    return read_suite_jobs(own, external, runner=runner, options=contract.facts.options, read_script=read_script,
+                           yaml_nodes=budget.limits.yaml_nodes,
+                           runner_path=config.paths.suites_module if config.paths.suites_module.endswith(".py") else None,
+                           unread=unread)
+
+
 def read_target_ci(tree, config: Config, budget: Budget | None = None, consumers_from: dict | None = None) -> TargetCI:
     """The default branch's CI as an on-demand plan copies it. `tree`: that branch (listed);
     `consumers_from`: the external consumers' workflows (`owner/repo:path` -> bytes), as the PR
@@ -75,26 +114,9 @@ def read_target_ci(tree, config: Config, budget: Budget | None = None, consumers
         # a workflow that runs a suite, calls a reusable one of this repository, or is one
         if "--suite" in text or "./.github/" in text or "workflow_call" in text:
             own[path] = text
-    external: dict[str, str] = {}
-    given = dict(consumers_from or {})
-    for consumer in config.consumers:  # a local copy (`--consumers-from ./x.yml`) under the consumer's name
-        if consumer.suites is None:
-            found = _given(consumer, given)
-            if found is not None and found[0] != _label(consumer):
-                given[_label(consumer)] = given.pop(found[0])
-    for label, data in given.items():
-        text = _text(data)
-        if text is None:
-            unread.append(f"{label} ({data if isinstance(data, str) else 'not UTF-8'})")
-        else:
-            external[label] = text
-    runner = config.paths.suites_module.rsplit("/", 1)[-1].removesuffix(".py") or "run_suite"
-
-    def read_script(path: str) -> str | None:
-        return _text(budget.read(tree, path, _SKIPPED))
-
-    jobs = read_suite_jobs(own, external, runner=runner, options=contract.facts.options, read_script=read_script,
-                           yaml_nodes=budget.limits.yaml_nodes)
+    external, not_read = external_workflows(config, consumers_from)
+    unread.extend(f"{label} ({why})" for label, why in not_read.items() if why != NOT_GIVEN)
+    jobs = read_jobs(tree, config, contract, own, external, budget, unread)
     hardware = config.calibration.hardware
     fleet = fleet_of(jobs, lambda labels: hardware_for_labels(labels, config.hardware) == hardware)
     policy = read_label_policy(lambda p: budget.read(tree, p, _SKIPPED), config.paths.suites_module)

@@ -765,8 +765,11 @@ def direct_run_of(direct_runs: dict[str, str], file: str) -> str | None:
 
 def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budget | None = None,
                    consumers_from: dict | None = None, anchor: str | None = None,
-                   direct_runs: dict[str, str] | None = None) -> tuple[list[SuiteUse], list[Finding]]:
+                   direct_runs: dict[str, str] | None = None,
+                   texts: dict[str, str] | None = None) -> tuple[list[SuiteUse], list[Finding]]:
     """Every SuiteUse: the repository's workflows, then the configured external consumers.
+    `texts`, when given, is filled with the text of each workflow that runs a suite or calls one
+    (for checks/target/suite_runs.py's job reading, so no file is read twice).
     `direct_runs`, when given, is filled with the Python files the workflows run themselves
     (path -> "workflow:line", see _direct_runs).
 
@@ -800,6 +803,8 @@ def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budg
             continue
         if direct_runs is not None:
             _direct_runs(path, text, config.paths.suites_module.rpartition("/")[0], direct_runs)
+        if texts is not None and ("--suite" in text or "./.github/" in text or "workflow_call" in text):
+            texts[path] = text
         if "--suite" not in text and not _LOCAL_CALL.search(text):
             continue  # neither runs a suite nor calls a local reusable workflow that may
         wf, f = _parse_workflow(path, text, budget, runner=runner)
