@@ -303,3 +303,97 @@ def test_a_branch_longer_than_github_lists_is_not_the_apps(github_sim, tmp_path)
     assert all(is_app_commit(c, _app(sim).bot_login) for c in compared["commits"])
     out = refresh(client, REPO, records(**{QWEN: 100}), now=NOW)
     assert (out.action, out.number) == ("held", opened.number) and repo.head(BRANCH) == sha
+
+
+# -- the race: a push between the App's read of the branch and its ref update (issue 37 item 1) -----
+def _push_when_the_app_commits(sim, repo, client, files: dict, author: str = "maint") -> list[str]:
+    """The maintainer's push lands after the App read the branch (its comparison with the default
+    branch) and before its ref update: right after GitHub made the App's new commit."""
+    real, pushed = client.create_commit, []
+
+    def create_commit(*args, **kwargs):
+        sha = real(*args, **kwargs)
+        if not pushed:
+            pushed.append(sim.push(repo, BRANCH, files, author=author, message="a maintainer's fix"))
+        return sha
+
+    client.create_commit = create_commit
+    return pushed
+
+
+def _ref_updates(sim, since: int) -> list[int]:
+    return [e["status"] for e in sim.requests_log[since:] if e["operation"] == "git/update-ref"]
+
+
+def test_a_push_between_the_apps_read_and_its_write_is_never_overwritten(github_sim, tmp_path):
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    opened = refresh(client, REPO, records(), now=NOW)
+    pr = sim.pull(REPO, opened.number)
+    app_commit, title, body = repo.head(BRANCH), pr.title, pr.body
+    pushed = _push_when_the_app_commits(sim, repo, client, {"notes.md": "reviewed\n"})
+
+    mark = len(sim.requests_log)
+    held = refresh(client, REPO, records(**{QWEN: 100}), now=NOW)  # new values: an update is due
+    (theirs,) = pushed
+    assert (held.action, held.number) == ("held", opened.number)
+    assert _ref_updates(sim, mark) == [422]  # GitHub refused the update: not a fast-forward
+    assert repo.head(BRANCH) == theirs and pr.head_sha == theirs
+    assert repo.store.commits[theirs].parents == [app_commit]  # their commit is on the branch, as pushed
+    assert (pr.title, pr.body, pr.state) == (title, body, "open")
+    (comment,) = _held_comments(sim, opened.number)  # the one comment the hold writes
+    assert f"`{theirs[:7]}` by maint" in comment["body"] and " | 570 | " in comment["body"]
+    assert f"held: {theirs} " in comment["body"]  # about the branch as it is now
+    # the next refresh sees their commit from the start: held, nothing written
+    mark = len(sim.requests_log)
+    assert refresh(client, REPO, records(**{QWEN: 100}), now=NOW).action == "held"
+    assert _writes(sim, mark) == [] and len(_held_comments(sim, opened.number)) == 1
+
+
+def test_a_push_the_pull_request_listing_does_not_show_yet_is_never_overwritten(github_sim, tmp_path):
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    opened = refresh(client, REPO, records(), now=NOW)
+    pr = sim.pull(REPO, opened.number)
+    app_commit = repo.head(BRANCH)
+    theirs = sim.push(repo, BRANCH, {KIMI: repo.files(app_commit)[KIMI] + b"# reviewed\n"}, author="maint")
+    pr.head_sha = app_commit  # GitHub's pull request listing still shows the App's commit as the head
+    mark = len(sim.requests_log)
+    held = refresh(client, REPO, records(**{QWEN: 100}), now=NOW)
+    assert held.action == "held" and _ref_updates(sim, mark) == [422]
+    assert repo.head(BRANCH) == theirs and repo.files(theirs)[KIMI].endswith(b"# reviewed\n")
+    (comment,) = _held_comments(sim, opened.number)
+    assert f"`{theirs[:7]}` by maint" in comment["body"]
+
+
+def test_a_push_before_the_apps_write_on_a_branch_without_its_pull_request_leaves_it_theirs(github_sim, tmp_path):
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    first = refresh(client, REPO, records(), now=NOW)
+    sim.close_pull_request(sim.pull(REPO, first.number))  # closed: the branch stays, the App's
+    pushed = _push_when_the_app_commits(sim, repo, client, {"notes.md": "mine\n"}, author="alice")
+    mark = len(sim.requests_log)
+    out = refresh(client, REPO, records(**{QWEN: 100}), now=NOW + timedelta(hours=1))  # new values: a new PR is due
+    (theirs,) = pushed
+    assert out.action == "branch-taken" and f"`{theirs[:7]}` by alice" in out.message
+    assert _ref_updates(sim, mark) == [422] and repo.head(BRANCH) == theirs
+    assert [p.number for p in sim.pulls.values() if p.head_ref == BRANCH] == [first.number]  # nothing opened
+
+
+def test_an_update_is_a_fast_forward_sent_without_force(github_sim, tmp_path):
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    refresh(client, REPO, records(), now=NOW)
+    app_commit = repo.head(BRANCH)
+    repo.commit({"README.md": "moved on\n"}, branch="main")
+    sent = []
+    real = client.update_ref
+
+    def update_ref(*args, **kwargs):
+        sent.append(kwargs.get("force"))
+        return real(*args, **kwargs)
+
+    client.update_ref = update_ref
+    assert refresh(client, REPO, records(**{QWEN: 100}), now=NOW).action == "updated"
+    assert sent == [False]
+    assert app_commit in repo.store.ancestors(repo.head(BRANCH))  # the App's last commit stays in the history
