@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING
 from bot.github.retry import GitHubError
 from bot.infra.logging import get_logger
 from checks.target.config import CONFIG_PATH, load_config
-from checks.wording import plural
+from checks.model import code
+from checks.wording import REFUSED, amount, plural, usable, visible
 
 if TYPE_CHECKING:  # the policy, the edits (libcst) and the shards load only when a refresh runs
     from checks.calibration.policy import Decision, Plan
@@ -87,6 +88,8 @@ def _marker(body: str | None) -> str | None:
 def _fmt(v) -> str:
     if v is None:
         return "-"
+    if not usable(v):
+        return REFUSED
     return f"{v:g}" if float(v).is_integer() else f"{v:.0f}"
 
 
@@ -107,16 +110,16 @@ def render_body(plan: "Plan", windows, uses, registrations, changes_print: str, 
         by_suite.setdefault(d.registration.suite or "(no suite)", []).append(d)
     new_of = {d.registration.file: d.new for d in plan.changes}
     for suite in sorted(by_suite):
-        lines += [f"### `{suite}`", "", "| file | old | new | n | p90 | max | why |", "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+        lines += [f"### {code(suite)}", "", "| file | old | new | n | p90 | max | why |", "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
         for d in by_suite[suite]:
             why = d.reason
             if getattr(d, "one_run", False):  # one slow pass sets the value: say so, with the run to look at
                 why += " (driven by a single run" + (f": [{d.run.rsplit('/', 1)[-1]}]({d.run})" if d.run else "") + ")"
-            lines.append(f"| `{d.registration.file}` | {_fmt(d.old)} | {_fmt(d.new)} | {d.n} | {_fmt(d.p90)} | {_fmt(d.max)} | {why} |")
+            lines.append(f"| {code(d.registration.file)} | {_fmt(d.old)} | {_fmt(d.new)} | {d.n} | {_fmt(d.p90)} | {_fmt(d.max)} | {why} |")
         regs = [r for r in registrations if r.suite == suite and r.disabled is None and r.est_time is not None]
         before = sum(r.est_time for r in regs)
         after = sum(new_of.get(r.file, r.est_time) for r in regs)
-        lines += ["", f"Suite total est_time: {before:g} s -> {after:g} s over {plural(len(regs), 'file')}."]
+        lines += ["", f"Suite total est_time: {amount(before, 'g', 's')} -> {amount(after, 'g', 's')} over {plural(len(regs), 'file')}."]
         for use in [u for u in uses if u.suite == suite and u.shards >= 1]:
             def predicted(est_of):
                 items = []
@@ -302,7 +305,7 @@ def _who(commits: list[dict]) -> str:
     def name(c):
         return ((c.get("author") or {}).get("login") or ((c.get("commit") or {}).get("author") or {}).get("name")
                 or "an unknown author")
-    return ", ".join(f"`{c['sha'][:7]}` by {name(c)}" for c in commits[:5]) + (
+    return ", ".join(f"`{c['sha'][:7]}` by {visible(name(c))}" for c in commits[:5]) + (
         f" and {len(commits) - 5} more" if len(commits) > 5 else "")
 
 
@@ -332,7 +335,7 @@ def held_comment(plan: "Plan", foreign: list[dict], head_sha: str, changes_print
              "the branch deleted (a new pull request then).", ""]
     if plan.changes:
         lines += ["The values it would write now:", "", "| file | line | old | new | why |", "| --- | ---: | ---: | ---: | --- |"]
-        lines += [f"| `{d.registration.file}` | {d.registration.anchor('est_time').line} | {_fmt(d.old)} | {_fmt(d.new)} | {d.reason} |"
+        lines += [f"| {code(d.registration.file)} | {d.registration.anchor('est_time').line} | {_fmt(d.old)} | {_fmt(d.new)} | {d.reason} |"
                   for d in plan.changes]
     else:
         lines.append("It would write nothing now: every est_time fits the stored durations.")
