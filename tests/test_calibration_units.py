@@ -337,3 +337,13 @@ def test_the_plan_as_json():
     plan = cal.Plan(cal.decide_all([reg(est_time=360)], {(F, Backend.ROCM): full}, P))
     assert plan.changes == [] and plan.as_json()["unchanged"][0]["why"].endswith("fits")
     assert cal.decide_all([reg(backend="cuda")], {}, P) == []
+
+
+def test_the_remembered_timeout_is_the_longest_killed_attempt():
+    """issue 37: `max` -> `min` survived. Of several TIMEOUT attempts within floor_days, the window
+    remembers the longest one (the run that got furthest before it was killed), in either order."""
+    kills = [rec(1800, days=3, outcome="TIMEOUT", timeout_after_s=1700), rec(2400, days=5, outcome="TIMEOUT", timeout_after_s=2300),
+             rec(1000, days=8, outcome="TIMEOUT")]
+    for order in (kills, list(reversed(kills))):
+        t = win([rec(100, days=1), *order])
+        assert (t.timed_out_at, t.timeouts) == (2300, 3)
