@@ -397,3 +397,67 @@ def test_an_update_is_a_fast_forward_sent_without_force(github_sim, tmp_path):
     assert refresh(client, REPO, records(**{QWEN: 100}), now=NOW).action == "updated"
     assert sent == [False]
     assert app_commit in repo.store.ancestors(repo.head(BRANCH))  # the App's last commit stays in the history
+
+
+# -- the same race through the schedule, on each store (issue 37 item 5) -------------------------------
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_the_schedule_never_pushes_over_a_maintainer_on_either_store(github_sim, tmp_path, backend, request):
+    """The worker's periodic pass (`sweep`: one worker per repository under the store's lock, the
+    outcome recorded in the store) with the maintainer's push landing on GitHub between the App's
+    new commit and its ref update: the update is refused, the App holds with its one comment and
+    the store records `held`, on SQLite and on PostgreSQL alike."""
+    import json
+    from datetime import datetime, timezone
+
+    from bot.github.client import GitHub
+    from bot.github.retry import RetryPolicy
+    from bot.store import calibration as runs
+    from bot.store import service as store
+    from bot.store.db import upgrade
+    from bot.worker.calibration_pr import sweep
+    from bot.worker.durations import ingest_json
+    from tests.patience import PATIENCE
+
+    sim = github_sim
+    url = request.getfixturevalue("pg_url") if backend == "postgresql" else f"sqlite:///{tmp_path / 'store.db'}"
+    upgrade(url)
+    repo, _ = _setup(sim, tmp_path)
+    (inst,) = sim.installations.values()
+    store.record_installation(url, installation_id=inst.id, account="sgl-project", target_type="Organization",
+                              repository_selection="selected", repositories=[REPO])
+    now = datetime.now(timezone.utc)
+    shift = now - timedelta(days=2) - datetime(2026, 6, 29, 4, tzinfo=timezone.utc)  # the fixture's runs, lately
+    rows = records()
+    for r in rows:
+        r["measured_at"] = (datetime.fromisoformat(r["measured_at"].replace("Z", "+00:00")) + shift).isoformat()
+    assert ingest_json(url, json.dumps(rows)).inserted == len(rows)
+    github = GitHub(sim.url, str(_app(sim).id), _app(sim).private_key_pem,
+                    policy=RetryPolicy(base_s=0.01, read_timeout_s=PATIENCE), blob_dir=tmp_path / "blobs")
+
+    ((_, opened),) = sweep(github, url, now=now)
+    assert opened.action == "opened"
+    # a week later the default branch moved KIMI's est_time: the values to write changed, an update is due
+    kimi = repo.files(repo.head("main"))[KIMI]
+    repo.commit({KIMI: kimi.replace(b"est_time=3600", b"est_time=4600")}, branch="main")
+    app_commit, pushed = repo.head(BRANCH), []
+    create_commit = sim.op_git_create_commit
+
+    def maintainer_pushes_meanwhile(req, params, body):
+        answer = create_commit(req, params, body)
+        if not pushed:  # GitHub made the App's commit; the maintainer's push lands before its ref update
+            pushed.append(sim.push(repo, BRANCH, {"notes.md": "reviewed\n"}, author="maint"))
+        return answer
+
+    sim.op_git_create_commit = maintainer_pushes_meanwhile
+    mark = len(sim.requests_log)
+    ((_, held),) = sweep(github, url, now=now + timedelta(days=7))
+    (theirs,) = pushed
+    assert (held.action, held.number) == ("held", opened.number)
+    assert _ref_updates(sim, mark) == [422] and repo.head(BRANCH) == theirs
+    assert repo.store.commits[theirs].parents == [app_commit]
+    (comment,) = _held_comments(sim, opened.number)
+    assert f"`{theirs[:7]}` by maint" in comment["body"]
+    with runs.session_scope(url) as session:
+        row = session.get(runs.CalibrationRun, REPO)
+        assert (row.outcome, row.pull_number) == ("held", opened.number)
+    assert runs.due(url, [REPO], now + timedelta(days=7)) == []  # recorded: not due again until its interval
