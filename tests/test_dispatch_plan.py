@@ -312,3 +312,77 @@ def test_a_jobs_value_taking_flag_without_its_value_is_not_copied(tail):
         assert "--max-attempts" not in run.runner_flags and None not in run.runner_flags
         command = run.command()
         assert "--max-attempts" not in command and ("--cadence regular" in command) == ("regular" in tail)
+
+
+def test_a_sharded_plans_commands_and_inputs():
+    options = _options(MILES_RUNNER.read_text())
+    run = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", runs_on=["box"], shards=2, runner_flags=[]), options, [])
+    assert run.shards == 2
+    assert [c.split("--auto-partition-id ")[1] for c in run.commands()] == ["0 --auto-partition-size 2", "1 --auto-partition-size 2"]
+    one = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", runs_on=["box"], shards=1, runner_flags=[]), options, [])
+    assert "--auto-partition" not in one.command()
+    import json
+
+    keys = list(json.loads(run.inputs()["plan"]))
+    assert keys == sorted(keys) and run.inputs()["shards"] == "2"  # the same plan, the same input text
+
+
+def test_a_job_of_another_suite_is_never_copied():
+    from checks.target.dispatch_plan import choose_job
+
+    other = _job(".github/workflows/a.yml", "nightly", suite="nightly-stage-c-4-gpu-mi350")
+    assert choose_job("nightly-stage-c-8-gpu-mi350", [other], [("linux-mi35x-gpu-8",)]) is None
+    cuda = _job(".github/workflows/a.yml", "nightly", hw="cuda")
+    assert choose_job("nightly-stage-c-8-gpu-mi350", [cuda], [("linux-mi35x-gpu-8",)]) is None
+
+
+def test_an_unknown_option_takes_the_plain_word_after_it():
+    from checks.target.dispatch_plan import _accepted
+
+    notes: list[str] = []
+    options = {"--nightly": RunnerOption("--nightly", False)}
+    assert _accepted(["--nightly", "--unknown", "x"], options, notes) == ["--nightly"]
+    assert notes == ["`--unknown` left out: the runner on the default branch has no such option"]  # not `x` as well
+
+
+def test_what_the_plan_says_it_left_out_or_moved():
+    options = _options(MILES_RUNNER.read_text())
+    unresolved = _job(".github/workflows/a.yml", "nightly", pool=("linux-mi35x-gpu-4",), unresolved=("--labels ${{ needs.x }}",),
+                      suite="nightly-stage-c-4-gpu-mi350")
+    run = plan("nightly-stage-c-4-gpu-mi350", D, options, [], jobs=[unresolved], fleet=[("linux-mi35x-gpu-4",)])
+    assert "left out, computed at run time by its job: `--labels ${{ needs.x }}`" in run.notes
+    assert "no image read from its job: the workflow's default image" in run.notes
+    # its pool is not the fleet's: the fleet's runner that fits, said
+    away = _job(".github/workflows/a.yml", "nightly", pool=("elsewhere-4",), suite="nightly-stage-c-4-gpu-mi350")
+    run = plan("nightly-stage-c-4-gpu-mi350", Dispatch(workflow="x.yml", larger_runner=True), options, [], jobs=[away],
+               fleet=[("linux-mi35x-gpu-4",)])
+    assert run.runs_on == ("linux-mi35x-gpu-4",)
+    assert ("runs on [linux-mi35x-gpu-4] of this repository's fleet: its job runs on [elsewhere-4] in "
+            ".github/workflows/a.yml") in run.notes
+    nameless = _job(".github/workflows/a.yml", "nightly", pool=None, suite="nightly-stage-x-mi350")
+    with pytest.raises(NoRunner, match="neither its name nor its job's runner"):
+        plan("nightly-stage-x-mi350", D, options, [], jobs=[nameless], fleet=[("linux-mi35x-gpu-4",)])
+
+
+def test_only_an_own_jobs_environment_is_copied_and_match_all_labels_is_read():
+    options = _options(MILES_RUNNER.read_text())
+    fleet = [("linux-mi35x-gpu-8",)]
+    mine = _job(".github/workflows/a.yml", "nightly", env=(("HF_HOME", "/data"),), flags=("--match-all-labels",))
+    run = plan("nightly-stage-c-8-gpu-mi350", D, options, [], jobs=[mine], fleet=fleet)
+    assert run.env == (("HF_HOME", "/data"),) and run.match_all_labels
+    theirs = _job("sgl-project/sglang:.github/workflows/a.yml", "nightly", env=(("HF_HOME", "/data"),), external=True)
+    run = plan("nightly-stage-c-8-gpu-mi350", D, options, [], jobs=[theirs], fleet=fleet)
+    assert run.env == () and not run.match_all_labels
+
+
+def test_the_run_plan_text_line_by_line():
+    from checks.target.dispatch_plan import plan_lines
+
+    view = {"source": {"workflow": ".github/workflows/a.yml", "line": 3, "job": "nightly"}, "runs_on": ["box"],
+            "gpus": 8, "shards": 1, "timeout_per_file_s": 1800, "job_timeout_min": 360, "command": "python3 r.py",
+            "install": ["pip install x"], "notes": ["a note"]}
+    lines = plan_lines(view)
+    assert lines[0] == "copied from `.github/workflows/a.yml:3` (job `nightly`)"
+    assert lines[1] == "runs on `box` (8 GPUs), 1 shard" and "2 shards" in plan_lines({**view, "shards": 2})[1]
+    assert "install: `pip install x`" in lines and lines[-1] == "a note"
+    assert plan_lines({**view, "source": None})[0] == "copied from the configuration only"

@@ -126,3 +126,59 @@ def test_the_small_helpers():
     assert _longest([], 2) == 0.0 and _longest([], 0) is None
     assert _gpus("stage-c-4-gpu-mi350", []) == 4 and _gpus("stage-a-cpu", []) == 0
     assert same_code(None, None) and not same_code(b"x = (", b"x = (")
+
+
+# -- the same code, once registrations are set aside ------------------------------------------------
+BASE = b'''import os
+
+from tests.ci.ci_register import register_cuda_ci
+
+register_cuda_ci(est_time=60, suite="stage-b-test-1-gpu-small")
+
+
+def test_x():
+    assert os.sep
+'''
+
+
+def test_a_registration_moved_or_added_is_the_same_code_wherever_it_sits():
+    moved = BASE.replace(b'register_cuda_ci(est_time=60, suite="stage-b-test-1-gpu-small")\n', b"") + \
+        b'\nregister_cuda_ci(est_time=60, suite="stage-b-test-1-gpu-small")\n'
+    assert same_code(BASE, moved)  # the code's lines moved up: positions are not compared
+    added = BASE.replace(b"import os\n", b"import os\n\n\n\n")
+    assert same_code(BASE, added)
+
+
+def test_a_block_left_with_only_registrations_is_a_block_that_does_nothing():
+    guarded = b'import os\nif os.environ.get("AMD"):\n    register_rocm_ci(est_time=60, suite="s", labels=["a"])\n'
+    assert same_code(guarded, b'import os\nif os.environ.get("AMD"):\n    pass\n')
+    assert not same_code(guarded, b'import os\nif os.environ.get("AMD"):\n    os.sep\n')
+
+
+def test_the_gpus_of_a_suite_whose_name_does_not_say():
+    from types import SimpleNamespace as Reg
+
+    assert _gpus("my-suite", [Reg(file="tests/test_a_8gpu.py"), Reg(file="tests/test_b_8gpu.py")]) == 8
+    assert _gpus("my-suite", [Reg(file="tests/test_a_8gpu.py"), Reg(file="tests/test_b_2gpu.py")]) is None
+    assert _gpus("my-suite", [Reg(file="tests/test_a.py")]) is None
+
+
+def test_stored_runs_are_counted_per_suite_from_the_durations():
+    base = {"tests/e2e/test_gate.py": test_file(f'register_rocm_ci(est_time=600, suite="{SUITE}", labels=["amd"])')}
+    head = {"tests/e2e/test_new.py": test_file(f'register_rocm_ci(est_time=60, suite="{SUITE}", labels=["amd"])')}
+    rows = [{"file": "tests/e2e/test_gate.py", "backend": "rocm", "hardware": "MI355X", "n": 4, "median": 500, "p90": 550,
+             "max": 560, "values": [500, 550, 560, 480]}]
+    tree_base = miles_tree(**{".github/ci-registrar.yml": "consumers: []\n", **base})
+    report = check_tree(MemoryTree({**tree_base, **head}), MemoryTree(tree_base), {p: None for p in head}, durations=rows,
+                        fixes=False)
+    (row,) = [r for r in report.pr_summary.rows if r.suite == SUITE]
+    assert (row.stored_runs, row.files_measured, row.files_after) == (4, 1, 2)
+    assert row.unmeasured_added == ["tests/e2e/test_new.py"]
+
+
+def test_a_registration_moved_to_another_suite_touches_both():
+    base = {"tests/e2e/test_x.py": test_file(f'register_rocm_ci(est_time=600, suite="{SUITE}", labels=["amd"])')}
+    summary = _diff({"tests/e2e/test_x.py": base["tests/e2e/test_x.py"].replace(SUITE, "nightly-stage-c-4-gpu-mi350")}, base)
+    rows = {r.suite: r for r in summary.rows}
+    assert set(rows) >= {SUITE, "nightly-stage-c-4-gpu-mi350"}
+    assert rows[SUITE].files_removed == ["tests/e2e/test_x.py"] and rows["nightly-stage-c-4-gpu-mi350"].files_added == ["tests/e2e/test_x.py"]
