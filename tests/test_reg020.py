@@ -120,3 +120,22 @@ def test_a_raise_one_run_drives_says_so_and_a_run_past_the_timeout_fails():
     (f,) = _check(800, _row([100.0] * 9 + [2000.0], 10, 290, 2000))
     assert f.severity.value == "failure" and "exceeds the runner's timeout of 1800 s" in f.message
     assert f.message.endswith("; this raise rests on a single run (2000 s)") and f.suggestion == "2100"
+
+
+def test_reg020_is_documented_as_fixable():
+    from checks.rule_docs import rule_text
+    from checks.rules import RULES
+
+    assert RULES["REG020"].fixable and "fixable" in rule_text(RULES["REG020"])
+
+
+def test_a_sub_second_window_keeps_its_own_slowest_run_not_a_second():
+    """With `round_to_s: 1`, a window of runs under a second keeps what they took, rounded up to the
+    second: the slowest run is the window's, never one second assumed for a missing value."""
+    config = "consumers: []\ncalibration:\n  round_to_s: 1\n"
+    base = miles_tree(**{".github/ci-registrar.yml": config})
+    head = dict(base)
+    head[PPO] = base[PPO].replace("est_time=800", "est_time=0.4")
+    report = check_tree(MemoryTree(head), base=MemoryTree(base), changed={PPO: PPO}, durations=_rows([0.5, 0.6, 0.55]))
+    (f,) = [f for f in report.findings if f.rule == "REG020"]
+    assert f.severity.value == "failure" and f.suggestion == "1"  # max(0.6 x 1.15, 0.6 x 1.05) -> 1 s
