@@ -40,6 +40,8 @@ def test_an_inventory_whose_tables_change_is_registration_only():
     summary = _diff({"tests/ci/run_suite.py": RUN_SUITE.replace('"nightly-stage-c-2-gpu-mi350",',
                                                                 '"nightly-stage-c-2-gpu-mi350",\n        "nightly-stage-d-2-gpu-mi350",')})
     assert summary.registration_only and summary.inventories == 1 and summary.other == 0 and summary.reasons == []
+    (row,) = [r for r in summary.rows if r.suite == "nightly-stage-d-2-gpu-mi350"]  # a suite the inventory gained
+    assert (row.files_before, row.files_after, row.consumers) == (0, 0, [])
 
 
 def test_an_inventory_whose_code_changes_is_not_registration_only():
@@ -182,3 +184,13 @@ def test_a_registration_moved_to_another_suite_touches_both():
     rows = {r.suite: r for r in summary.rows}
     assert set(rows) >= {SUITE, "nightly-stage-c-4-gpu-mi350"}
     assert rows[SUITE].files_removed == ["tests/e2e/test_x.py"] and rows["nightly-stage-c-4-gpu-mi350"].files_added == ["tests/e2e/test_x.py"]
+
+
+def test_a_file_the_runner_registered_implicitly_counts_before_its_registration():
+    """A tests/fast file with no registration is the runner's stage-a-cpu file of est_time 1: a PR
+    that registers it explicitly changes its est_time, not the suite's file count."""
+    base = {"tests/fast/test_f.py": "def test_it():\n    assert True\n"}
+    summary = _diff({"tests/fast/test_f.py": test_file('register_cpu_ci(est_time=30, suite="stage-a-cpu")')}, base)
+    (row,) = summary.rows
+    assert (row.suite, row.files_added, row.files_before, row.files_after) == ("stage-a-cpu", [], 2, 2)
+    assert (row.est_before, row.est_after) == (2.0, 31.0)  # miles' other tests/fast file is implicit too
