@@ -347,3 +347,18 @@ def test_the_remembered_timeout_is_the_longest_killed_attempt():
     for order in (kills, list(reversed(kills))):
         t = win([rec(100, days=1), *order])
         assert (t.timed_out_at, t.timeouts) == (2300, 3)
+
+
+def test_rows_of_one_file_on_several_models_are_ordered_by_model():
+    w = win([rec(100, days=1)])
+    rows = cal.stats_rows({(F, Backend.ROCM, "MI355X"): w, (F, Backend.ROCM, "MI300X"): w})
+    assert [r["hardware"] for r in rows] == ["MI300X", "MI355X"]  # the same order whatever the windows' order
+
+
+def test_windows_are_judged_as_of_now_when_no_time_is_given():
+    from datetime import datetime, timezone
+
+    now = datetime.now(timezone.utc)
+    recent = {**rec(100), "measured_at": now.isoformat()}
+    windows = cal.build_windows([recent], P)  # no `now`: the current time
+    assert list(windows.values())[0].passing == (100,)
