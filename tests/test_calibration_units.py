@@ -362,3 +362,20 @@ def test_windows_are_judged_as_of_now_when_no_time_is_given():
     recent = {**rec(100), "measured_at": now.isoformat()}
     windows = cal.build_windows([recent], P)  # no `now`: the current time
     assert list(windows.values())[0].passing == (100,)
+
+
+def test_a_raise_one_run_drives_is_labelled_without_the_windows_slowest():
+    """A window read from statistics rows may lack `slowest`: the window's own maximum is the run
+    that drives the raise."""
+    w = cal.Window((1500.0, 1000.0, 1100.0, 900.0, 1000.0))
+    assert w.slowest is None
+    d = cal.decide(reg(est_time=800), w, P)
+    assert d.changed and d.new == 1580 and d.one_run
+
+
+def test_windows_on_every_calibration_model_from_one_pass_over_the_records():
+    models = cal.calibration_hardware(P)
+    assert len(models) >= 2  # MI355X and the models some suites name
+    records = [rec(100, hardware=m) for m in models]
+    windows = cal.build_suite_windows(iter(records), P, now=NOW)  # a generator, as an export streams them
+    assert sorted(k[2] for k in windows) == sorted(models)
