@@ -386,3 +386,11 @@ def test_the_run_plan_text_line_by_line():
     assert lines[1] == "runs on `box` (8 GPUs), 1 shard" and "2 shards" in plan_lines({**view, "shards": 2})[1]
     assert "install: `pip install x`" in lines and lines[-1] == "a note"
     assert plan_lines({**view, "source": None})[0] == "copied from the configuration only"
+
+
+def test_a_nightly_cadence_admits_nightly_registrations_and_a_regular_one_does_not():
+    options = _options(SGLANG_RUNNER)
+    nightly = plan("nightly-amd-8-gpu-mi35x", Dispatch(workflow="x.yml", runs_on=["box"], runner_flags=["--nightly"]), options, [])
+    assert nightly.cadence == "nightly" and nightly.admit_nightly
+    regular = plan("nightly-amd-8-gpu-mi35x", Dispatch(workflow="x.yml", runs_on=["box"], runner_flags=[]), options, [])
+    assert regular.cadence is None and not regular.admit_nightly
