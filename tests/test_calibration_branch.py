@@ -461,3 +461,21 @@ def test_the_schedule_never_pushes_over_a_maintainer_on_either_store(github_sim,
         row = session.get(runs.CalibrationRun, REPO)
         assert (row.outcome, row.pull_number) == ("held", opened.number)
     assert runs.due(url, [REPO], now + timedelta(days=7)) == []  # recorded: not due again until its interval
+
+
+def test_a_branch_deleted_between_the_apps_read_and_its_write_is_not_recreated_by_that_refresh(github_sim, tmp_path):
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    refresh(client, REPO, records(), now=NOW)
+    real = client.create_commit
+
+    def create_commit(*args, **kwargs):
+        sha = real(*args, **kwargs)
+        repo.branches.pop(BRANCH, None)  # deleted on GitHub before the App's ref update
+        return sha
+
+    client.create_commit = create_commit
+    mark = len(sim.requests_log)
+    out = refresh(client, REPO, records(**{QWEN: 100}), now=NOW)
+    assert out.action == "nothing" and "deleted" in out.message
+    assert _ref_updates(sim, mark) == [422] and BRANCH not in repo.branches
