@@ -344,6 +344,7 @@ def test_a_push_between_the_apps_read_and_its_write_is_never_overwritten(github_
     (comment,) = _held_comments(sim, opened.number)  # the one comment the hold writes
     assert f"`{theirs[:7]}` by maint" in comment["body"] and " | 570 | " in comment["body"]
     assert f"held: {theirs} " in comment["body"]  # about the branch as it is now
+    assert "The values it would write now:\n\n| file | line | old | new | why |\n| --- | ---: | ---: | ---: | --- |\n| " in comment["body"]
     # the next refresh sees their commit from the start: held, nothing written
     mark = len(sim.requests_log)
     assert refresh(client, REPO, records(**{QWEN: 100}), now=NOW).action == "held"
@@ -479,3 +480,28 @@ def test_a_branch_deleted_between_the_apps_read_and_its_write_is_not_recreated_b
     out = refresh(client, REPO, records(**{QWEN: 100}), now=NOW)
     assert out.action == "nothing" and "deleted" in out.message
     assert _ref_updates(sim, mark) == [422] and BRANCH not in repo.branches
+
+
+def test_the_apps_own_commit_between_its_read_and_its_write_is_left_for_the_next_refresh(github_sim, tmp_path):
+    """Another worker's refresh moved the branch to a commit of the App's meanwhile: the update is
+    refused, nothing of anyone else's is there, so no hold and no comment: `unchanged`."""
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    opened = refresh(client, REPO, records(), now=NOW)
+    real, moved = client.create_commit, []
+
+    def create_commit(repo_name, message, tree, parents, **kwargs):
+        sha = real(repo_name, message, tree, parents, **kwargs)
+        if not moved:  # the other worker's commit, made through the API as the App, fast-forwarded
+            head = repo.head(BRANCH)
+            other = real(REPO, "another worker's refresh", client.tree(REPO, head)["sha"], [head])
+            client.update_ref(REPO, BRANCH, other)
+            moved.append(other)
+        return sha
+
+    client.create_commit = create_commit
+    mark = len(sim.requests_log)
+    out = refresh(client, REPO, records(**{QWEN: 100}), now=NOW)
+    assert (out.action, out.number) == ("unchanged", opened.number)
+    assert _ref_updates(sim, mark) == [200, 422] and repo.head(BRANCH) == moved[0]
+    assert _held_comments(sim, opened.number) == []
