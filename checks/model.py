@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 
+from checks.wording import visible
+
 _BACKTICKS = re.compile(r"`+")
 
 
@@ -13,7 +15,7 @@ def code(text: object) -> str:
     """`text` as a code span in a finding's message: a backtick fence longer than any backtick run
     inside it (CommonMark), padded with a space when the text starts or ends with a backtick, so a
     suite name such as ``a`b`` cannot end the span early. Ordinary names read `like-this`."""
-    text = str(text).replace("\r", " ").replace("\n", " ")
+    text = visible(str(text).replace("\r", " ").replace("\n", " "))  # a bidi override shows as <U+202E>
     longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)
     fence = "`" * (longest + 1)
     if not text:

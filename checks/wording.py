@@ -1,10 +1,15 @@
-"""Words in messages: counts with the right plural, "a"/"an", backends as people write them.
+"""Words in messages: counts with the right plural, "a"/"an", backends as people write them;
+names shown as they are, numbers shown only when a reader can use them.
 
 Every message a person reads (findings, command output) says "1 file", "2 files", "an AMD suite",
-never "file(s)" or "a amd suite".
+never "file(s)" or "a amd suite". Every path or name the App writes (Markdown on GitHub, text on a
+terminal) goes through `visible`, every amount through `amount`.
 """
 
 from __future__ import annotations
+
+import math
+import unicodedata
 
 # How the backends are written in prose (`Backend` values are the register functions' lower-case names).
 BACKEND_NAMES = {"cpu": "CPU", "cuda": "CUDA", "rocm": "ROCm", "amd": "AMD", "npu": "NPU", "xpu": "XPU",
@@ -39,3 +44,49 @@ def article(phrase: str) -> str:
         return f"an {phrase}"
     vowel_sound = word[:1].lower() in "aeio" or (word[:1].lower() == "u" and not word.lower().startswith(("us", "uni")))
     return f"{'an' if vowel_sound else 'a'} {phrase}"
+
+
+# -- what a reader sees is what the file holds ------------------------------------------------------
+# Unicode categories drawn as nothing or as a reordering: format characters (Cf: the bidirectional
+# embeddings, overrides and isolates U+202A-202E and U+2066-2069, the marks U+200E/U+200F, zero-width
+# spaces and joiners, the soft hyphen, the BOM...), controls (Cc) and the line and paragraph
+# separators (Zl, Zp). A right-to-left override in a file name makes its rendering say something
+# else than the name ("Trojan Source", CVE-2021-42574).
+_INVISIBLE = frozenset({"Cf", "Cc", "Zl", "Zp"})
+
+
+def visible(text: str) -> str:
+    """`text` with every invisible or reordering character written as `<U+XXXX>` (line breaks and
+    tabs kept: each writer decides about those): the one escape every writer of paths and names
+    calls (code spans, plain Markdown text, annotations, replies, the calibration pull request)."""
+    if text.isprintable():  # no character of those categories (nor any other non-printable one)
+        return text
+    return "".join(f"<U+{ord(ch):04X}>" if ch not in "\n\t" and unicodedata.category(ch) in _INVISIBLE else ch
+                   for ch in text)
+
+
+def has_invisible(text: str) -> bool:
+    return visible(text) != text
+
+
+# -- amounts ----------------------------------------------------------------------------------------
+# Past 2**53 a float no longer counts whole units, and infinity or NaN is no amount at all: such a
+# value (an est_time of 1e308 s, the GPU-hours it makes) is shown as refused, never printed.
+LARGEST_AMOUNT = float(2**53)
+REFUSED = "refused (not a usable number)"
+
+
+def usable(value: float | int) -> bool:
+    try:
+        v = float(value)
+    except (OverflowError, TypeError, ValueError):  # an int past a float's range, or no number
+        return False
+    return math.isfinite(v) and abs(v) <= LARGEST_AMOUNT
+
+
+def amount(value: float | int, spec: str = "g", unit: str = "") -> str:
+    """`value` formatted with `spec` (and its unit), or REFUSED when it is not finite or past
+    LARGEST_AMOUNT: amount(300, unit="s") -> "300 s", amount(float("inf"), ".2f") -> REFUSED."""
+    if not usable(value):
+        return REFUSED
+    return f"{value:{spec}}" + (f" {unit}" if unit else "")

@@ -303,3 +303,205 @@ def test_a_branch_longer_than_github_lists_is_not_the_apps(github_sim, tmp_path)
     assert all(is_app_commit(c, _app(sim).bot_login) for c in compared["commits"])
     out = refresh(client, REPO, records(**{QWEN: 100}), now=NOW)
     assert (out.action, out.number) == ("held", opened.number) and repo.head(BRANCH) == sha
+
+
+# -- the race: a push between the App's read of the branch and its ref update (issue 37 item 1) -----
+def _push_when_the_app_commits(sim, repo, client, files: dict, author: str = "maint") -> list[str]:
+    """The maintainer's push lands after the App read the branch (its comparison with the default
+    branch) and before its ref update: right after GitHub made the App's new commit."""
+    real, pushed = client.create_commit, []
+
+    def create_commit(*args, **kwargs):
+        sha = real(*args, **kwargs)
+        if not pushed:
+            pushed.append(sim.push(repo, BRANCH, files, author=author, message="a maintainer's fix"))
+        return sha
+
+    client.create_commit = create_commit
+    return pushed
+
+
+def _ref_updates(sim, since: int) -> list[int]:
+    return [e["status"] for e in sim.requests_log[since:] if e["operation"] == "git/update-ref"]
+
+
+def test_a_push_between_the_apps_read_and_its_write_is_never_overwritten(github_sim, tmp_path):
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    opened = refresh(client, REPO, records(), now=NOW)
+    pr = sim.pull(REPO, opened.number)
+    app_commit, title, body = repo.head(BRANCH), pr.title, pr.body
+    pushed = _push_when_the_app_commits(sim, repo, client, {"notes.md": "reviewed\n"})
+
+    mark = len(sim.requests_log)
+    held = refresh(client, REPO, records(**{QWEN: 100}), now=NOW)  # new values: an update is due
+    (theirs,) = pushed
+    assert (held.action, held.number) == ("held", opened.number)
+    assert _ref_updates(sim, mark) == [422]  # GitHub refused the update: not a fast-forward
+    assert repo.head(BRANCH) == theirs and pr.head_sha == theirs
+    assert repo.store.commits[theirs].parents == [app_commit]  # their commit is on the branch, as pushed
+    assert (pr.title, pr.body, pr.state) == (title, body, "open")
+    (comment,) = _held_comments(sim, opened.number)  # the one comment the hold writes
+    assert f"`{theirs[:7]}` by maint" in comment["body"] and " | 570 | " in comment["body"]
+    assert f"held: {theirs} " in comment["body"]  # about the branch as it is now
+    assert "The values it would write now:\n\n| file | line | old | new | why |\n| --- | ---: | ---: | ---: | --- |\n| " in comment["body"]
+    # the next refresh sees their commit from the start: held, nothing written
+    mark = len(sim.requests_log)
+    assert refresh(client, REPO, records(**{QWEN: 100}), now=NOW).action == "held"
+    assert _writes(sim, mark) == [] and len(_held_comments(sim, opened.number)) == 1
+
+
+def test_a_push_the_pull_request_listing_does_not_show_yet_is_never_overwritten(github_sim, tmp_path):
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    opened = refresh(client, REPO, records(), now=NOW)
+    pr = sim.pull(REPO, opened.number)
+    app_commit = repo.head(BRANCH)
+    theirs = sim.push(repo, BRANCH, {KIMI: repo.files(app_commit)[KIMI] + b"# reviewed\n"}, author="maint")
+    pr.head_sha = app_commit  # GitHub's pull request listing still shows the App's commit as the head
+    mark = len(sim.requests_log)
+    held = refresh(client, REPO, records(**{QWEN: 100}), now=NOW)
+    assert held.action == "held" and _ref_updates(sim, mark) == [422]
+    assert repo.head(BRANCH) == theirs and repo.files(theirs)[KIMI].endswith(b"# reviewed\n")
+    (comment,) = _held_comments(sim, opened.number)
+    assert f"`{theirs[:7]}` by maint" in comment["body"]
+
+
+def test_a_push_before_the_apps_write_on_a_branch_without_its_pull_request_leaves_it_theirs(github_sim, tmp_path):
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    first = refresh(client, REPO, records(), now=NOW)
+    sim.close_pull_request(sim.pull(REPO, first.number))  # closed: the branch stays, the App's
+    pushed = _push_when_the_app_commits(sim, repo, client, {"notes.md": "mine\n"}, author="alice")
+    mark = len(sim.requests_log)
+    out = refresh(client, REPO, records(**{QWEN: 100}), now=NOW + timedelta(hours=1))  # new values: a new PR is due
+    (theirs,) = pushed
+    assert out.action == "branch-taken" and f"`{theirs[:7]}` by alice" in out.message
+    assert _ref_updates(sim, mark) == [422] and repo.head(BRANCH) == theirs
+    assert [p.number for p in sim.pulls.values() if p.head_ref == BRANCH] == [first.number]  # nothing opened
+
+
+def test_an_update_is_a_fast_forward_sent_without_force(github_sim, tmp_path):
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    refresh(client, REPO, records(), now=NOW)
+    app_commit = repo.head(BRANCH)
+    repo.commit({"README.md": "moved on\n"}, branch="main")
+    sent = []
+    real = client.update_ref
+
+    def update_ref(*args, **kwargs):
+        sent.append(kwargs.get("force"))
+        return real(*args, **kwargs)
+
+    client.update_ref = update_ref
+    assert refresh(client, REPO, records(**{QWEN: 100}), now=NOW).action == "updated"
+    assert sent == [False]
+    assert app_commit in repo.store.ancestors(repo.head(BRANCH))  # the App's last commit stays in the history
+
+
+# -- the same race through the schedule, on each store (issue 37 item 5) -------------------------------
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_the_schedule_never_pushes_over_a_maintainer_on_either_store(github_sim, tmp_path, backend, request):
+    """The worker's periodic pass (`sweep`: one worker per repository under the store's lock, the
+    outcome recorded in the store) with the maintainer's push landing on GitHub between the App's
+    new commit and its ref update: the update is refused, the App holds with its one comment and
+    the store records `held`, on SQLite and on PostgreSQL alike."""
+    import json
+    from datetime import datetime, timezone
+
+    from bot.github.client import GitHub
+    from bot.github.retry import RetryPolicy
+    from bot.store import calibration as runs
+    from bot.store import service as store
+    from bot.store.db import upgrade
+    from bot.worker.calibration_pr import sweep
+    from bot.worker.durations import ingest_json
+    from tests.patience import PATIENCE
+
+    sim = github_sim
+    url = request.getfixturevalue("pg_url") if backend == "postgresql" else f"sqlite:///{tmp_path / 'store.db'}"
+    upgrade(url)
+    repo, _ = _setup(sim, tmp_path)
+    (inst,) = sim.installations.values()
+    store.record_installation(url, installation_id=inst.id, account="sgl-project", target_type="Organization",
+                              repository_selection="selected", repositories=[REPO])
+    now = datetime.now(timezone.utc)
+    shift = now - timedelta(days=2) - datetime(2026, 6, 29, 4, tzinfo=timezone.utc)  # the fixture's runs, lately
+    rows = records()
+    for r in rows:
+        r["measured_at"] = (datetime.fromisoformat(r["measured_at"].replace("Z", "+00:00")) + shift).isoformat()
+    assert ingest_json(url, json.dumps(rows)).inserted == len(rows)
+    github = GitHub(sim.url, str(_app(sim).id), _app(sim).private_key_pem,
+                    policy=RetryPolicy(base_s=0.01, read_timeout_s=PATIENCE), blob_dir=tmp_path / "blobs")
+
+    ((_, opened),) = sweep(github, url, now=now)
+    assert opened.action == "opened"
+    # a week later the default branch moved KIMI's est_time: the values to write changed, an update is due
+    kimi = repo.files(repo.head("main"))[KIMI]
+    repo.commit({KIMI: kimi.replace(b"est_time=3600", b"est_time=4600")}, branch="main")
+    app_commit, pushed = repo.head(BRANCH), []
+    create_commit = sim.op_git_create_commit
+
+    def maintainer_pushes_meanwhile(req, params, body):
+        answer = create_commit(req, params, body)
+        if not pushed:  # GitHub made the App's commit; the maintainer's push lands before its ref update
+            pushed.append(sim.push(repo, BRANCH, {"notes.md": "reviewed\n"}, author="maint"))
+        return answer
+
+    sim.op_git_create_commit = maintainer_pushes_meanwhile
+    mark = len(sim.requests_log)
+    ((_, held),) = sweep(github, url, now=now + timedelta(days=7))
+    (theirs,) = pushed
+    assert (held.action, held.number) == ("held", opened.number)
+    assert _ref_updates(sim, mark) == [422] and repo.head(BRANCH) == theirs
+    assert repo.store.commits[theirs].parents == [app_commit]
+    (comment,) = _held_comments(sim, opened.number)
+    assert f"`{theirs[:7]}` by maint" in comment["body"]
+    with runs.session_scope(url) as session:
+        row = session.get(runs.CalibrationRun, REPO)
+        assert (row.outcome, row.pull_number) == ("held", opened.number)
+    assert runs.due(url, [REPO], now + timedelta(days=7)) == []  # recorded: not due again until its interval
+
+
+def test_a_branch_deleted_between_the_apps_read_and_its_write_is_not_recreated_by_that_refresh(github_sim, tmp_path):
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    refresh(client, REPO, records(), now=NOW)
+    real = client.create_commit
+
+    def create_commit(*args, **kwargs):
+        sha = real(*args, **kwargs)
+        repo.branches.pop(BRANCH, None)  # deleted on GitHub before the App's ref update
+        return sha
+
+    client.create_commit = create_commit
+    mark = len(sim.requests_log)
+    out = refresh(client, REPO, records(**{QWEN: 100}), now=NOW)
+    assert out.action == "nothing" and "deleted" in out.message
+    assert _ref_updates(sim, mark) == [422] and BRANCH not in repo.branches
+
+
+def test_the_apps_own_commit_between_its_read_and_its_write_is_left_for_the_next_refresh(github_sim, tmp_path):
+    """Another worker's refresh moved the branch to a commit of the App's meanwhile: the update is
+    refused, nothing of anyone else's is there, so no hold and no comment: `unchanged`."""
+    sim = github_sim
+    repo, client = _setup(sim, tmp_path)
+    opened = refresh(client, REPO, records(), now=NOW)
+    real, moved = client.create_commit, []
+
+    def create_commit(repo_name, message, tree, parents, **kwargs):
+        sha = real(repo_name, message, tree, parents, **kwargs)
+        if not moved:  # the other worker's commit, made through the API as the App, fast-forwarded
+            head = repo.head(BRANCH)
+            other = real(REPO, "another worker's refresh", client.tree(REPO, head)["sha"], [head])
+            client.update_ref(REPO, BRANCH, other)
+            moved.append(other)
+        return sha
+
+    client.create_commit = create_commit
+    mark = len(sim.requests_log)
+    out = refresh(client, REPO, records(**{QWEN: 100}), now=NOW)
+    assert (out.action, out.number) == ("unchanged", opened.number)
+    assert _ref_updates(sim, mark) == [200, 422] and repo.head(BRANCH) == moved[0]
+    assert _held_comments(sim, opened.number) == []

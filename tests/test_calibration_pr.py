@@ -73,7 +73,8 @@ def test_open_update_in_place_and_close_when_nothing_is_left(github_sim, tmp_pat
     changed = {p for p, c in head_files.items() if repo.files(main_before).get(p) != c}
     assert changed == {KIMI, QWEN, "test/registered/amd/test_deepseek_r1_mxfp4_8gpu.py",
                        "test/registered/cuda_graph/breakable/test_breakable_cuda_graph.py"}
-    commit = repo.store.commits[repo.head(BRANCH)]
+    first_commit = repo.head(BRANCH)
+    commit = repo.store.commits[first_commit]
     assert commit.parents == [main_before] and commit.author == "ci-registrar[bot]"
     assert "### `stage-c-test-large-8-gpu-amd-mi35x`" in pr.body
     assert f"| `{KIMI}` | 3600 | 740 | 10 | 637 | 642 | over-estimated |" in pr.body
@@ -102,7 +103,9 @@ def test_open_update_in_place_and_close_when_nothing_is_left(github_sim, tmp_pat
         "POST git/create-blob", "POST git/create-blob", "POST git/create-blob", "POST git/create-blob",
         "POST git/create-tree", "POST git/create-commit", "PATCH git/update-ref", "PATCH pulls/update",
     ], calls
-    assert repo.store.commits[repo.head(BRANCH)].parents == [repo.head("main")]
+    # a fast-forward: the App's last commit, with the new main merged in (never a force-push)
+    assert repo.store.commits[repo.head(BRANCH)].parents == [first_commit, repo.head("main")]
+    assert {p for p, c in repo.files(repo.head(BRANCH)).items() if repo.files(repo.head("main")).get(p) != c} == changed
     assert b"register_amd_ci(est_time=570," in repo.files(repo.head(BRANCH))[QWEN]
     assert len([p for p in sim.pulls.values() if p.head_ref == BRANCH]) == 1
 

@@ -337,3 +337,45 @@ def test_the_plan_as_json():
     plan = cal.Plan(cal.decide_all([reg(est_time=360)], {(F, Backend.ROCM): full}, P))
     assert plan.changes == [] and plan.as_json()["unchanged"][0]["why"].endswith("fits")
     assert cal.decide_all([reg(backend="cuda")], {}, P) == []
+
+
+def test_the_remembered_timeout_is_the_longest_killed_attempt():
+    """issue 37: `max` -> `min` survived. Of several TIMEOUT attempts within floor_days, the window
+    remembers the longest one (the run that got furthest before it was killed), in either order."""
+    kills = [rec(1800, days=3, outcome="TIMEOUT", timeout_after_s=1700), rec(2400, days=5, outcome="TIMEOUT", timeout_after_s=2300),
+             rec(1000, days=8, outcome="TIMEOUT")]
+    for order in (kills, list(reversed(kills))):
+        t = win([rec(100, days=1), *order])
+        assert (t.timed_out_at, t.timeouts) == (2300, 3)
+
+
+def test_rows_of_one_file_on_several_models_are_ordered_by_model():
+    w = win([rec(100, days=1)])
+    rows = cal.stats_rows({(F, Backend.ROCM, "MI355X"): w, (F, Backend.ROCM, "MI300X"): w})
+    assert [r["hardware"] for r in rows] == ["MI300X", "MI355X"]  # the same order whatever the windows' order
+
+
+def test_windows_are_judged_as_of_now_when_no_time_is_given():
+    from datetime import datetime, timezone
+
+    now = datetime.now(timezone.utc)
+    recent = {**rec(100), "measured_at": now.isoformat()}
+    windows = cal.build_windows([recent], P)  # no `now`: the current time
+    assert list(windows.values())[0].passing == (100,)
+
+
+def test_a_raise_one_run_drives_is_labelled_without_the_windows_slowest():
+    """A window read from statistics rows may lack `slowest`: the window's own maximum is the run
+    that drives the raise."""
+    w = cal.Window((1500.0, 1000.0, 1100.0, 900.0, 1000.0))
+    assert w.slowest is None
+    d = cal.decide(reg(est_time=800), w, P)
+    assert d.changed and d.new == 1580 and d.one_run
+
+
+def test_windows_on_every_calibration_model_from_one_pass_over_the_records():
+    models = cal.calibration_hardware(P)
+    assert len(models) >= 2  # MI355X and the models some suites name
+    records = [rec(100, hardware=m) for m in models]
+    windows = cal.build_suite_windows(iter(records), P, now=NOW)  # a generator, as an export streams them
+    assert sorted(k[2] for k in windows) == sorted(models)

@@ -234,3 +234,163 @@ def test_a_star_entry_dispatches_every_suite_and_a_suites_own_entry_wins():
     assert not findings
     assert config.dispatch_for("s").workflow == "b.yml" and config.dispatch_for("other").workflow == "a.yml"
     assert load_config(None)[0].dispatch_for("s") is None
+
+
+# -- issue 37: pins for what a mutation sample found open ---------------------------------------------
+def _job(workflow: str, job: str, line: int = 10, **kw):
+    from checks.target.ci_jobs import SuiteJob
+
+    fields = dict(suite="nightly-stage-c-8-gpu-mi350", workflow=workflow, job=job, line=line, external=False,
+                  pool=("linux-mi35x-gpu-8",), hw="rocm", cadence="nightly", pull_request=False, scheduled=True,
+                  shards=1, timeout_per_file_s=None, job_timeout_min=360, image=None)
+    fields.update(kw)
+    return SuiteJob(**fields)
+
+
+def test_a_configured_source_names_its_workflow_and_its_job_both():
+    """`source: a.yml#nightly` is that job of that workflow: never a job of that id in another
+    workflow (its plan and price would be copied from the wrong job), nor another job of a.yml."""
+    from checks.target.dispatch_plan import choose_job
+
+    fleet = [("linux-mi35x-gpu-8",)]
+    other_workflow_same_id = _job(".github/workflows/b.yml", "nightly", timeout_per_file_s=9000)
+    same_workflow_other_id = _job(".github/workflows/a.yml", "weekly", timeout_per_file_s=8000)
+    wanted = _job(".github/workflows/a.yml", "nightly", line=30, timeout_per_file_s=100)
+    jobs = [other_workflow_same_id, same_workflow_other_id, wanted]
+    assert choose_job("nightly-stage-c-8-gpu-mi350", jobs, fleet, source="a.yml#nightly") is wanted
+    assert choose_job("nightly-stage-c-8-gpu-mi350", [other_workflow_same_id, same_workflow_other_id], fleet,
+                      source="a.yml#nightly") is None
+    # a workflow without a job id: any job of it, the longest timeouts first
+    assert choose_job("nightly-stage-c-8-gpu-mi350", jobs, fleet, source="a.yml") is same_workflow_other_id
+    assert choose_job("nightly-stage-c-8-gpu-mi350", jobs, fleet, source="c.yml") is None
+
+
+def test_the_run_plan_text_says_its_gpu_hours():
+    from checks.target.dispatch_plan import plan_lines
+
+    view = {"source": {"workflow": ".github/workflows/a.yml", "line": 3, "job": "nightly"}, "runs_on": ["box"],
+            "gpus": 8, "shards": 2, "timeout_per_file_s": 1800, "job_timeout_min": 360, "command": "python3 r.py"}
+    assert "about 1.50 GPU-hours" in plan_lines({**view, "gpu_hours": 1.5})
+    assert "about 0.00 GPU-hours" in plan_lines({**view, "gpu_hours": 0.0})  # a price of zero is still said
+    assert not [line for line in plan_lines(view) if "GPU-hours" in line]  # no price known: no line
+    assert plan_lines({**view, "gpu_hours": 1.5})[-1] == "about 1.50 GPU-hours"  # before the notes, after the rest
+
+
+@pytest.mark.parametrize("flags, kept, note", [
+    (["--max-attempts"], [], "`--max-attempts` left out: it takes a value"),
+    (["--enable-retry", "--max-attempts"], ["--enable-retry"], "`--max-attempts` left out: it takes a value"),
+    (["--cadence"], [], "`--cadence` left out: it takes a value"),
+    (["--max-attempts", "3"], ["--max-attempts", "3"], None),
+    (["--nightly", "--unknown"], ["--nightly"], "`--unknown` left out: the runner on the default branch has no such option"),
+    (["--unknown", "x"], [], "`--unknown` left out: the runner on the default branch has no such option"),
+])
+def test_a_value_taking_flag_at_the_end_of_the_list_is_left_out_not_an_index_error(flags, kept, note):
+    from checks.target.dispatch_plan import _accepted, _cadence
+
+    options = {"--max-attempts": RunnerOption("--max-attempts", True), "--cadence": RunnerOption("--cadence", True),
+               "--enable-retry": RunnerOption("--enable-retry", False), "--nightly": RunnerOption("--nightly", False)}
+    notes: list[str] = []
+    assert _accepted(list(flags), options, notes) == kept
+    assert notes == ([note] if note else [])
+    assert _cadence(list(flags)) == ("nightly" if "--nightly" in flags else None)
+    assert _cadence(["--cadence", "weekly"]) == "weekly"
+
+
+@pytest.mark.parametrize("tail", ["--cadence", "--max-attempts", "--cadence regular --max-attempts",
+                                  "--max-attempts --continue-on-error"])
+def test_a_jobs_value_taking_flag_without_its_value_is_not_copied(tail):
+    """The job's command line ends with (or runs into another option after) an option that takes a
+    value: the runner would refuse it; the plan neither copies it (a None in the command, or the next
+    option read as its value) nor fails, whether or not the runner's options were read."""
+    wf = ("name: n\non: [push]\njobs:\n  j:\n    runs-on: [self-hosted, amd, mi350, 8gpu]\n    steps:\n"
+          f"      - run: python3 tests/ci/run_suite.py --hw rocm --suite nightly-stage-c-8-gpu-mi350 {tail}\n")
+    options = _options(MILES_RUNNER.read_text())
+    for opts in (options, None):
+        jobs = read_suite_jobs({".github/workflows/n.yml": wf}, runner="run_suite", options=opts)
+        run = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="n.yml"), opts, [], jobs=jobs,
+                   fleet=[j.pool for j in jobs])
+        assert "--max-attempts" not in run.runner_flags and None not in run.runner_flags
+        command = run.command()
+        assert "--max-attempts" not in command and ("--cadence regular" in command) == ("regular" in tail)
+
+
+def test_a_sharded_plans_commands_and_inputs():
+    options = _options(MILES_RUNNER.read_text())
+    run = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", runs_on=["box"], shards=2, runner_flags=[]), options, [])
+    assert run.shards == 2
+    assert [c.split("--auto-partition-id ")[1] for c in run.commands()] == ["0 --auto-partition-size 2", "1 --auto-partition-size 2"]
+    one = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", runs_on=["box"], shards=1, runner_flags=[]), options, [])
+    assert "--auto-partition" not in one.command()
+    import json
+
+    keys = list(json.loads(run.inputs()["plan"]))
+    assert keys == sorted(keys) and run.inputs()["shards"] == "2"  # the same plan, the same input text
+
+
+def test_a_job_of_another_suite_is_never_copied():
+    from checks.target.dispatch_plan import choose_job
+
+    other = _job(".github/workflows/a.yml", "nightly", suite="nightly-stage-c-4-gpu-mi350")
+    assert choose_job("nightly-stage-c-8-gpu-mi350", [other], [("linux-mi35x-gpu-8",)]) is None
+    cuda = _job(".github/workflows/a.yml", "nightly", hw="cuda")
+    assert choose_job("nightly-stage-c-8-gpu-mi350", [cuda], [("linux-mi35x-gpu-8",)]) is None
+
+
+def test_an_unknown_option_takes_the_plain_word_after_it():
+    from checks.target.dispatch_plan import _accepted
+
+    notes: list[str] = []
+    options = {"--nightly": RunnerOption("--nightly", False)}
+    assert _accepted(["--nightly", "--unknown", "x"], options, notes) == ["--nightly"]
+    assert notes == ["`--unknown` left out: the runner on the default branch has no such option"]  # not `x` as well
+
+
+def test_what_the_plan_says_it_left_out_or_moved():
+    options = _options(MILES_RUNNER.read_text())
+    unresolved = _job(".github/workflows/a.yml", "nightly", pool=("linux-mi35x-gpu-4",), unresolved=("--labels ${{ needs.x }}",),
+                      suite="nightly-stage-c-4-gpu-mi350")
+    run = plan("nightly-stage-c-4-gpu-mi350", D, options, [], jobs=[unresolved], fleet=[("linux-mi35x-gpu-4",)])
+    assert "left out, computed at run time by its job: `--labels ${{ needs.x }}`" in run.notes
+    assert "no image read from its job: the workflow's default image" in run.notes
+    # its pool is not the fleet's: the fleet's runner that fits, said
+    away = _job(".github/workflows/a.yml", "nightly", pool=("elsewhere-4",), suite="nightly-stage-c-4-gpu-mi350")
+    run = plan("nightly-stage-c-4-gpu-mi350", Dispatch(workflow="x.yml", larger_runner=True), options, [], jobs=[away],
+               fleet=[("linux-mi35x-gpu-4",)])
+    assert run.runs_on == ("linux-mi35x-gpu-4",)
+    assert ("runs on [linux-mi35x-gpu-4] of this repository's fleet: its job runs on [elsewhere-4] in "
+            ".github/workflows/a.yml") in run.notes
+    nameless = _job(".github/workflows/a.yml", "nightly", pool=None, suite="nightly-stage-x-mi350")
+    with pytest.raises(NoRunner, match="neither its name nor its job's runner"):
+        plan("nightly-stage-x-mi350", D, options, [], jobs=[nameless], fleet=[("linux-mi35x-gpu-4",)])
+
+
+def test_only_an_own_jobs_environment_is_copied_and_match_all_labels_is_read():
+    options = _options(MILES_RUNNER.read_text())
+    fleet = [("linux-mi35x-gpu-8",)]
+    mine = _job(".github/workflows/a.yml", "nightly", env=(("HF_HOME", "/data"),), flags=("--match-all-labels",))
+    run = plan("nightly-stage-c-8-gpu-mi350", D, options, [], jobs=[mine], fleet=fleet)
+    assert run.env == (("HF_HOME", "/data"),) and run.match_all_labels
+    theirs = _job("sgl-project/sglang:.github/workflows/a.yml", "nightly", env=(("HF_HOME", "/data"),), external=True)
+    run = plan("nightly-stage-c-8-gpu-mi350", D, options, [], jobs=[theirs], fleet=fleet)
+    assert run.env == () and not run.match_all_labels
+
+
+def test_the_run_plan_text_line_by_line():
+    from checks.target.dispatch_plan import plan_lines
+
+    view = {"source": {"workflow": ".github/workflows/a.yml", "line": 3, "job": "nightly"}, "runs_on": ["box"],
+            "gpus": 8, "shards": 1, "timeout_per_file_s": 1800, "job_timeout_min": 360, "command": "python3 r.py",
+            "install": ["pip install x"], "notes": ["a note"]}
+    lines = plan_lines(view)
+    assert lines[0] == "copied from `.github/workflows/a.yml:3` (job `nightly`)"
+    assert lines[1] == "runs on `box` (8 GPUs), 1 shard" and "2 shards" in plan_lines({**view, "shards": 2})[1]
+    assert "install: `pip install x`" in lines and lines[-1] == "a note"
+    assert plan_lines({**view, "source": None})[0] == "copied from the configuration only"
+
+
+def test_a_nightly_cadence_admits_nightly_registrations_and_a_regular_one_does_not():
+    options = _options(SGLANG_RUNNER)
+    nightly = plan("nightly-amd-8-gpu-mi35x", Dispatch(workflow="x.yml", runs_on=["box"], runner_flags=["--nightly"]), options, [])
+    assert nightly.cadence == "nightly" and nightly.admit_nightly
+    regular = plan("nightly-amd-8-gpu-mi35x", Dispatch(workflow="x.yml", runs_on=["box"], runner_flags=[]), options, [])
+    assert regular.cadence is None and not regular.admit_nightly

@@ -175,3 +175,14 @@ def test_no_status_is_spelled_outside_the_table(path):
     assert _status_literals(ROOT / path) == []
     source = (ROOT / path).read_text()
     assert "store.transition(" not in source
+
+
+def test_the_table_of_states_is_the_documented_one():
+    """docs/on-demand-states.md is generated from this module (`make docs`): what a reader of the
+    document sees is exactly the table the store enforces, row by row, with every column."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "on-demand-states.md").read_text()
+    assert states.markdown() == doc
+    for e in states.EVENTS.values():
+        row = next(line for line in doc.splitlines() if line.startswith(f"| `{e.name}` |"))
+        assert f"| `{e.to_status}` |" in row and (e.writes or "") in row
+    assert doc.count("\n| ") >= len(states.EVENTS) + len(states.STATUSES) + len(states.DISPATCH_SEQUENCE)

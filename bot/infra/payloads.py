@@ -77,10 +77,17 @@ class _LinkedPull(_S, kw_only=True):
     base: Optional[_Ref] = None
 
 
+class _App(_S, kw_only=True):
+    """The App a check run or suite belongs to. GitHub sends it on every check_run event (its
+    description requires `app`); a check run with buttons is always an App's, so no `null` either."""
+    id: Id
+
+
 class _CheckRun(_S, kw_only=True):
     name: Text
     head_sha: Sha
-    pull_requests: list[_LinkedPull] = []
+    app: _App
+    pull_requests: list[_LinkedPull]  # required by GitHub's description: [] when no PR of this repository
 
 
 class CheckRunEvent(Envelope, kw_only=True):
@@ -91,7 +98,7 @@ class CheckRunEvent(Envelope, kw_only=True):
 
 class _CheckSuite(_S, kw_only=True):
     head_sha: Sha
-    pull_requests: list[_LinkedPull] = []
+    pull_requests: list[_LinkedPull]  # required by GitHub's description
 
 
 class CheckSuiteEvent(Envelope, kw_only=True):
@@ -168,15 +175,27 @@ class _RequestedAction(_S, kw_only=True):
     identifier: Annotated[str, Meta(max_length=20)]
 
 
-class _CheckRunRef(_S, kw_only=True):
+class _Output(_S, kw_only=True):
+    summary: Optional[Annotated[str, Meta(max_length=65535)]] = None  # GitHub's limit for a summary
+
+
+class _ClickedCheckRun(_S, kw_only=True):
+    """The check run a button was clicked on: every field the button handlers read."""
     id: Id
+    name: Text
+    head_sha: Sha
+    app: _App
+    pull_requests: list[_LinkedPull]
+    output: Optional[_Output] = None
+    completed_at: Optional[Annotated[str, Meta(max_length=64, pattern=r"^[0-9T:.+Z-]+$")]] = None
 
 
 class CheckRunActionEvent(Envelope, kw_only=True):
-    """A click on a check run's button (the on-demand Approve run)."""
+    """A click on a check run's button: the on-demand request's Approve run, the summary's Run
+    ROCm suite N. The handlers read the click through this struct only (`checked`)."""
     installation: Installation
     repository: Repository
-    check_run: _CheckRunRef
+    check_run: _ClickedCheckRun
     requested_action: _RequestedAction
     sender: _User
 
@@ -226,6 +245,15 @@ def envelope(data: dict) -> Envelope:
         return msgspec.convert(data, Envelope)
     except msgspec.ValidationError as exc:
         raise PayloadError(str(exc)) from None
+
+
+def checked(schema: type, data: dict):
+    """`data` read through `schema`: what a handler reads is exactly what the intake checked (the
+    same struct, SCHEMAS), never a field of the raw dict it did not look at."""
+    try:
+        return msgspec.convert(data, schema)
+    except msgspec.ValidationError as exc:
+        raise PayloadError(str(exc)[:300]) from None
 
 
 def validate(event: str, data: dict) -> Envelope:

@@ -27,6 +27,7 @@ from bot.ondemand import texts
 from bot.ondemand.cost import Costing
 from bot.ondemand.permissions import Authority
 from bot.ondemand.selection import Outcome, Selection, analyse_bounded
+from checks.wording import visible
 from bot.worker.sources import GitHubTree
 from bot.store import ondemand as store
 from checks.target.config import CONFIG_PATH, Config, load_config
@@ -186,6 +187,9 @@ def once(pull: Pull, key: str, step: str, action) -> bool:
 
 def reply(pull: Pull, key: str, body: str, step: str = "reply") -> None:
     # A PR that is gone (404/410) cannot be answered; what happened is in the audit log already.
+    # Every reply passes checks.wording.visible: no bidi override or invisible character of a name
+    # reaches the comment raw, whichever text interpolated it.
+    body = visible(body)
     once(pull, key, step, lambda: tolerate_gone(lambda: pull.client.comment(pull.repo, pull.number, body)))
 
 

@@ -15,7 +15,7 @@ import re
 
 from bot.ondemand.grammar import GRAMMAR
 from checks.target.dispatch_plan import plan_lines
-from checks.wording import plural
+from checks.wording import amount, plural, visible
 
 REQUEST_CHECK = "MI350 run request · {suite}"
 RUN_CHECK = "MI350 · {suite}"
@@ -24,7 +24,7 @@ APPROVE_ACTION = {"label": "Approve run", "description": "Dispatch this MI350 ru
 
 def code(text: str) -> str:
     """`text` as an inline code span that nothing inside can close (CommonMark: a longer fence)."""
-    text = " ".join(str(text).split())  # one line: a code span cannot hold a paragraph break
+    text = visible(" ".join(str(text).split()))  # one line: a code span cannot hold a paragraph break
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text else ""
@@ -32,7 +32,7 @@ def code(text: str) -> str:
 
 
 def hours(value: float) -> str:
-    return f"{value:.2f}"
+    return amount(value, ".2f")
 
 
 def _suites(suites: list[str]) -> str:
@@ -62,7 +62,7 @@ def not_a_maintainer(user: str, what: str, role: str, note: str | None) -> str:
 
 
 def _selected_table(files_with_est: list[tuple[str, float | None]]) -> str:
-    rows = "\n".join(f"| `{f}` | {'' if e is None else f'{e:g} s'} |" for f, e in files_with_est)
+    rows = "\n".join(f"| {code(f)} | {'' if e is None else amount(e, 'g', 's')} |" for f, e in files_with_est)
     return "| test file | est_time |\n| --- | --- |\n" + rows
 
 
@@ -243,8 +243,8 @@ def run_finished_output(suite: str, conclusion: str, run_url: str | None, rows: 
     link = f"[workflow run]({run_url})" if run_url else "the workflow run"
     if any(r["elapsed"] is not None for r in rows):
         body = "| test file | status | elapsed | est_time | verdict |\n| --- | --- | --- | --- | --- |\n" + "\n".join(
-            f"| `{r['file']}` | {r['status']} | {'' if r['elapsed'] is None else format(r['elapsed'], 'g') + ' s'} | "
-            f"{'' if r['est_time'] is None else format(r['est_time'], 'g') + ' s'} | {r['verdict']} |" for r in rows)
+            f"| {code(r['file'])} | {r['status']} | {'' if r['elapsed'] is None else amount(r['elapsed'], 'g', 's')} | "
+            f"{'' if r['est_time'] is None else amount(r['est_time'], 'g', 's')} | {r['verdict']} |" for r in rows)
     else:
         body = "The run's logs held no per-file result lines."
     passed = sum(1 for r in rows if r["status"] == "PASS")

@@ -4,8 +4,9 @@ What `ci-registrar calibrate --write` would change on the default branch is comm
 through the Git Data API (a blob per edited file, one tree on the default branch's tree, one
 commit, the branch ref) and shown in one pull request:
 - none open and something to change: the branch is (re)pointed and the pull request opened;
-- open, and the values changed: the branch is force-moved to a new commit on the current default
-  branch and the body rewritten, in place;
+- open, and the values changed: the branch is fast-forwarded to a new commit, the default branch
+  merged into the App's last commit with the new values (GitHub's "update branch"), and the body
+  rewritten, in place;
 - open, and nothing left to change: closed, with a comment saying why;
 - closed by someone else with these very values: left closed, until the values change again.
 
@@ -13,7 +14,9 @@ The branch is the App's only while it is: only a pull request the App's bot open
 updated, and only while every commit on its branch (beyond the default branch) was made by the App
 through the API (its bot as author and committer, with GitHub's signature). Once anyone else has
 pushed, the App holds: one comment with the values it would write, nothing else, until the pull
-request is closed or the branch is back on an App commit. A branch of that name holding anyone
+request is closed or the branch is back on an App commit. The App never force-pushes: its ref update
+is a fast-forward from the commit it read, so a push that lands between its read and its write is
+refused by GitHub (422 "Update is not a fast forward") and the App holds as above. A branch of that name holding anyone
 else's commits, or with anyone else's pull request open from it, is never moved.
 
 The body carries a fingerprint of the values it proposes (an HTML comment), so none of this needs
@@ -34,7 +37,8 @@ from typing import TYPE_CHECKING
 from bot.github.retry import GitHubError
 from bot.infra.logging import get_logger
 from checks.target.config import CONFIG_PATH, load_config
-from checks.wording import plural
+from checks.model import code
+from checks.wording import REFUSED, amount, plural, usable, visible
 
 if TYPE_CHECKING:  # the policy, the edits (libcst) and the shards load only when a refresh runs
     from checks.calibration.policy import Decision, Plan
@@ -84,6 +88,8 @@ def _marker(body: str | None) -> str | None:
 def _fmt(v) -> str:
     if v is None:
         return "-"
+    if not usable(v):
+        return REFUSED
     return f"{v:g}" if float(v).is_integer() else f"{v:.0f}"
 
 
@@ -104,16 +110,16 @@ def render_body(plan: "Plan", windows, uses, registrations, changes_print: str, 
         by_suite.setdefault(d.registration.suite or "(no suite)", []).append(d)
     new_of = {d.registration.file: d.new for d in plan.changes}
     for suite in sorted(by_suite):
-        lines += [f"### `{suite}`", "", "| file | old | new | n | p90 | max | why |", "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+        lines += [f"### {code(suite)}", "", "| file | old | new | n | p90 | max | why |", "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
         for d in by_suite[suite]:
             why = d.reason
             if getattr(d, "one_run", False):  # one slow pass sets the value: say so, with the run to look at
                 why += " (driven by a single run" + (f": [{d.run.rsplit('/', 1)[-1]}]({d.run})" if d.run else "") + ")"
-            lines.append(f"| `{d.registration.file}` | {_fmt(d.old)} | {_fmt(d.new)} | {d.n} | {_fmt(d.p90)} | {_fmt(d.max)} | {why} |")
+            lines.append(f"| {code(d.registration.file)} | {_fmt(d.old)} | {_fmt(d.new)} | {d.n} | {_fmt(d.p90)} | {_fmt(d.max)} | {why} |")
         regs = [r for r in registrations if r.suite == suite and r.disabled is None and r.est_time is not None]
         before = sum(r.est_time for r in regs)
         after = sum(new_of.get(r.file, r.est_time) for r in regs)
-        lines += ["", f"Suite total est_time: {before:g} s -> {after:g} s over {plural(len(regs), 'file')}."]
+        lines += ["", f"Suite total est_time: {amount(before, 'g', 's')} -> {amount(after, 'g', 's')} over {plural(len(regs), 'file')}."]
         for use in [u for u in uses if u.suite == suite and u.shards >= 1]:
             def predicted(est_of):
                 items = []
@@ -175,8 +181,9 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
     latest = mine[0] if mine else None
     open_pr = latest if latest and latest["state"] == "open" else None
 
+    ahead = False  # the branch holds commits beyond the default branch (the App's, checked)
     if open_pr is not None:
-        foreign = _foreign_commits(client, repo, default, open_pr["head"]["sha"], bot)
+        foreign, ahead = _foreign_commits(client, repo, head, open_pr["head"]["sha"], bot)
         if foreign:  # someone else pushed to it: theirs now, until closed or back on an App commit
             return _hold(client, repo, open_pr, plan, foreign, bot, outcome)
     if not plan.changes:
@@ -196,7 +203,7 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
         # The branch outlived the App's pull requests, or was made by someone else: the App moves
         # it only when nothing on it (beyond the default branch) is anyone else's work, and no one
         # else's pull request is open from it.
-        foreign = _foreign_commits(client, repo, default, branch_head, bot)
+        foreign, ahead = _foreign_commits(client, repo, head, branch_head, bot)
         if foreign or strangers_open:
             return outcome("branch-taken", None, len(plan.changes), BRANCH_TAKEN.format(
                 branch=BRANCH, who=_who(foreign) if foreign else f"pull request #{strangers_open[0]['number']}"))
@@ -217,14 +224,23 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
         for d in plan.changes)
     # No author, no committer: GitHub names the App's bot as both and signs the commit, which is
     # how the next refresh tells the App's commits from anyone else's.
-    commit = client.create_commit(repo, message, new_tree, [head])
+    # The new commit descends from the branch head the App read (when that holds commits of its
+    # own, as a merge of the default branch into it: the tree is the default branch's with the new
+    # values, so the pull request shows only them), so that its ref update is a fast-forward.
+    parents = [branch_head, head] if branch_head is not None and ahead else [head]
+    commit = client.create_commit(repo, message, new_tree, parents)
     body = render_body(plan, windows, ctx.uses, report.registrations, changes_print, params)
     if branch_head is None:
         client.create_ref(repo, BRANCH, commit)
     else:
-        # Only the App's own commits are replaced (checked above, one request earlier: GitHub's
-        # ref update has no compare-and-set, so a push in between is the one thing not caught).
-        client.update_ref(repo, BRANCH, commit, force=True)
+        try:
+            # never force: GitHub refuses the update unless the branch still points at
+            # `branch_head` or one of the new commit's ancestors (its compare-and-set)
+            client.update_ref(repo, BRANCH, commit, force=False)
+        except GitHubError as exc:
+            if exc.status != 422:
+                raise
+            return _pushed_meanwhile(client, repo, head, open_pr, plan, bot, outcome, exc)
     if open_pr is not None:
         client.update_pull(repo, open_pr["number"], {"title": TITLE, "body": body})
         return outcome("updated", open_pr["number"], len(plan.changes))
@@ -247,14 +263,32 @@ def is_app_commit(commit: dict, bot: str) -> bool:
             and bool(((commit.get("commit") or {}).get("verification") or {}).get("verified")))
 
 
-def _foreign_commits(client, repo: str, default: str, head_sha: str, bot: str) -> list[dict]:
-    """The commits on the branch (beyond the default branch) that are not the App's; all of them
-    when GitHub cannot list them all (over 250: someone's history, certainly not the App's)."""
-    compared = client.compare(repo, default, head_sha)
+def _foreign_commits(client, repo: str, base: str, head_sha: str, bot: str) -> tuple[list[dict], bool]:
+    """The commits on the branch (beyond `base`, the default branch's head) that are not the
+    App's, all of them when GitHub cannot list them all (over 250: someone's history, certainly
+    not the App's); and whether the branch has any commit beyond `base` at all."""
+    compared = client.compare(repo, base, head_sha)
     commits = compared.get("commits") or []
     if compared.get("total_commits", len(commits)) > len(commits):
-        return commits or [{"sha": head_sha}]
-    return [c for c in commits if not is_app_commit(c, bot)]
+        return commits or [{"sha": head_sha}], True
+    return [c for c in commits if not is_app_commit(c, bot)], bool(commits)
+
+
+def _pushed_meanwhile(client, repo: str, head: str, open_pr: dict | None, plan: "Plan", bot: str, outcome,
+                      refused: GitHubError) -> Outcome:
+    """GitHub refused the fast-forward: the branch moved after the App read it. Someone else's
+    commit: hold (the one comment) or, with no pull request of the App's open, leave the branch
+    to them. The App's own (another worker's refresh): nothing to do now, the next refresh reads it."""
+    now_head = _branch_head(client, repo)
+    if now_head is None:  # deleted in between: nothing to overwrite, the next refresh starts afresh
+        return outcome("nothing", open_pr["number"] if open_pr else None, len(plan.changes), "the branch was deleted meanwhile")
+    foreign, _ = _foreign_commits(client, repo, head, now_head, bot)
+    if not foreign:
+        log.info("calibration branch moved by the App meanwhile", repository=repo, status=refused.status)
+        return outcome("unchanged", open_pr["number"] if open_pr else None, len(plan.changes))
+    if open_pr is not None:
+        return _hold(client, repo, {**open_pr, "head": {**open_pr["head"], "sha": now_head}}, plan, foreign, bot, outcome)
+    return outcome("branch-taken", None, len(plan.changes), BRANCH_TAKEN.format(branch=BRANCH, who=_who(foreign)))
 
 
 def _branch_head(client, repo: str) -> str | None:
@@ -271,7 +305,7 @@ def _who(commits: list[dict]) -> str:
     def name(c):
         return ((c.get("author") or {}).get("login") or ((c.get("commit") or {}).get("author") or {}).get("name")
                 or "an unknown author")
-    return ", ".join(f"`{c['sha'][:7]}` by {name(c)}" for c in commits[:5]) + (
+    return ", ".join(f"`{c['sha'][:7]}` by {visible(name(c))}" for c in commits[:5]) + (
         f" and {len(commits) - 5} more" if len(commits) > 5 else "")
 
 
@@ -296,12 +330,12 @@ def _mode(client, repo: str, listing: dict, path: str) -> str:
 
 def held_comment(plan: "Plan", foreign: list[dict], head_sha: str, changes_print: str) -> str:
     lines = [f"Someone other than CI Registrar pushed to `{BRANCH}` ({_who(foreign)}). The App no longer "
-             "updates, retitles, closes or force-pushes this pull request: that would overwrite their work. It "
+             "updates, retitles, closes or pushes to this pull request: that would overwrite their work. It "
              "resumes when the branch is back on a commit of the App's, or once this pull request is closed and "
              "the branch deleted (a new pull request then).", ""]
     if plan.changes:
         lines += ["The values it would write now:", "", "| file | line | old | new | why |", "| --- | ---: | ---: | ---: | --- |"]
-        lines += [f"| `{d.registration.file}` | {d.registration.anchor('est_time').line} | {_fmt(d.old)} | {_fmt(d.new)} | {d.reason} |"
+        lines += [f"| {code(d.registration.file)} | {d.registration.anchor('est_time').line} | {_fmt(d.old)} | {_fmt(d.new)} | {d.reason} |"
                   for d in plan.changes]
     else:
         lines.append("It would write nothing now: every est_time fits the stored durations.")

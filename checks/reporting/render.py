@@ -12,7 +12,7 @@ from itertools import groupby
 from checks.model import Finding, Registration, Report, Severity, code
 from checks.reporting import evidence
 from checks.rules import RULES
-from checks.wording import plural
+from checks.wording import REFUSED, amount, has_invisible, plural, usable, visible
 
 _TOOL_URI = "https://github.com/radixark/ci-registrar"
 
@@ -314,7 +314,7 @@ def md_code(text: object) -> str:
 
 def md_text(text: object) -> str:
     """Plain text that renders as itself: no formatting, mention, reference, link, HTML or line break."""
-    text = " ".join(str(text).split("\n")).replace("\r", " ")
+    text = visible(" ".join(str(text).split("\n")).replace("\r", " "))  # before the zero-width spaces below
     text = _MD_PUNCT.sub(r"\\\1", text)
     return _NEUTRALISE.sub(lambda m: _ZWSP + m.group(1) if m.group(1) == "://" else m.group(1) + _ZWSP, text)
 
@@ -400,11 +400,17 @@ _VERDICT = {"failure": "Failure", "neutral": "Not fully checked", "success": "Pa
 
 
 def _hours(value: float) -> str:
-    return f"{value:.2f}"
+    return amount(value, ".2f")
+
+
+def _run_cost(gpu_hours: float) -> str:
+    if not usable(gpu_hours):
+        return f"has no usable cost: its GPU-hours are {REFUSED}"
+    return f"costs about {_hours(gpu_hours)} GPU-hours"
 
 
 def _seconds(value: float | None) -> str:
-    return "?" if value is None else f"{value:g} s"
+    return "?" if value is None else amount(value, "g", "s")
 
 
 def _change_counts(report: Report) -> str:
@@ -447,7 +453,7 @@ def _suite_table(summary) -> list[str]:
     suggestions, refusals = [], []
     for row in summary.rows:
         files = f"+{len(row.files_added)} / −{len(row.files_removed)} ({row.files_before} → {row.files_after})"
-        est = f"{row.est_before:g} s → {row.est_after:g} s"
+        est = f"{_seconds(row.est_before)} → {_seconds(row.est_after)}"
         stored = f"{plural(row.stored_runs, 'run')} over {row.files_measured} of {plural(row.files_after, 'file')}"
         lead = f"| {_cell(md_code(row.suite))} | {row.backend} | {files} | {est} "
         if not row.consumers and row.unknown:
@@ -478,8 +484,8 @@ def _suite_table(summary) -> list[str]:
             button = f"the **{md_text(_action_label(n))}** button or " if n <= MAX_ACTIONS else ""
             measure = (f"{_plural(len(row.to_measure), 'file')} not verified on its hardware" if row.unverified
                        else f"{_plural(len(row.unmeasured_added), 'new file')} with no stored run")
-            suggestions.append(f"{n}. {md_code(RUN_ROCM + ' ' + row.suite)}: {measure}; one run of its job costs about "
-                               f"{_hours(row.run_gpu_hours)} GPU-hours (the table's figure). A maintainer starts it with {button}this comment; "
+            suggestions.append(f"{n}. {md_code(RUN_ROCM + ' ' + row.suite)}: {measure}; one run of its job "
+                               f"{_run_cost(row.run_gpu_hours)} (the table's figure). A maintainer starts it with {button}this comment; "
                                f"it goes through the usual approval and budget.")
     lines.append("")
     lines.append("GPU-hours per run are est_time of what each job selects (its cadence and labels) × the GPUs of "
@@ -567,7 +573,7 @@ def check_run_summary(report: Report) -> str:
     if shown:
         lines += ["<details><summary>Registrations</summary>", "", "| file | backend | suite | est_time | labels | change |", "| --- | --- | --- | --- | --- | --- |"]
         for r in shown:
-            est = "" if r.est_time is None else f"{r.est_time:g}"
+            est = "" if r.est_time is None else amount(r.est_time)
             change = r.change.value if r.change else ""
             suite = md_code(r.suite)
             labels = ", ".join(md_code(label) for label in r.labels)
@@ -587,14 +593,14 @@ def check_run_annotations(report: Report) -> list[dict]:
             "start_line": f.span.line,
             "end_line": f.span.end_line,
             "annotation_level": _ANNOTATION_LEVEL[f.severity],
-            "message": f.message[:64_000],
-            "title": (f.title or f.rule)[:255],
+            "message": visible(f.message)[:64_000],  # plain text on GitHub: names shown as they are
+            "title": visible(f.title or f.rule)[:255],
         }
         if f.span.line == f.span.end_line:  # GitHub accepts columns on one-line annotations only
             a["start_column"] = f.span.column
             a["end_column"] = max(f.span.end_column, f.span.column)
         if f.fix is not None:
-            a["raw_details"] = f"Suggested change (lines {f.fix.start_line}-{f.fix.end_line}):\n{f.fix.text}"[:64_000]
+            a["raw_details"] = visible(f"Suggested change (lines {f.fix.start_line}-{f.fix.end_line}):\n{f.fix.text}")[:64_000]
         out.append(a)
     return out
 
@@ -603,4 +609,10 @@ def suggestion_comment(f: Finding) -> str | None:
     """A review-comment body with a GitHub ```suggestion``` block for a finding's fix."""
     if f.fix is None:
         return None
+    if has_invisible(f.fix.text):
+        # GitHub would apply the block as written, and show it reordered or with characters no one
+        # sees: the change is shown escaped, to be made by hand, never offered as a suggestion.
+        return (f"**{f.rule}** {md_message(f.message)}\n\nThe lines hold invisible or bidirectional characters "
+                f"(shown as `<U+XXXX>`), so this is not offered as a suggestion; the change:\n\n"
+                f"{md_fence(visible(f.fix.text))}\n")
     return f"**{f.rule}** {md_message(f.message)}\n\n{md_fence(f.fix.text, 'suggestion')}\n"

@@ -589,6 +589,11 @@ class _Reader:
         pid = None
         timeout_per_file = None
         for flag, value in inv.options:
+            if value is None and self.takes_value(flag) and flag not in _STRUCTURAL and flag != "--labels":
+                # a value-taking option with no value (the command's last word, or another option
+                # next): the runner refuses it, and a plan copying it would pass a None or let the
+                # next option be read as its value; `--labels` alone is a valid empty list
+                continue
             if isinstance(value, tuple):  # only the run knows its value
                 if flag in ("--auto-partition-size",):
                     size = 0

@@ -10,6 +10,7 @@ from bot.worker.analysis import LimitExceeded, run_check_bounded
 from bot.worker.checkruns import DEAD_TITLE, FAILED_TITLE, STALE_TITLE
 from bot.worker.durations import check_rows
 from bot.github.retry import GitHubError
+from bot.infra import payloads
 from bot.worker.routing import CURRENT_JOB, check_run_completed
 from bot.worker.sources import GitHubTree, changed_paths, external_consumers
 from bot.store import evidence as evidence_store
@@ -79,24 +80,26 @@ def _first_pr(pull_requests):
 
 @router.register("check_run", action="rerequested")
 async def check_run_rerequested(event, ctx):
-    run = event.data["check_run"]
-    if run.get("name") != CHECK_NAME:
+    checked = payloads.checked(payloads.CheckRunEvent, event.data)  # only what the intake checked
+    run = checked.check_run
+    if run.name != CHECK_NAME:
         return
-    repo = event.data["repository"]["full_name"]
-    pr = _first_pr(run.get("pull_requests"))
-    with ctx.exclusive(repo, run["head_sha"], CHECK_NAME):
-        run_check(ctx, repo=repo, head_sha=run["head_sha"], base_sha=((pr or {}).get("base") or {}).get("sha"),
-                  number=(pr or {}).get("number"), rerun=True, default_branch=_default_branch(event))
+    repo = checked.repository.full_name
+    pr = _first_pr(run.pull_requests)
+    with ctx.exclusive(repo, run.head_sha, CHECK_NAME):
+        run_check(ctx, repo=repo, head_sha=run.head_sha, base_sha=pr.base.sha if pr and pr.base else None,
+                  number=pr.number if pr else None, rerun=True, default_branch=checked.repository.default_branch or "main")
 
 
 @router.register("check_suite", action="rerequested")
 async def check_suite_rerequested(event, ctx):
-    suite = event.data["check_suite"]
-    repo = event.data["repository"]["full_name"]
-    pr = _first_pr(suite.get("pull_requests"))
-    with ctx.exclusive(repo, suite["head_sha"], CHECK_NAME):
-        run_check(ctx, repo=repo, head_sha=suite["head_sha"], base_sha=((pr or {}).get("base") or {}).get("sha"),
-                  number=(pr or {}).get("number"), rerun=True, default_branch=_default_branch(event))
+    checked = payloads.checked(payloads.CheckSuiteEvent, event.data)  # only what the intake checked
+    suite = checked.check_suite
+    repo = checked.repository.full_name
+    pr = _first_pr(suite.pull_requests)
+    with ctx.exclusive(repo, suite.head_sha, CHECK_NAME):
+        run_check(ctx, repo=repo, head_sha=suite.head_sha, base_sha=pr.base.sha if pr and pr.base else None,
+                  number=pr.number if pr else None, rerun=True, default_branch=checked.repository.default_branch or "main")
 
 
 # -- the check ------------------------------------------------------------------------------------

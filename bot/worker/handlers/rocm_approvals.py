@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gidgethub.routing import Router
 
+from bot.infra import payloads
 from bot.ondemand import flow, texts
 from bot.ondemand.flow import Pull, reply
 from bot.ondemand.permissions import authority
@@ -20,21 +21,19 @@ ALREADY_DECIDED = "@{user} this request is already {status}; nothing to approve.
 
 @router.register("check_run", action="requested_action")
 async def approve_button(event, ctx):
-    data = event.data
-    if (data.get("requested_action") or {}).get("identifier") != texts.APPROVE_ACTION["identifier"]:
+    click = payloads.checked(payloads.CheckRunActionEvent, event.data)  # only what the intake checked
+    if click.requested_action.identifier != texts.APPROVE_ACTION["identifier"]:
         return
-    run = data["check_run"]
     app_id = str(ctx.settings.app_id or "")
-    if app_id and str((run.get("app") or {}).get("id", app_id)) != app_id:
+    if app_id and str(click.check_run.app.id) != app_id:
         return  # another App's check run
-    repo = data["repository"]["full_name"]
-    request = store.request_by_check_run(ctx.store_url, repo, int(run["id"]))
-    sender = data.get("sender") or {}
-    if request is None or sender.get("type") not in (None, "User"):
+    repo = click.repository.full_name
+    request = store.request_by_check_run(ctx.store_url, repo, click.check_run.id)
+    if request is None or click.sender.type not in (None, "User"):
         return
-    login = sender["login"]
+    login = click.sender.login
     key = f"click:{ctx.delivery_id}"
-    config, problems = flow.trusted_config(ctx.client, repo, data["repository"].get("default_branch") or "main")
+    config, problems = flow.trusted_config(ctx.client, repo, click.repository.default_branch or "main")
     pr_data = flow.tolerate_gone(lambda: ctx.client.pull(repo, request.pull_number))
     if pr_data is None:  # the pull request (or its repository) is gone
         flow.vanished(ctx, repo, request.pull_number, actor=login, detail=f"button click on request {request.id}: "
