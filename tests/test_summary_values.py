@@ -61,7 +61,7 @@ def test_the_summary_shows_an_unusable_est_time_and_its_gpu_hours_as_refused():
     registrations = summary.split("<summary>Registrations</summary>")[1]
     assert "1e+308" not in registrations and REFUSED in registrations
     assert "inf GPU-hours" not in summary and "1e+308 s" not in summary
-    assert f"the whole suite has no usable cost: its GPU-hours are {REFUSED} (est_time × 4 GPUs)" in summary
+    assert f"one run of its job has no usable cost: its GPU-hours are {REFUSED} (the table's figure)" in summary
 
 
 def test_a_bidi_override_in_a_file_name_is_escaped_in_the_summary_and_the_annotations():
