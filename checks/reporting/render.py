@@ -1,4 +1,4 @@
-"""Output formats for a report: text for people, JSON (README.md), GitHub workflow commands, SARIF.
+"""Output formats for a report: text for people, JSON (docs/command-line.md), GitHub workflow commands, SARIF.
 
 The analysis never knows how it will be shown; each renderer reads the same Report.
 """

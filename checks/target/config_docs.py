@@ -42,7 +42,7 @@ SECTIONS: dict[str, str] = {
     "budgets": "Cost limits of on-demand runs.",
     "validity": "What the target's runner accepts and rejects, where its code does not say it in a form the engine "
                 "reads. Every key defaults to null: read from the target's code at each revision (the register "
-                "module and the runner, statically; see README, *Configurations*), falling back to radixark/miles' "
+                "module and the runner, statically; see docs/configuring.md), falling back to radixark/miles' "
                 "August 2026 runner where nothing can be read. A value set here wins over the code.",
     "rules": "Severity per rule code (`failure`, `warning`, `notice` or `off`), overriding the default "
              "([rules.md](rules.md)). Unknown codes are an error.",
