@@ -33,12 +33,14 @@ bench: install
 	$(BIN)/python bench/scan.py
 
 # The generated references: docs/rules.md, docs/configuration.md, docs/ci-registrar.schema.json,
-# docs/on-demand-states.md (tests/test_docs.py fails when one is stale).
+# docs/on-demand-states.md, docs/environment.md (tests/test_docs.py and tests/test_environment.py fail
+# when one is stale).
 docs: install
 	$(BIN)/ci-registrar rule --markdown > docs/rules.md
 	$(BIN)/ci-registrar config reference > docs/configuration.md
 	$(BIN)/ci-registrar config schema > docs/ci-registrar.schema.json
 	$(BIN)/python -m bot.store.ondemand_states > docs/on-demand-states.md
+	$(BIN)/python -m bot.infra.environment > docs/environment.md
 
 # README.md's first-run screenshots (docs/images/first-run-*.png), taken again in headless Chromium by
 # tests/test_first_run_browser.py; every other run of that test only checks README.md against the pages.
