@@ -39,3 +39,11 @@ def article(phrase: str) -> str:
         return f"an {phrase}"
     vowel_sound = word[:1].lower() in "aeio" or (word[:1].lower() == "u" and not word.lower().startswith(("us", "uni")))
     return f"{'an' if vowel_sound else 'a'} {phrase}"
+
+
+def did_you_mean(name: str, candidates, n: int = 2, cutoff: float = 0.6) -> str:
+    """"; did you mean `a` or `b`?" for the nearest spellings of a mistyped name, "" when none is near."""
+    import difflib
+
+    near = difflib.get_close_matches(name, sorted(set(candidates)), n=n, cutoff=cutoff)
+    return "; did you mean " + " or ".join(f"`{c}`" for c in near) + "?" if near else ""

@@ -53,3 +53,20 @@ def is_target(tree) -> bool:
 def not_target(root) -> str:
     return (f"{root} is not a target repository: it has neither {CONFIG_PATH} nor {REGISTER_MODULE} "
             f"(run the command inside the checkout, give --repo DIR, or set paths.register_module in {CONFIG_PATH})")
+
+
+def uncommitted_mark(root, revision) -> str | None:
+    """The file that makes the working tree at `root` a target repository while the commit `revision`
+    (a tree) lacks it: the configuration, or the register module it or the defaults name."""
+    from checks.scanning.tree import DirectoryTree
+    from checks.target.config import CONFIG_PATH, load_config
+
+    work = DirectoryTree(root)
+    if not is_target(work):
+        return None
+    text = work.read(CONFIG_PATH)
+    if text is not None and revision.read(CONFIG_PATH) is None:
+        return CONFIG_PATH
+    config, _ = load_config(text)
+    module = config.paths.register_module
+    return module if work.read(module) is not None and revision.read(module) is None else None
