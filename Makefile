@@ -1,21 +1,28 @@
 # The two commands of README.md: `make run` starts the App on its embedded defaults,
 # `make test` installs what the tests need and runs them. Both work on a fresh machine.
-# Both install the App's extra (`.[app,test]`); the command line alone is `pip install .`.
+# `make run` installs the App only (`.[app]`); `make test` and `make install` add the test tools
+# (`.[app,test]`: pytest, Selenium, the linters the tests run). The command line alone is `pip install .`.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+APP := $(VENV)/.installed-app
+DEV := $(VENV)/.installed-test
 
 .PHONY: run test install bench docs screenshots
 
-$(BIN)/ci-registrar: pyproject.toml
+$(APP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[app]'
+	touch $@
+
+$(DEV): $(APP)
 	$(BIN)/pip install --quiet -e '.[app,test]'
 	touch $@
 
-install: $(BIN)/ci-registrar
+install: $(DEV)
 
-run: install
+run: $(APP)
 	$(BIN)/ci-registrar serve
 
 # Workers: the suite waits on subprocesses and sockets as much as it computes, so two per core.
@@ -25,7 +32,7 @@ PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) * 2 )))
 
 # Every test, in one pytest-xdist run (tests/run.sh). No test depends on the machine's speed
 # (tests/patience.py); bench/suite_under_load.py runs this with every core kept busy.
-test: install
+test: $(DEV)
 	bash tests/services.sh
 	bash tests/run.sh $(PYTEST_WORKERS) $(PYTEST_ARGS)
 

@@ -153,3 +153,22 @@ def test_the_calibration_figures_are_the_replays():
               f"a week against {p90[4]}, for {more} % more GPU-hours reserved")
     assert quoted in bench
     assert f"about\n{more} % more GPU-hours" in table or f"{more} % more GPU-hours" in " ".join(table.split())
+
+
+def test_make_run_installs_the_app_only_and_make_test_the_test_tools(tmp_path):
+    """`make run` on a fresh clone: the App's extra, not the test toolchain; `make test` adds it."""
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+
+    def planned(target):
+        done = subprocess.run(["make", "-n", target], cwd=tmp_path, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    run, test = planned("run"), planned("test")
+    assert "pip install --quiet -e '.[app]'" in run and "test]" not in run and "ci-registrar serve" in run
+    assert "'.[app,test]'" in test and "tests/services.sh" in test and "tests/run.sh" in test
+    services = (ROOT / "tests/services.sh").read_text()
+    # The browser only when missing, said before it is installed, with why it needs root.
+    assert "[ ! -x /usr/bin/chromium ]" in services and "installing Debian's chromium" in services
+    assert "so this runs as root" in services and "CI_REGISTRAR_NO_BROWSER=1" in services
