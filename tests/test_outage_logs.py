@@ -162,3 +162,22 @@ def test_the_tracker_tells_each_outage_once_and_backs_off(monkeypatch):
     assert tracker.failed(sa.OperationalError("select 1", {}, Exception("connection refused")))
     assert outage.where("postgresql+psycopg://u:pw@db:5432/registrar") == "PostgreSQL at db:5432/registrar"
     assert outage.where("sqlite:////var/lib/x.db") == "SQLite at /var/lib/x.db"
+
+
+def test_the_proxy_carries_bytes_for_a_process_with_many_files_open(tmp_path):
+    """A long test run holds more than 1024 descriptors: the proxy must not depend on select()."""
+    import redis
+
+    held = [open(tmp_path / "held", "w") for _ in range(1100)]  # the next sockets' numbers are past 1024
+    try:
+        target = urlsplit(REDIS_TEST_URL)
+        proxy = TcpProxy(target.hostname or "127.0.0.1", target.port or 6379)
+        client = redis.Redis.from_url(proxy.url("redis", "/0"), socket_timeout=5)
+        try:
+            assert client.ping() and client.ping()
+        finally:
+            client.close()
+            proxy.close()
+    finally:
+        for f in held:
+            f.close()
