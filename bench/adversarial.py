@@ -155,7 +155,7 @@ def ondemand_fairness(config: str, env: dict, repeat: int, pad_kb: int, files: i
                 pr = arena.ordinary_pr()
                 started = time.monotonic()
                 arena.service.deliver(sim, arena.opened(arena.miles, pr))
-                assert wait_for(lambda: arena.completed(arena.miles, pr.head_sha), timeout=120)
+                assert wait_for(lambda: arena.completed(arena.miles, pr.head_sha), patience=120)
                 return time.monotonic() - started
 
             alone()  # cold: caches warm up

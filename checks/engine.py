@@ -272,6 +272,7 @@ def check_tree(
     scan_cache=None,
     consumers_from: dict | None = None,
     workers: int = 1,
+    head_runs: dict | None = None,
 ) -> Report:
     """Check `head`; with `base` and `changed` (head path -> base path), check the diff.
 
@@ -290,6 +291,8 @@ def check_tree(
     (checks/workflows.read_consumers). One not given is a REG901 warning naming it.
     `workers`: processes that parse the files to scan (checks/scanning/parallel.py; 1: this one only).
     The report is the same whatever the number.
+    `head_runs`: {"head_sha", "runs"}: the on-demand runs the App dispatched for this pull request
+    (bot/store/evidence.py), evidence at its head (checks/calibration/evidence.py).
     """
     limits = limits or Limits()
     budget = Budget(limits)
@@ -373,7 +376,10 @@ def check_tree(
                 emptied[suite] = ANY_BACKEND
     ctx.emptied_suites = emptied
     ctx.registrations_complete = all(p in ctx.scans and not ctx.scans[p].unreadable for p in discovered)
-    findings.extend(apply_rules(TreeFacts(ctx, checked, report, base_ctx, index, removed)))
+    from checks.calibration.evidence import HeadRuns
+
+    at_head = HeadRuns.of(head_runs)
+    findings.extend(apply_rules(TreeFacts(ctx, checked, report, base_ctx, index, removed, head_runs=at_head)))
 
     if diff_mode:
         if any(r.change is not Change.UNCHANGED for r in report.registrations) or any(
@@ -389,6 +395,15 @@ def check_tree(
     # registrations of the target like any other: reported, flagged `implicit`
     report.registrations.extend(ctx.implicit[p] for p in to_check if p in ctx.implicit)
     report.registrations.sort(key=lambda r: (r.file, r.span.line, r.span.column))
+    from checks.calibration.evidence import wanted
+
+    if diff_mode and wanted(index, at_head, ctx.config):
+        from checks.calibration.evidence import collect
+
+        from checks.reporting.evidence import mark_unverified
+
+        report.evidence = collect(report.registrations, index, at_head, ctx.config.calibration)
+        mark_unverified(report.pr_summary, report.evidence)
     if fixes and any(f.suggestion is not None for f in findings):
         from checks.fixing.fixes import attach_fixes  # libcst loads only when there is a fix to make
 

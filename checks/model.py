@@ -195,6 +195,8 @@ class Report:
     suppressed: list = field(default_factory=list)
     # a diff check: what the PR changes, for its reviewer (checks/pr_summary.PrSummary); None otherwise
     pr_summary: object | None = None
+    # a diff check with stored runs: each newly enabled ROCm registration's evidence (checks/calibration/evidence.py)
+    evidence: list | None = None
 
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity is severity)

@@ -227,3 +227,21 @@ def test_a_pass_within_sglangs_timeout_is_no_failure_there(sglang):
     done = calibrate(sglang, kimi, "--format", "json")
     (change,) = json.loads(done.stdout)["changes"]
     assert change["reason"] == "exceeds-timeout" and change["new"] * 1.25 >= 4000
+
+
+def test_calibrate_reads_the_scan_cache_check_left_and_proposes_the_same(checkout, tmp_path):
+    """`calibrate` reads the checkout's scan cache as `check` does: after `check` filled it, calibrate
+    parses no file again (it writes no new pack), and its proposal is the one it makes without a cache."""
+    records = nightly(CKPT, [500, 510, 505, 520, 515, 498, 502, 511, 507, 509])
+    cache = tmp_path / "scan-cache"
+    done = subprocess.run([CLI, "check", "--repo", str(checkout), "--cache-dir", str(cache), "--format", "json"],
+                          capture_output=True, text=True)
+    assert done.returncode in (0, 1), done.stderr
+    packs = sorted(p.name for p in cache.rglob("pack-*.json"))
+    assert packs  # the check left its facts
+    warm = calibrate(checkout, records, "--format", "json", "--cache-dir", str(cache))
+    assert warm.returncode == 0, warm.stderr
+    assert sorted(p.name for p in cache.rglob("pack-*.json")) == packs  # every file answered by the cache
+    cold = calibrate(checkout, records, "--format", "json", "--no-cache")
+    assert cold.returncode == 0, cold.stderr
+    assert json.loads(warm.stdout) == json.loads(cold.stdout) and json.loads(cold.stdout)["changes"]

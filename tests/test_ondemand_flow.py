@@ -237,6 +237,21 @@ def test_a_warm_maintainer_command_costs_eleven_github_calls(od):
                      "reactions/create-for-issue-comment", "issues/create-comment"]
 
 
+def test_a_command_that_is_the_first_delivery_for_its_pr_reads_its_contract_and_ci_in_bulk(od):
+    """Pinned: no check has read the head yet. Beyond the warm command's calls: the head's listing,
+    the external consumer's workflow (once per process), and two bulk reads: the head's contract
+    with the default branch's contract and workflows (named up front, bot.ondemand.selection._read_ahead),
+    then the suite's test files. No file is read on its own (it cost six blob requests)."""
+    before = len(od.sim.requests_log)
+    od.comment(f"/run-rocm {SUITE}", author="maint")
+    calls = [r["operation"] for r in od.sim.requests_log[before:] if r["operation"] != "apps/create-installation-access-token"]
+    assert calls == ["pulls/get", "reactions/create-for-issue-comment", "repos/get-content", "issues/get-comment",
+                     "git/get-ref", "repos/get-content", "git/get-tree", "git/get-tree", "graphql", "graphql",
+                     "repos/get-collaborator-permission-level", "actions/create-workflow-dispatch", "checks/create",
+                     "reactions/create-for-issue-comment", "issues/create-comment"]
+    assert len(od.dispatches()) == 1
+
+
 def test_a_comment_that_is_not_a_command_costs_no_call(od):
     before = len(od.sim.requests_log)
     od.comment("LGTM, but can someone /run-rocm this later?", author="maint")
@@ -493,7 +508,8 @@ def test_a_request_stored_before_plans_were_kept_is_not_dispatched_unplanned(od)
 def no_parsing_here(monkeypatch):
     """ast.parse raises in this process (the worker's threads run here): only the analysis child may parse.
 
-    The child is a fresh interpreter (bot/worker/analysis.py), so the patch does not reach it.
+    The child is a fork of the analysis server, an interpreter of its own (bot/worker/analysis_server.py),
+    so the patch does not reach it.
     """
     import ast
 

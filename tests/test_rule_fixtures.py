@@ -7,7 +7,8 @@ comment lines anywhere in it, where it goes and what the check must report:
     # expect: REG010 6:37 failure | msg: did you mean `x`? | suggestion: "x" | fix: yes
     # expect: REG030 @tests/ci/run_suite.py 17:9 warning     (a finding in another file)
     # expect: none                          (no finding of the fixture's rule)
-    # patch: {"path": "tests/ci/run_suite.py", "old": "...", "new": "..."}   (edit a repository file)
+    # patch: {"path": "tests/ci/run_suite.py", "old": "...", "new": "..."}   (edit a repository file;
+                                             "old": "" makes a file the tree lacks)
     # drop: .github/workflows/pr-test.yml   (remove a repository file)
     # base: other.base.py                   (diff mode: the base holds that sibling at `path`;
                                              `# base: absent` for a file the diff adds)
@@ -73,6 +74,10 @@ def run_fixture(fixture: Path):
     for key, value in d:
         if key == "patch":
             patch = json.loads(value)
+            if patch["old"] == "":  # a file the tree has not got: made with `new`
+                assert patch["path"] not in files, f"{fixture.name}: {patch['path']} exists: give the text to replace"
+                files[patch["path"]] = patch["new"]
+                continue
             assert patch["old"] in files[patch["path"]], f"{fixture.name}: patch text not found in {patch['path']}"
             files[patch["path"]] = files[patch["path"]].replace(patch["old"], patch["new"])
         elif key == "drop":

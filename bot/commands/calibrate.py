@@ -92,11 +92,14 @@ def _table(plan, suites: list[str]) -> str:
 @click.option("--default-branch", default="main", show_default=True,
               help="The repository's default branch: only its runs count (calibration.branch, when set, wins).")
 @click.option("--as-of", "as_of", default=None, metavar="TIME", help="Judge the window as of this ISO-8601 time (default: now).")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
+              help="The scan cache's directory (default: the one `check` uses for this checkout).")
+@click.option("--no-cache", is_flag=True, help="Parse every file; read and write no scan cache.")
 def calibrate(repo: str | None, from_store: bool, durations_file: str | None, repository: str | None, fmt: str,
-              show_diff: bool, write: bool, default_branch: str, as_of: str | None) -> None:
+              show_diff: bool, write: bool, default_branch: str, as_of: str | None, cache_dir: str | None = None,
+              no_cache: bool = False) -> None:
     """Propose est_time values from stored durations (docs/calibration.md). Exit 2: usage or environment error."""
     from checks.calibration.policy import Bounds, Plan, build_suite_windows, decide_all, stats_rows
-    from checks.fixing.calibration_edits import EditError, plan_edits
     from checks.target.config import CONFIG_PATH, load_config
     from checks.target.contract import read_contract
     from checks.engine import check_tree
@@ -130,7 +133,12 @@ def calibrate(repo: str | None, from_store: bool, durations_file: str | None, re
 
     params = with_runner_timeout(config.calibration, tree.read, config.paths.register_module)
     windows = build_suite_windows(records, params, now=now, repository=repository, default_branch=default_branch)
-    report = check_tree(tree, durations=stats_rows(windows), fixes=False)
+    from bot.commands.root import scan_cache_for
+    from checks.scanning.parallel import available_workers
+
+    # The checkout's scan cache, as `check` reads it: a file checked before is not parsed again.
+    report = check_tree(tree, durations=stats_rows(windows), fixes=False,
+                        scan_cache=None if no_cache else scan_cache_for(root, cache_dir), workers=available_workers())
     if records or durations_file:
         from checks.calibration.durations_file import nothing_read
         from checks.calibration.policy import window_for
@@ -151,10 +159,15 @@ def calibrate(repo: str | None, from_store: bool, durations_file: str | None, re
         with open(root / path, encoding="utf-8", newline="") as fh:
             return fh.read()
 
-    try:
-        edits = plan_edits(plan.changes, read) if (show_diff or write) else []
-    except EditError as exc:
-        _fail(str(exc))
+    edits = []
+    if show_diff or write:
+        # libcst (the edits' formatter) costs more to import than a warm check: only when editing
+        from checks.fixing.calibration_edits import EditError, plan_edits
+
+        try:
+            edits = plan_edits(plan.changes, read)
+        except EditError as exc:
+            _fail(str(exc))
     if show_diff:
         click.echo("".join(e.diff() for e in edits), nl=False)
         sys.exit(1 if edits else 0)

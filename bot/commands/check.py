@@ -62,6 +62,42 @@ def _durations_from_store(repository: str | None):
     return rows
 
 
+def _no_evidence_from_the_diff(durations, durations_file: str | None, root: Path, changed: dict):
+    """A `--durations-file` inside the checkout that the diff changes is the pull request's own
+    writing: its est_time statistics are read as before, but no run in it is evidence
+    (checks/calibration/evidence.py)."""
+    if durations is None or durations_file is None:
+        return durations
+    try:
+        rel = Path(durations_file).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return durations  # outside the checkout: the caller's own file
+    if rel not in changed:
+        return durations
+
+    def rows(config) -> list[dict]:
+        from checks.calibration.evidence import without_evidence
+
+        click.echo(f"ci-registrar check: {durations_file} is changed by the diff: its runs are no evidence", err=True)
+        return without_evidence(durations(config))
+
+    return rows
+
+
+def _head_runs(from_store: bool, repository: str | None, head_sha: str) -> dict | None:
+    """With --durations: the on-demand runs the App dispatched for this exact head, from the store."""
+    if not from_store:
+        return None
+    from bot.infra.settings import load_settings
+    from bot.store.evidence import head_runs
+    from bot.store.measurements import open_for_reading
+
+    url = load_settings().database_url
+    if open_for_reading(url) is None:
+        return None
+    return head_runs(url, repository=repository, head_sha=head_sha)
+
+
 def require_stored_repository(command: str, url: str, repository: str | None) -> None:
     """Exit 2 when `--repository` names none of the store's repositories (a typo reads nothing)."""
     if repository is None:
@@ -168,16 +204,9 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
 
     scan_cache = None
     if not no_cache:
-        import hashlib
+        from bot.commands.root import scan_cache_for
 
-        from checks.scanning.scan_cache import DiskScanCache, default_cache_dir
-
-        if cache_dir is None:
-            # One cache per checkout: a run loads its own repository's facts, not every repository's
-            # this machine ever checked (entries stay keyed by content, so a move only re-parses).
-            checkout = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
-            cache_dir = default_cache_dir() / "checkouts" / checkout
-        scan_cache = DiskScanCache(cache_dir)
+        scan_cache = scan_cache_for(root, cache_dir)
     external: dict[str, bytes] = {}
     for path in consumers_from:
         try:
@@ -214,8 +243,11 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
                 _not_target(head_tree)
             added.update(p for p, b in changed.items() if b is None)
             diff.update(base=base_tree, changed=changed)
-            return head_tree, check_tree(head_tree, base=base_tree, changed=changed, durations=durations, fixes=fixes,
-                                         scan_cache=scan_cache, consumers_from=external, workers=workers)
+            given = _no_evidence_from_the_diff(durations, durations_file, root, changed)
+            return head_tree, check_tree(head_tree, base=base_tree, changed=changed, durations=given, fixes=fixes,
+                                         scan_cache=scan_cache, consumers_from=external, workers=workers,
+                                         head_runs=_head_runs(from_store and durations_file is None, repository,
+                                                              head_tree.commit))
         tree = DirectoryTree(root)
         if not is_target(tree):
             _not_target()

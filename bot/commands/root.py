@@ -70,3 +70,17 @@ def uncommitted_mark(root, revision) -> str | None:
     config, _ = load_config(text)
     module = config.paths.register_module
     return module if work.read(module) is not None and revision.read(module) is None else None
+
+
+def scan_cache_for(root: Path, cache_dir: str | None = None):
+    """The scan cache of this checkout (checks/scanning/scan_cache.py), which `check` and
+    `calibrate` share: a run loads its own repository's facts, not every repository's this machine
+    ever checked (entries stay keyed by content, so a move only re-parses)."""
+    import hashlib
+
+    from checks.scanning.scan_cache import DiskScanCache, default_cache_dir
+
+    if cache_dir is None:
+        checkout = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+        cache_dir = default_cache_dir() / "checkouts" / checkout
+    return DiskScanCache(cache_dir)

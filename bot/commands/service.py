@@ -16,13 +16,26 @@ def shutdown_grace_s() -> float:
     return grace()
 
 
-def _migrate_if_embedded(settings) -> None:
-    """The embedded default creates its store on first start; PostgreSQL is migrated by the release step."""
+def _migrate(settings) -> None:
+    """The store at its migrations' head before this process serves or takes a job: the embedded
+    default creates its file on first start; on PostgreSQL the migration lock is taken
+    (bot.store.db.upgrade), so a web process and workers started together on a fresh database wait
+    for one another's migration instead of reading tables that do not exist yet."""
     from bot.store.db import get_engine, upgrade
+    from bot.store.service import is_transient
 
-    if settings.database_url.startswith("sqlite"):
+    try:
         upgrade(settings.database_url)
-        get_engine(settings.database_url).dispose()  # no connection may cross gunicorn's fork
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        # The store is away: the process starts anyway and its jobs wait for the store as they
+        # always do (bot/worker/tasks.py); the next start migrates.
+        from bot.infra.logging import get_logger
+
+        get_logger("ci_registrar.store").warning("store unreachable at start, its migrations not checked",
+                                                 error=type(exc).__name__)
+    get_engine(settings.database_url).dispose()  # no connection may cross gunicorn's fork
 
 
 def _consumer(queue, threads: int):
@@ -58,7 +71,7 @@ def serve(host, port, threads, no_worker):
     configure()
     settings = load_settings()
     _secure_data_dir(settings)
-    _migrate_if_embedded(settings)
+    _migrate(settings)
     run(host, port or settings.port, jobs=0 if no_worker else threads,
         proxy_url=os.environ.get("CI_REGISTRAR_WEBHOOK_PROXY_URL") or None)
 
@@ -79,7 +92,7 @@ def worker(threads, metrics_port):
     configure()
     settings = load_settings()
     _secure_data_dir(settings)
-    _migrate_if_embedded(settings)
+    _migrate(settings)
     if metrics_port:
         from prometheus_client import start_http_server
 

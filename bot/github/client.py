@@ -207,7 +207,10 @@ class GitHub:
         self.consumers = _LRU(max_items=256, max_bytes=8 * 1024 * 1024)  # bot.worker.sources.external_consumers
         # Listings packed into one string each (_compact_tree) and bounded by what they really hold:
         # a miles-sized recursive listing is ~1.4 MB as GitHub sends it, ~0.15 MB like this.
-        self.trees = _LRU(max_items=256, max_bytes=16 * 1024 * 1024)
+        # A head's listing is read again only by that head's re-run or /run-rocm, soon after its
+        # check: about 25 miles-sized listings are kept. 16 MB (a hundred) was most of a worker's
+        # growth over 200 checks (issue 38: +26 MB, still growing from 100 checks to 200).
+        self.trees = _LRU(max_items=256, max_bytes=4 * 1024 * 1024)
         self._flights: dict[str, list] = {}  # blob sha -> [lock, waiters]: one fetch per blob at a time
         self._flights_lock = threading.Lock()
         self._blocked: dict[int | None, float] = {}  # installation -> rate limited until (epoch s)
@@ -426,16 +429,17 @@ class InstallationClient:
         key = (repo, sha)
         cached = self.github.trees.get(key)
         if cached is None:
-            raw = self.call("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}",
-                            lambda: self._repo(repo).get_git_tree(sha, recursive=True).raw_data)
+            # As JSON, not as PyGithub's GitTree: a miles-sized listing is 1,700 entries, and an
+            # object per entry cost more CPU than the rest of a warm PR check in this process.
+            raw = self.get_json(f"/repos/{repo}/git/trees/{quote(sha, safe='')}", "/repos/{owner}/{repo}/git/trees/{tree_sha}",
+                                {"recursive": "1"})
             cached = _compact_tree(raw)
             self.github.trees.put(key, cached, len(cached["packed"]) + 200)
         return _unpack_tree(cached)
 
     def tree_level(self, repo: str, sha: str) -> dict:
         """One level of a tree (when the recursive listing came back truncated)."""
-        return self.call("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}",
-                         lambda: self._repo(repo).get_git_tree(sha).raw_data)
+        return self.get_json(f"/repos/{repo}/git/trees/{quote(sha, safe='')}", "/repos/{owner}/{repo}/git/trees/{tree_sha}")
 
     def blob(self, repo: str, sha: str) -> bytes:
         data = self.github.blobs.get(sha)

@@ -703,3 +703,16 @@ def finish(job, request, run: dict, run_client) -> None:
         detail += f"; {plural(len(not_read), 'shard log')} not read"
     change(job, request, "complete", dict(files=requested_files(request), cost_gpu_hours=request.cost_gpu_hours,
                                           run_id=int(run["id"]), detail=detail), completed_at=store.now())
+    follow_evidence(job, pr_client, request)
+
+
+def follow_evidence(job, pr_client, request) -> None:
+    """The PR's "CI registrations" summary follows the run's evidence (in place, when this head is
+    still the PR's). After the request's completion: a failure here costs the summary an update
+    (the next push or re-run shows it), never the run's results."""
+    from bot.worker.handlers.pull_requests import refresh_evidence
+
+    try:
+        refresh_evidence(job, pr_client, request.repository, request.pull_number, request.head_sha)
+    except Exception as exc:  # noqa: BLE001 - the results are written; the summary catches up on the next check
+        job.log.warning("could not refresh the check run's evidence", request_id=request.id, error=type(exc).__name__)

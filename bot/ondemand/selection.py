@@ -188,6 +188,7 @@ def analyse(head, base=None, changed=None, *, config_text=None, limits: Limits |
     older caller) the plan has no target CI to copy and refuses what it cannot plan.
     """
     budget = Budget(limits)
+    _read_ahead(head, base, config)
     contract = read_contract(head, config, budget)
     target = read_target_ci(base, config, budget, consumers_from) if base is not None else TargetCI(Contract())
     # whether the runner rejects est_time <= 0 is the trusted runner's rule, like the rest of the plan
@@ -200,6 +201,22 @@ def analyse(head, base=None, changed=None, *, config_text=None, limits: Limits |
         except NotSelectable as exc:
             outcome.refusal = str(exc)
     return outcome
+
+
+def _read_ahead(head, base, config: Config) -> None:
+    """The files every selection reads, named up front so the worker reads them in one bulk
+    request (checks.scanning.tree.prefetch): the head's contract, and the default branch's contract
+    and workflows, whose CI the plan copies. Read one by one, a command that was the first delivery
+    for its PR cost a blob request each."""
+    from checks.scanning.tree import prefetch
+    from checks.target.workflows import is_workflow_path
+
+    p = config.paths
+    contract = sorted({p.register_module, p.suites_module, p.labels_module})
+    pairs = [(head, contract)]
+    if base is not None and getattr(base, "listed", True):
+        pairs.append((base, contract + sorted(x for x in base.paths() if is_workflow_path(x, config))))
+    prefetch(pairs)
 
 
 def analyse_bounded(tree, config: Config, *, suite: str | None = None, files=(), head_sha: str = "",

@@ -104,8 +104,33 @@ def session_scope(url: str):
         session.close()
 
 
+MIGRATION_LOCK = 0x43495247  # "CIRG": one migrating process at a time on a shared PostgreSQL
+
+
 def upgrade(url: str, revision: str = "head") -> None:
-    """Apply the Alembic migrations (what `ci-registrar db upgrade` and the Procfile's release run)."""
+    """Apply the Alembic migrations (what `ci-registrar db upgrade`, the Procfile's release, and
+    every web and worker process at start run).
+
+    On PostgreSQL under an advisory lock: Alembic does not serialise two processes, and a web
+    process and its workers started together on a fresh database would otherwise race to create
+    the same tables, or read tables that do not exist yet. A process that finds the lock taken
+    waits for it, and then finds the store at its revision.
+    """
+    if not url.startswith("postgresql"):
+        _upgrade(url, revision)
+        return
+    from sqlalchemy import text
+
+    with get_engine(url).connect() as conn:
+        conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": MIGRATION_LOCK})
+        try:
+            _upgrade(url, revision)
+        finally:
+            conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK})
+            conn.commit()
+
+
+def _upgrade(url: str, revision: str) -> None:
     from alembic import command
     from alembic.config import Config
 
@@ -113,12 +138,20 @@ def upgrade(url: str, revision: str = "head") -> None:
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     before = current_revision(url)
+    if before is not None and revision == "head" and before == _head(cfg):
+        return  # at its revision already: no migration environment to load
     command.upgrade(cfg, revision)
     after = current_revision(url)
     if after != before:
         import logging
 
         logging.getLogger("ci_registrar.store").info("store migrated from %s to %s", before or "nothing", after)
+
+
+def _head(cfg) -> str | None:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(cfg).get_current_head()
 
 
 def current_revision(url: str) -> str | None:

@@ -19,7 +19,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Mapped, Session, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-from bot.store.db import Base, get_engine, session_scope, upgrade
+from bot.store.db import Base, session_scope, upgrade
 from checks.calibration.policy import UNMERGED_EVENTS
 from checks.calibration.durations import CalibrationParams, DurationStats, duration_stats, elapsed_problem
 
@@ -104,7 +104,6 @@ measurements = Measurement.__table__
 
 _ready: set[str] = set()
 _ready_lock = threading.Lock()
-_PG_MIGRATION_LOCK = 0x43495247  # "CIRG": one migrating process at a time on a shared PostgreSQL
 
 
 NO_STORE = ("no store at {path} yet: nothing has been recorded (the data directory is $CI_REGISTRAR_DATA_DIR, "
@@ -137,14 +136,7 @@ def ensure_store(url: str) -> None:
         if url in _ready:
             return
         if url.startswith("postgresql"):
-            # Several workers may start at once: Alembic itself does not serialise them.
-            with get_engine(url).connect() as conn:
-                conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
-                try:
-                    upgrade(url)
-                finally:
-                    conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": _PG_MIGRATION_LOCK})
-                    conn.commit()
+            upgrade(url)  # under the migration lock (bot.store.db.upgrade)
         else:
             with _file_lock(url):
                 upgrade(url)

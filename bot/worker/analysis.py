@@ -5,24 +5,29 @@ default engine) and a /run-rocm command's selection (bot.ondemand.selection.anal
 
 checks/limits.py bounds what the engine reads and builds, but Python alone cannot stop a
 computation that takes too long, or cap its memory, from inside the same process. So the App runs
-`check_tree` in a child process (`python -m bot.worker.analysis`, a fresh interpreter: nothing of the
-worker's threads, sockets or tokens is inherited, and no main module is re-imported as
-multiprocessing's spawn/forkserver would do) with RLIMIT_AS (memory) and RLIMIT_CPU (a backstop
-should this process die) set in the child before it imports the engine, and kills it when its
-time is up. Messages go both ways as pickles over multiprocessing.connection framing on the
-child's stdin and a dedicated pipe.
+`check_tree` in a child process with RLIMIT_AS (memory) and RLIMIT_CPU (a backstop should the
+worker die) set in the child before it runs the engine, and stops it when its time is up.
 
-Design: the child reads files through the parent. It gets the two listings (head and base paths)
-and a Tree whose `read`/`prefetch` send the path over the pipe; the parent answers from the real
-Tree (bot/worker/sources.py GitHubTree: GitHub calls, retries, the blob cache). Why this over the two
-alternatives:
+The child is a fork of the analysis server (bot/worker/analysis_server.py): an interpreter exec'd
+once per worker process with a scrubbed environment, which has imported the engine and holds
+nothing of the worker's (no token, no key, no socket but its own). A fork of it starts in about a
+millisecond where a fresh interpreter spent a quarter of a CPU-second importing the engine.
+Messages go both ways as pickles (multiprocessing.connection framing) over the job's own socket.
+
+Design: the child reads files through the worker. It gets the two listings (head and base paths)
+and a Tree whose `read`/`prefetch` ask the worker, which answers from the real Tree
+(bot/worker/sources.py GitHubTree: GitHub calls, retries, the blob cache). The engine announces
+the files it will read (`prefetch`); the worker reads those in bulk and sends their bytes back in
+one message, so an announced read costs no round trip; an unannounced one asks for its file.
+Why this over the two alternatives:
 - a snapshot of every byte the engine might need would duplicate the engine's choice of files
-  (discovery, diff mode, suite totals) in the parent, and read files the engine would not;
+  (discovery, diff mode, suite totals) in the worker, and read files the engine would not;
 - reading the blob cache directory from the child needs every blob on disk first (the cache is
   optional and memory-first) and the same duplicated choice of files.
 Proxying keeps exactly the in-process engine's reads, with GitHub I/O, tokens and caches in the
-parent only. The clock counts the child's time only: the time the parent spends fetching a blob
-for it is not charged to the analysis (GitHub's slowness has its own retry handling).
+worker only. The clock counts the child's time only: the time the worker spends fetching blobs
+for it is not charged to the analysis (GitHub's slowness has its own retry handling). The child
+writes the path it is reading into a page it shares with the worker, so a limit names the file.
 
 The result is the engine's Report, or a LimitExceeded naming the limit, its value and the file
 being read when it was hit. bot/worker/handlers/pull_requests.py turns that into a `neutral` check run.
@@ -30,18 +35,14 @@ being read when it was hit. bot/worker/handlers/pull_requests.py turns that into
 
 from __future__ import annotations
 
-import importlib
 import os
-import resource
 import signal
-import subprocess
-import sys
+import threading
 import time
-import traceback
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from typing import Mapping
 
+from bot.worker.analysis_child import EXIT_OUT_OF_MEMORY
 from checks.limits import Limits
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -51,7 +52,6 @@ MEMORY_ENV = "CI_REGISTRAR_ANALYSIS_MEMORY_MB"
 ENGINE = "checks.engine:check_tree"
 
 _FROM_TREE = object()
-_EXIT_OUT_OF_MEMORY = 3  # the child could not even say it ran out of memory
 
 
 class AnalysisError(Exception):
@@ -112,115 +112,6 @@ def budget_from_env(environ: Mapping[str, str]) -> tuple[float, int]:
     return timeout, memory * 1024 * 1024
 
 
-# -- the child ------------------------------------------------------------------------------------
-class _ProxyTree:
-    """A checks.scanning.tree.Tree whose files the parent reads (see the module docstring)."""
-
-    def __init__(self, conn, name: str, paths: list[str] | None, shas: dict[str, str] | None = None):
-        self._conn, self._name, self._paths = conn, name, paths
-        self._shas = shas or {}
-        self.listed = paths is not None  # as the parent's tree: an unlisted base is read at known paths only
-
-    def blob_sha(self, path: str) -> str | None:
-        """From the parent's listing: the engine's scan cache answers a file without reading it."""
-        return self._shas.get(path)
-
-    def paths(self):
-        if self._paths is None:  # an unlisted tree (the base): asked for only if the engine needs it
-            self._conn.send(("paths", self._name))
-            self._paths = self._conn.recv()
-        return self._paths
-
-    def read(self, path: str) -> bytes | None:
-        self._conn.send(("read", self._name, path))
-        return self._conn.recv()
-
-    def prefetch(self, paths) -> None:
-        self._conn.send(("prefetch", [(self._name, list(paths))]))
-        self._conn.recv()
-
-    def prefetch_many(self, pairs) -> None:
-        """checks.scanning.tree.prefetch: head and base paths in one message, so the parent reads them in one go."""
-        self._conn.send(("prefetch", [(tree._name, list(paths)) for tree, paths in pairs]))
-        self._conn.recv()
-
-
-class _ProxyScanCache:
-    """The engine's scan-cache hook (checks/scanning/scan_facts.py) answered by the parent's store."""
-
-    def __init__(self, conn):
-        self._conn = conn
-
-    def get_many(self, keys) -> dict:
-        self._conn.send(("index_get", list(keys)))
-        return self._conn.recv()
-
-    def put_many(self, entries: dict) -> None:
-        self._conn.send(("index_put", entries))
-        self._conn.recv()
-
-
-class _Duplex:
-    """Two one-way multiprocessing Connections used as one."""
-
-    def __init__(self, reader: Connection, writer: Connection):
-        self.reader, self.writer = reader, writer
-
-    def send(self, obj) -> None:
-        self.writer.send(obj)
-
-    def recv(self):
-        return self.reader.recv()
-
-    def poll(self, timeout: float) -> bool:
-        return self.reader.poll(timeout)
-
-    def close(self) -> None:
-        self.reader.close()
-        self.writer.close()
-
-
-def _child_main() -> None:
-    """`python -m bot.worker.analysis <fd>`: stdin brings the job, the file descriptor takes the answers."""
-    conn = _Duplex(Connection(0, writable=False), Connection(int(sys.argv[1]), readable=False))
-    os.dup2(2, 1)  # stray prints go to stderr, never into the protocol
-    try:
-        job = conn.recv()
-    except EOFError:
-        return
-    memory_bytes, cpu_s = job["memory_bytes"], job["cpu_s"]
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))  # if the parent is gone
-    except (ValueError, OSError):
-        pass
-    out_of_memory = False
-    try:
-        module, name = job["engine"].split(":")
-        run = getattr(importlib.import_module(module), name)
-        listings = job["listings"]
-        head = _ProxyTree(conn, "head", listings["head"], job.get("head_shas"))
-        base = _ProxyTree(conn, "base", listings["base"]) if job["has_base"] else None
-        extra = {"scan_cache": _ProxyScanCache(conn)} if job.get("scan_cache") else {}
-        if job.get("consumers_from") is not None:
-            extra["consumers_from"] = job["consumers_from"]
-        extra.update(job.get("arguments") or {})
-        report = run(head, base, job["changed"], config_text=job["config_text"], limits=job["limits"], **extra)
-        del head, base
-        conn.send(("report", report))
-    except MemoryError:
-        out_of_memory = True  # answered below, once the traceback (and what it holds) is freed
-    except (EOFError, BrokenPipeError):
-        pass  # the parent is gone or stopped us
-    except BaseException:  # noqa: BLE001 - reported to the parent, which raises it there
-        conn.send(("error", traceback.format_exc()[-4000:]))
-    if out_of_memory:
-        try:
-            conn.send(("memory", None))
-        except BaseException:  # noqa: BLE001
-            os._exit(_EXIT_OUT_OF_MEMORY)
-
-
 # -- the parent -----------------------------------------------------------------------------------
 def run_check_bounded(
     head,
@@ -274,8 +165,17 @@ def run_check_bounded(
     # One of the analysis slots shared between installations (bot/worker/analysis_slots.py): taken before
     # the child starts, paused (SIGSTOP) and taken again when the job must yield, freed at the end.
     with analysis_slots.held(_installation(), log=log) as slot:
-        return _run_child(slot, engine, listings, base, head_shas, changed, config_text, limits, memory_bytes,
-                          timeout_s, consumers_from, arguments, trees, scan_cache, log)
+        started, timing = time.monotonic(), {}
+        try:
+            return _run_child(slot, engine, listings, base, head_shas, changed, config_text, limits, memory_bytes,
+                              timeout_s, consumers_from, arguments, trees, scan_cache, log, timing)
+        finally:
+            if log is not None:
+                # Where an analysis' time went (issue 38: a flood's wait is read from these lines).
+                log.info("analysis finished", slot_wait_s=round(slot.waited_s, 3) if slot else 0.0,
+                         paused_s=round(slot.paused_s, 3) if slot else 0.0, yields=slot.yields if slot else 0,
+                         run_s=round(time.monotonic() - started - (slot.paused_s if slot else 0.0), 3),
+                         child_cpu_s=round(timing.get("child_cpu_s", 0.0), 3))
 
 
 def _installation():
@@ -289,24 +189,19 @@ YIELD_CHECK_S = 0.1  # how often a running analysis asks whether it must give it
 
 
 def _run_child(slot, engine, listings, base, head_shas, changed, config_text, limits, memory_bytes, timeout_s,
-               consumers_from, arguments, trees, scan_cache, log):
-    answers_r, answers_w = os.pipe()
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "bot.worker.analysis", str(answers_w)], stdin=subprocess.PIPE,
-                                pass_fds=(answers_w,), close_fds=True)
-    finally:
-        os.close(answers_w)
-    parent_conn = _Duplex(Connection(answers_r, writable=False), Connection(os.dup(proc.stdin.fileno()), readable=False))
-    proc.stdin.close()
+               consumers_from, arguments, trees, scan_cache, log, timing):
+    from bot.worker import analysis_server
+
+    job = analysis_server.server().submit()  # a fork of the pre-imported server, waiting for its job
     computing = 0.0
-    last_file: str | None = None
+    conn = job.conn
     try:
         try:
-            parent_conn.send({"engine": engine, "listings": listings, "has_base": base is not None,
-                              "scan_cache": scan_cache is not None, "head_shas": head_shas,
-                              "changed": changed, "config_text": config_text,
-                              "limits": limits, "memory_bytes": memory_bytes, "cpu_s": int(timeout_s) + 10,
-                              "consumers_from": consumers_from, "arguments": arguments})
+            conn.send({"engine": engine, "listings": listings, "has_base": base is not None,
+                       "scan_cache": scan_cache is not None, "head_shas": head_shas,
+                       "changed": changed, "config_text": config_text,
+                       "limits": limits, "memory_bytes": memory_bytes, "cpu_s": int(timeout_s) + 10,
+                       "consumers_from": consumers_from, "arguments": arguments})
         except (BrokenPipeError, OSError):
             pass  # the child is gone already: its exit status says why, below
         next_check = time.monotonic() + YIELD_CHECK_S
@@ -315,68 +210,85 @@ def _run_child(slot, engine, listings, base, head_shas, changed, config_text, li
                 if slot.must_yield():
                     # Another installation has waited its turn: this analysis stops where it is
                     # (its memory kept, its clock stopped) until the slot comes back to it.
-                    _signal(proc, signal.SIGSTOP)
+                    job.signal(signal.SIGSTOP)
                     try:
                         slot.yield_and_wait()
                     finally:
-                        _signal(proc, signal.SIGCONT)
+                        job.signal(signal.SIGCONT)
                 next_check = time.monotonic() + YIELD_CHECK_S
             started = time.monotonic()
             wait = max(timeout_s - computing, 0)
-            ready = parent_conn.poll(wait if slot is None else min(wait, YIELD_CHECK_S))
+            ready = conn.poll(wait if slot is None else min(wait, YIELD_CHECK_S))
             computing += time.monotonic() - started
             if not ready:
                 if computing < timeout_s:
                     continue  # a tick to ask the scheduler, not the limit
-                return LimitExceeded("timeout_s", timeout_s, f"it ran longer than {timeout_s:g} s", last_file)
+                return LimitExceeded("timeout_s", timeout_s, f"it ran longer than {timeout_s:g} s", job.last_file())
             try:
-                message = parent_conn.recv()
+                message = conn.recv()
             except (EOFError, OSError):
-                try:
-                    code = proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    code = None
-                return _died(code, timeout_s, memory_bytes, last_file)
+                return _died(job.wait(5), timeout_s, memory_bytes, job.last_file())
             kind = message[0]
             if kind == "read":
                 _, name, path = message
-                last_file = path
-                data = trees[name].read(path)
-                if data is not None and len(data) > limits.file_bytes:
-                    data = data[: limits.file_bytes + 1]  # enough for the engine to see it is over the cap
                 try:
-                    parent_conn.send(data)
+                    conn.send(_read_one(trees[name], path, limits))
                 except (BrokenPipeError, OSError):
                     pass  # the child died meanwhile: the next recv says how
             elif kind == "prefetch":
-                from checks.scanning.tree import prefetch
-
-                prefetch([(trees[name], paths) for name, paths in message[1]])
-                parent_conn.send(None)
+                conn.send(_bulk(trees, message[1], limits))
             elif kind == "paths":
-                parent_conn.send(list(trees[message[1]].paths()))
+                conn.send(list(trees[message[1]].paths()))
             elif kind == "index_get":
-                parent_conn.send(_index_call(scan_cache.get_many, message[1], {}, log))
+                conn.send(_index_call(scan_cache.get_many, message[1], {}, log))
             elif kind == "index_put":
-                parent_conn.send(_index_call(scan_cache.put_many, message[1], None, log))
+                conn.send(_index_call(scan_cache.put_many, message[1], None, log))
             elif kind == "report":
                 return message[1]
             elif kind == "memory":
-                return LimitExceeded("memory_bytes", memory_bytes, f"it needed more than {memory_bytes / (1024 * 1024):g} MiB", last_file)
+                return LimitExceeded("memory_bytes", memory_bytes, f"it needed more than {memory_bytes / (1024 * 1024):g} MiB", job.last_file())
             else:
                 raise AnalysisError(f"the analysis raised:\n{message[1]}")
     finally:
-        parent_conn.close()
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(5)
+        job.close()
+        _count_cpu(job.cpu_s)
+        timing["child_cpu_s"] = job.cpu_s
 
 
-def _signal(proc, signum) -> None:
-    try:
-        proc.send_signal(signum)
-    except (ProcessLookupError, OSError):
-        pass  # it ended meanwhile: the next read says how
+def _read_one(tree, path: str, limits: Limits) -> bytes | None:
+    """A file the engine did not announce: one round trip of its own."""
+    return _capped(tree.read(path), limits)
+
+
+def _capped(data: bytes | None, limits: Limits) -> bytes | None:
+    if data is not None and len(data) > limits.file_bytes:
+        return data[: limits.file_bytes + 1]  # enough for the engine to see it is over the cap
+    return data
+
+
+def _bulk(trees, wanted, limits: Limits) -> dict[str, dict[str, bytes | None]]:
+    """The announced files of each tree, read in one go (checks.scanning.tree.prefetch), sent as one message."""
+    from checks.scanning.tree import prefetch
+
+    prefetch([(trees[name], paths) for name, paths in wanted])
+    return {name: {path: _capped(trees[name].read(path), limits) for path in paths} for name, paths in wanted}
+
+
+_CPU_LOCK = threading.Lock()
+_CHILDREN_CPU_S = 0.0
+
+
+def _count_cpu(seconds: float) -> None:
+    global _CHILDREN_CPU_S
+    with _CPU_LOCK:
+        _CHILDREN_CPU_S += seconds
+
+
+def children_cpu_s() -> float:
+    """The CPU time (user + system) every analysis child of this process has used: they are the
+    server's children, not this process's, so RUSAGE_CHILDREN does not count them."""
+    with _CPU_LOCK:
+        return _CHILDREN_CPU_S
 
 
 def _index_call(fn, argument, fallback, log):
@@ -389,7 +301,7 @@ def _index_call(fn, argument, fallback, log):
 
 
 def _died(exitcode: int | None, timeout_s: float, memory_bytes: int, last_file: str | None):
-    if exitcode == _EXIT_OUT_OF_MEMORY:
+    if exitcode == EXIT_OUT_OF_MEMORY:
         return LimitExceeded("memory_bytes", memory_bytes, f"it needed more than {memory_bytes / (1024 * 1024):g} MiB", last_file)
     if exitcode is not None and exitcode < 0 and -exitcode == signal.SIGXCPU:
         return LimitExceeded("timeout_s", timeout_s, "it used more CPU time than its limit allows", last_file)
@@ -399,5 +311,3 @@ def _died(exitcode: int | None, timeout_s: float, memory_bytes: int, last_file: 
     raise AnalysisError(f"the analysis process exited with code {exitcode}")
 
 
-if __name__ == "__main__":
-    _child_main()

@@ -8,7 +8,7 @@ CI_REGISTRAR_ANALYSIS_SLOTS slots (default: the machine's cores), and the slots 
 
 - A free slot goes to the waiting installation that holds the fewest slots (among equals, the one
   served longest ago); within one installation, first come first served.
-- A holder that has run for its quantum (CI_REGISTRAR_ANALYSIS_QUANTUM_S, 1 s) while an
+- A holder that has run for its quantum (CI_REGISTRAR_ANALYSIS_QUANTUM_S, 0.25 s) while an
   installation holding fewer slots than its own waits yields: bot/worker/analysis.py pauses its child
   (SIGSTOP, nothing lost), the slot goes to the waiter, and the paused job queues again behind
   its own installation's line. With one slot, two installations take turns a quantum each.
@@ -39,7 +39,11 @@ from pathlib import Path
 SLOTS_ENV = "CI_REGISTRAR_ANALYSIS_SLOTS"
 QUANTUM_ENV = "CI_REGISTRAR_ANALYSIS_QUANTUM_S"
 LEASE_ENV = "CI_REGISTRAR_ANALYSIS_SLOT_LEASE_S"
-DEFAULT_QUANTUM_S = 1.0
+# A waiter waits at most about one quantum for a slot (plus the holder's next look, YIELD_CHECK_S
+# in bot/worker/analysis.py). An ordinary check's analysis takes a few hundredths of a second
+# since the analysis server (issue 38), so a 1 s quantum was most of its time under a flood
+# (0.2 s of 1.8 s spent analysing, 1.0 s waiting for a slot); a switch costs two signals.
+DEFAULT_QUANTUM_S = 0.25
 DEFAULT_LEASE_S = 30.0
 WAIT_POLL_S = 0.05  # how often a waiting job looks again (a lease renewal too)
 SERVED_MEMORY_S = 3600.0  # how long an installation's last turn is remembered (ties between waiters)
@@ -271,6 +275,8 @@ class Slot:
         self._log = log
         self.unscheduled = False
         self.yields = 0
+        self.waited_s = 0.0  # before the first grant: where a job's time goes under a flood
+        self.paused_s = 0.0  # yielded, waiting to get a slot back
 
     def _call(self, fn, *args, fallback=None):
         if self.unscheduled:
@@ -293,8 +299,10 @@ class Slot:
 
     def yield_and_wait(self) -> None:
         self.yields += 1
+        started = time.monotonic()
         self._call(self.scheduler.yield_slot, self.job, self.installation)
         self.wait()
+        self.paused_s += time.monotonic() - started
 
     def release(self) -> None:
         try:
@@ -336,7 +344,9 @@ def held(installation, log=None):
         return
     slot = Slot(scheduler, installation, log=log)
     try:
+        started = time.monotonic()
         slot.wait()
+        slot.waited_s = time.monotonic() - started
         yield slot
     finally:
         slot.release()

@@ -447,17 +447,21 @@ def check_rows(target: Session | str, *, repository: str | None, params: Any, de
     read, so a check sees one state of the store. Plain data (JSON-able): the App hands it to the
     analysis child, which never touches the store.
     """
+    from checks.calibration import evidence
     from checks.calibration.policy import build_suite_windows, stats_rows
 
     now = _utc(now)
     since = now - timedelta(days=float(max(params.floor_days, params.window_days)))
     by_repo: dict[str, list[dict]] = {}
-    for m in select_measurements(target, repository=repository, since=since, outcomes=("PASS", "TIMEOUT")):
+    # FAIL too: the windows never read one, the evidence's newest failure does
+    for m in select_measurements(target, repository=repository, since=since, outcomes=("PASS", "TIMEOUT", "FAIL")):
         by_repo.setdefault(m.repository, []).append(_as_record(m))
     out = []
     for repo, records in sorted(by_repo.items()):
         windows = build_suite_windows(records, params, now=now, repository=repo, default_branch=default_branch)
-        out.extend({**row, "repository": repo} for row in stats_rows(windows))
+        rows = evidence.attach(stats_rows(windows), evidence.newest_runs(records, params, default_branch=default_branch,
+                                                                         repository=repo))
+        out.extend({**row, "repository": repo} for row in rows)
     return out
 
 

@@ -83,9 +83,11 @@ class Runtime:
     def share_analysis_slots(self) -> None:
         """This process runs jobs: its analyses take their slots from the scheduler every worker
         process shares (bot/worker/analysis_slots.py), in Redis with a Redis queue, else in the data directory."""
-        from bot.worker import analysis_slots
+        from bot.worker import analysis_server, analysis_slots
 
         analysis_slots.configure(self.settings, self.queue.storage.shared_client(), self.queue.name)
+        # The analysis server imports the engine now, not on the first check (it holds no credentials).
+        analysis_server.server().start()
 
     def _reload_credentials(self) -> bool:
         """Onboarding may have written the credentials file since this process started."""
@@ -227,7 +229,7 @@ def _run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: byt
                     log.warning("store unavailable, job will be confirmed later", error=type(exc).__name__)
                 outcome = "retrying"
                 raise RetryTask(delay=STORE_DOWN_RETRY_S) from None
-            log.info("delivery processed", attempt=attempt)
+            log.info("delivery processed", attempt=attempt, job_s=round(time.monotonic() - started, 3))
         finally:
             CURRENT_JOB.reset(token)
             metrics.JOB_DURATION.labels(event_name, outcome).observe(time.monotonic() - started)

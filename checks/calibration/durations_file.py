@@ -60,9 +60,11 @@ class DurationsFile:
         """Rows for checks.engine.check_tree's `durations`: the windows calibrate builds, from an export."""
         if self.kind == SHOW:
             return [r for r in self.rows if repository is None or r.get("repository") in (None, repository)]
+        from checks.calibration import evidence
         from checks.calibration.policy import build_windows, stats_rows
 
-        return stats_rows(build_windows(self.rows, params, now=now, repository=repository), params.hardware)
+        rows = stats_rows(build_windows(self.rows, params, now=now, repository=repository), params.hardware)
+        return evidence.attach(rows, evidence.newest_runs(self.rows, params, repository=repository))
 
     def unknown_repository(self, repository: str | None) -> str | None:
         """The one-line reason when `repository` is none of the file's, else None."""

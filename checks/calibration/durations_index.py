@@ -35,6 +35,9 @@ class FileDurations:
     slowest: float | None = None  # the slowest passing run of floor_days (checks/calibration/policy.py)
     timed_out_at: float | None = None  # the longest TIMEOUT attempt of floor_days
     slowest_run: str | None = None  # the Actions run of `slowest`
+    # the newest passing and failing run of merged code (checks/calibration/evidence.py reads them)
+    newest_pass: dict | None = None
+    newest_failure: dict | None = None
 
 
 class DurationsIndex(dict):
@@ -78,6 +81,8 @@ def durations_index(rows: Iterable[Mapping], params) -> DurationsIndex:
             row.get("slowest"),
             row.get("timed_out_at"),
             row.get("slowest_run"),
+            row.get("newest_pass"),
+            row.get("newest_failure"),
         )
     return out
 

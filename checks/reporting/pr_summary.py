@@ -55,11 +55,16 @@ class SuiteRow:
     stored_runs: int = 0  # runs stored for this suite's files at head (the durations' n, summed)
     files_measured: int = 0  # files at head with at least one stored run
     unmeasured_added: list[str] = field(default_factory=list)  # added files with no stored run
+    unverified: list[str] = field(default_factory=list)  # files without evidence (checks/reporting/evidence.py)
+
+    @property
+    def to_measure(self) -> list[str]:
+        return sorted(set(self.unmeasured_added) | set(self.unverified))
 
     @property
     def suggest_run(self) -> bool:
-        """A ROCm suite gaining files no stored run backs: `/run-rocm SUITE` measures them."""
-        return Backend(self.backend).is_rocm_family and bool(self.unmeasured_added)
+        """A ROCm suite gaining files no stored run backs, or not verified: `/run-rocm SUITE` measures them."""
+        return Backend(self.backend).is_rocm_family and bool(self.to_measure)
 
     @property
     def run_gpu_hours(self) -> float:

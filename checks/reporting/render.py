@@ -10,6 +10,7 @@ import re
 from itertools import groupby
 
 from checks.model import Finding, Registration, Report, Severity, code
+from checks.reporting import evidence
 from checks.rules import RULES
 from checks.wording import plural
 
@@ -50,6 +51,8 @@ def to_json(report: Report) -> str:
         "registrations": [registration_json(r) for r in report.registrations],
         "findings": [finding_json(f) for f in report.findings],
     }
+    if report.evidence is not None:  # a diff check with stored runs: each newly enabled ROCm registration's
+        doc["evidence"] = [e.as_json() for e in report.evidence]
     if report.suppressed:  # taken out by `# ci-registrar: ignore[...]`: what, and the comment's reason
         doc["suppressed"] = [{**finding_json(f), "suppression": s.as_json()} for f, s in report.suppressed]
     return json.dumps(doc, indent=2)
@@ -465,8 +468,9 @@ def _suite_table(summary) -> list[str]:
         if row.suggest_run:
             n = len(suggestions) + 1
             button = f"the **{md_text(_action_label(n))}** button or " if n <= MAX_ACTIONS else ""
-            suggestions.append(f"{n}. {md_code(RUN_ROCM + ' ' + row.suite)}: {_plural(len(row.unmeasured_added), 'new file')} "
-                               f"with no stored run; the whole suite costs about {_hours(row.run_gpu_hours)} GPU-hours "
+            measure = (f"{_plural(len(row.to_measure), 'file')} not verified on its hardware" if row.unverified
+                       else f"{_plural(len(row.unmeasured_added), 'new file')} with no stored run")
+            suggestions.append(f"{n}. {md_code(RUN_ROCM + ' ' + row.suite)}: {measure}; the whole suite costs about {_hours(row.run_gpu_hours)} GPU-hours "
                                f"(est_time × {gpus}). A maintainer starts it with {button}this comment; "
                                f"it goes through the usual approval and budget.")
     lines.append("")
@@ -534,6 +538,7 @@ def check_run_summary(report: Report) -> str:
     summary = getattr(report, "pr_summary", None)
     if summary is not None:
         lines += [_registration_only(summary) + f" Registrations: {_change_counts(report)}.", ""]
+    lines += [evidence.header(report.evidence), ""] if evidence.header(report.evidence) else []
     lines += [f"{summary_line(report)}", ""]
     skipped = limited_files(report)
     if skipped:
@@ -542,6 +547,7 @@ def check_run_summary(report: Report) -> str:
                   f"registrations: {shown}.", ""]
     if summary is not None:
         lines += _suite_table(summary)
+    lines += evidence.section(report, suggested_runs(report), md_code, _cell, _hours)
     if report.findings:
         lines += ["#### Findings, failures first", "", "| rule | severity | where | finding |", "| --- | --- | --- | --- |"]
         for f in sorted(report.findings, key=lambda f: (f.severity.rank, f.sort_key())):

@@ -26,6 +26,7 @@ class TreeFacts:
     # a diff check: every registration the diff took out, with the head path its file was compared
     # to (None: the file was deleted or renamed away)
     removed: list[tuple[str | None, Registration]] = field(default_factory=list)
+    head_runs: object | None = None  # checks.calibration.evidence.HeadRuns: the App's on-demand runs for this PR
     _memo: dict = field(default_factory=dict)
 
     @property

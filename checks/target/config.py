@@ -188,6 +188,8 @@ class Config(_Struct):
     budgets: Budgets = msgspec.field(default_factory=Budgets)
     rules: dict[str, SeverityName] = msgspec.field(default_factory=dict)
     validity: Validity = msgspec.field(default_factory=Validity)
+    # "required": a newly enabled ROCm registration without evidence fails (REG022); "notice": it is said
+    verification: Literal["notice", "required"] = "notice"
 
     def severity_override(self, code: str) -> str | None:
         return self.rules.get(code)

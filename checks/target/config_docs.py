@@ -44,6 +44,10 @@ SECTIONS: dict[str, str] = {
                 "reads. Every key defaults to null: read from the target's code at each revision (the register "
                 "module and the runner, statically; see docs/configuring.md), falling back to radixark/miles' "
                 "August 2026 runner where nothing can be read. A value set here wins over the code.",
+    "verification": "Whether a ROCm registration a pull request enables or changes must be verified on its suite's "
+                    "hardware: a passing run on the default branch, or an on-demand run the App dispatched for the "
+                    "pull request's head ([evidence.md](evidence.md)). `notice` (default): an unverified one is a "
+                    "REG022 notice; `required`: a REG022 failure.",
     "rules": "Severity per rule code (`failure`, `warning`, `notice` or `off`), overriding the default "
              "([rules.md](rules.md)). Unknown codes are an error.",
 }

@@ -12,6 +12,7 @@ from bot.worker.durations import check_rows
 from bot.github.retry import GitHubError
 from bot.worker.routing import CURRENT_JOB, check_run_completed
 from bot.worker.sources import GitHubTree, changed_paths, external_consumers
+from bot.store import evidence as evidence_store
 from bot.store import heads
 from bot.store import service as store
 from bot.store.index import RegistrationIndex
@@ -187,20 +188,8 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
         ctx.log.info("check already completed", check_run_id=run["id"], head_sha=head_sha)
         return
     ctx.report_on_failure(repo, run["id"])
-    head = GitHubTree(client, repo, head_sha)
-    base = GitHubTree(client, repo, base_sha, listed=False) if base_sha else None  # read at known paths only
-    files = client.pull_files(repo, number, expected=changed_files) if number and base is not None else None
-    changed = changed_paths(files) if files is not None else None
-    config_text = client.file_at(repo, CONFIG_PATH, default_branch)  # the default branch's, never the PR's
-    config, problems = load_config(config_text)
-    # External consumers' workflows, each at its repository's default branch (ETag-cached); none
-    # when the configuration is invalid (REG900 fails the check, the defaults are not used).
-    consumers = external_consumers(client, config) if not problems else {}
-    index = RegistrationIndex(ctx.store_url, repo)  # files already scanned, by blob SHA, for every worker
-    durations = stored_durations(ctx, repo, config, default_branch)
-    report = run_check_bounded(head, base, changed, config_text=config_text, scan_cache=index, log=ctx.log,
-                               consumers_from=consumers,  # a child process, time and memory capped
-                               arguments={"durations": durations} if durations is not None else None)
+    report, files = analyse(ctx, client, repo=repo, head_sha=head_sha, base_sha=base_sha, number=number,
+                            default_branch=default_branch, changed_files=changed_files)
     conclusion, output, annotations = report.check_run() if isinstance(report, LimitExceeded) else render(report)
     newer = superseded_by(ctx, repo, number, head_sha, updated_at)
     if newer is not None:
@@ -218,6 +207,70 @@ def run_check(ctx, *, repo: str, head_sha: str, base_sha: str | None, number: in
                            check_run_id=run["id"], delivery_id=ctx.delivery_id, conclusion=conclusion)
 
 
+def analyse(ctx, client, *, repo: str, head_sha: str, base_sha: str | None, number: int | None, default_branch: str,
+            changed_files: int | None = None):
+    """The check of one head: (report, or LimitExceeded; the PR's files, None without a base)."""
+    head = GitHubTree(client, repo, head_sha)
+    base = GitHubTree(client, repo, base_sha, listed=False) if base_sha else None  # read at known paths only
+    files = client.pull_files(repo, number, expected=changed_files) if number and base is not None else None
+    changed = changed_paths(files) if files is not None else None
+    config_text = client.file_at(repo, CONFIG_PATH, default_branch)  # the default branch's, never the PR's
+    config, problems = load_config(config_text)
+    # External consumers' workflows, each at its repository's default branch (ETag-cached); none
+    # when the configuration is invalid (REG900 fails the check, the defaults are not used).
+    consumers = external_consumers(client, config) if not problems else {}
+    index = RegistrationIndex(ctx.store_url, repo)  # files already scanned, by blob SHA, for every worker
+    durations = stored_durations(ctx, repo, config, default_branch)
+    arguments = {"durations": durations} if durations is not None else {}
+    at_head = pull_request_runs(ctx, repo, number, head_sha) if base is not None else None
+    if at_head:
+        arguments["head_runs"] = at_head  # the on-demand runs this App dispatched for the PR: evidence at its head
+    report = run_check_bounded(head, base, changed, config_text=config_text, scan_cache=index, log=ctx.log,
+                               consumers_from=consumers,  # a child process, time and memory capped
+                               arguments=arguments or None)
+    return report, files
+
+
+def refresh_evidence(ctx, client, repo: str, number: int, head_sha: str) -> bool:
+    """An on-demand run of this PR completed: the check run of its head follows the evidence.
+
+    Only when `head_sha` is still the PR's head (GitHub says, one call): after a push the new
+    head's own check shows that run as an earlier head's. The completed "CI registrations" run of
+    that head is checked again and its summary, title and conclusion are written over in place:
+    no new check run, no comment. Annotations already posted stay (GitHub keeps a run's
+    annotations); the summary lists the findings of now. A run still in progress, or none yet,
+    is left to its own job, which reads the evidence itself. True when the run was updated.
+    """
+    pull = client.pull(repo, number)
+    if pull.get("state") == "closed" or (pull.get("head") or {}).get("sha") != head_sha:
+        return False
+    with ctx.exclusive(repo, head_sha, CHECK_NAME):  # never beside a job checking this head
+        app_id = str(ctx.settings.app_id or "")
+        ours = [r for r in client.check_runs_for_ref(repo, head_sha, CHECK_NAME)
+                if r.get("name") == CHECK_NAME and r.get("head_sha") == head_sha and r.get("status") == "completed"
+                and _reusable(r) and (not app_id or str((r.get("app") or {}).get("id", app_id)) == app_id)]
+        if not ours:
+            return False
+        run = max(ours, key=lambda r: r["id"])
+        report, _files = analyse(ctx, client, repo=repo, head_sha=head_sha, base_sha=(pull.get("base") or {}).get("sha"),
+                                 number=number, default_branch=(pull.get("base") or {}).get("repo", {}).get("default_branch") or "main",
+                                 changed_files=pull.get("changed_files"))
+        if isinstance(report, LimitExceeded):
+            return False  # the verdict posted stands
+        conclusion, output, _annotations = render(report)
+        before = run.get("output") or {}
+        if run.get("conclusion") == conclusion and before.get("summary") == output["summary"] \
+                and before.get("title") == output["title"]:
+            return False
+        body = {"conclusion": conclusion, "output": output}
+        actions = render_actions(report)
+        body["actions"] = actions  # the suggestions of now (none left when every file is verified)
+        client.update_check_run(repo, run["id"], body)
+        store.record_check_run(ctx.store_url, repository=repo, head_sha=head_sha, name=CHECK_NAME,
+                               check_run_id=run["id"], delivery_id=ctx.delivery_id, conclusion=conclusion)
+        return True
+
+
 def stored_durations(ctx, repo: str, config, default_branch: str | None = None) -> list[dict] | None:
     """This repository's stored duration statistics, as `ci-registrar check --durations` reads them.
 
@@ -233,6 +286,19 @@ def stored_durations(ctx, repo: str, config, default_branch: str | None = None) 
     except Exception as exc:  # noqa: BLE001 - durations refine the check, they are not needed for it
         ctx.log.warning("stored durations unavailable, checked without them", error=type(exc).__name__)
         return None
+
+
+def pull_request_runs(ctx, repo: str, number: int | None, head_sha: str) -> dict | None:
+    """The completed on-demand runs of this pull request, read here like the durations (the
+    analysis child gets plain data); None when there are none or the store cannot say."""
+    if number is None:
+        return None
+    try:
+        found = evidence_store.head_runs(ctx.store_url, repository=repo, head_sha=head_sha, pull_number=number)
+    except Exception as exc:  # noqa: BLE001 - evidence refines the summary, the check stands without it
+        ctx.log.warning("on-demand runs unavailable, checked without them", error=type(exc).__name__)
+        return None
+    return found if found["runs"] else None
 
 
 def _no_such_commit(exc: GitHubError) -> bool:
