@@ -90,3 +90,11 @@ def amount(value: float | int, spec: str = "g", unit: str = "") -> str:
     if not usable(value):
         return REFUSED
     return f"{value:{spec}}" + (f" {unit}" if unit else "")
+
+
+def did_you_mean(name: str, candidates, n: int = 2, cutoff: float = 0.6) -> str:
+    """"; did you mean `a` or `b`?" for the nearest spellings of a mistyped name, "" when none is near."""
+    import difflib
+
+    near = difflib.get_close_matches(name, sorted(set(candidates)), n=n, cutoff=cutoff)
+    return "; did you mean " + " or ".join(f"`{c}`" for c in near) + "?" if near else ""

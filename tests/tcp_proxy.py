@@ -12,7 +12,7 @@ ones carry on with what was held back.
 
 from __future__ import annotations
 
-import select
+import selectors
 import socket
 import threading
 
@@ -98,9 +98,15 @@ class TcpProxy:
 
     def _pipe(self, a: socket.socket, b: socket.socket) -> None:
         peers = {a: b, b: a}
+        # A selector, not select.select: a test process of a long run holds more than 1024 open
+        # files, and select() refuses a descriptor past FD_SETSIZE (ValueError), which reset every
+        # connection through the proxy as soon as it was made.
+        watch = selectors.DefaultSelector()
         try:
+            watch.register(a, selectors.EVENT_READ)
+            watch.register(b, selectors.EVENT_READ)
             while True:
-                readable, _, _ = select.select([a, b], [], [], 0.2)
+                readable = [key.fileobj for key, _ in watch.select(0.2)]
                 if self._closed:
                     return
                 for src in readable:
@@ -114,6 +120,7 @@ class TcpProxy:
         except (OSError, ValueError):
             return
         finally:
+            watch.close()
             with self._lock:
                 if (a, b) in self._pairs:
                     self._pairs.remove((a, b))

@@ -127,7 +127,7 @@ def test_check_with_the_durations_store(tmp_path):
         log = tmp_path / f"job-{run}.log"
         log.write_text(f"{stamp} ##[group]Run tests\n{stamp} [1/1] {PPO}  PASS  elapsed={elapsed}s\n{stamp} ##[endgroup]\n")
         done = subprocess.run(
-            [CLI, "durations", "import", str(log), "--repo", "radixark/miles", "--run-id", str(run), "--hardware", "MI355X", "--backend", "rocm"],
+            [CLI, "durations", "import", str(log), "--repository", "radixark/miles", "--run-id", str(run), "--hardware", "MI355X", "--backend", "rocm"],
             capture_output=True, text=True, env=env,
         )
         assert done.returncode == 0, done.stdout + done.stderr

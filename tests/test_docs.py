@@ -187,12 +187,12 @@ def test_no_reference_to_files_outside_the_repository():
 
 def test_shipped_sglang_configuration_is_valid_and_shown_in_readme():
     """docs/configs/sglang.yml (what a maintainer copies to .github/ci-registrar.yml) is valid, sets
-    only what sglang's code does not say, and README shows the same configuration."""
+    only what sglang's code does not say, and docs/configuring.md shows the same configuration."""
     text = (ROOT / "docs" / "configs" / "sglang.yml").read_text()
     config, findings = load_config(text)
     assert findings == []
     assert config.paths.register_module == "python/sglang/test/ci/ci_register.py"
     assert config.validity == Config().validity  # everything else is read from sglang's code
-    readme = (ROOT / "README.md").read_text()
-    block = readme.split("# sgl-project/sglang: .github/ci-registrar.yml\n", 1)[1].split("```", 1)[0]
+    page = (ROOT / "docs" / "configuring.md").read_text()
+    block = page.split("# sgl-project/sglang: .github/ci-registrar.yml\n", 1)[1].split("```", 1)[0]
     assert yaml.safe_load(block) == yaml.safe_load(text)

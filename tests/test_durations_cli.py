@@ -57,12 +57,12 @@ def test_import_show_export_on_the_embedded_store(env):
     logs = [write_log(env / f"job{i}.log", [("tests/e2e/test_a.py", "PASS", d), ("tests/e2e/test_b.py", "FAIL", 10)],
                       est={"tests/e2e/test_a.py": 700, "tests/e2e/test_b.py": 20})
             for i, d in enumerate(durations)]
-    code, out, err = run("durations", "import", *map(str, logs), "--repo", "radixark/miles", "--label", "mi350")
+    code, out, err = run("durations", "import", *map(str, logs), "--repository", "radixark/miles", "--label", "mi350")
     assert code == 0, err
     assert "imported 2 measurements" in out and "10 new measurements from 5 files" in out
     assert (env / "data" / "ci-registrar.db").exists()  # created on first use
 
-    code, out, err = run("durations", "import", *map(str, logs), "--repo", "radixark/miles", "--label", "mi350")
+    code, out, err = run("durations", "import", *map(str, logs), "--repository", "radixark/miles", "--label", "mi350")
     assert code == 0 and "(2 already stored)" in out and "0 new measurements" in out
 
     code, out, _ = run("durations", "show", "--format", "json")
@@ -96,19 +96,19 @@ def test_import_show_export_on_the_embedded_store(env):
 def test_import_reports_bad_input(env):
     empty = env / "empty.log"
     empty.write_text("2026-11-01T00:00:00.0000000Z nothing to see\n")
-    code, out, err = run("durations", "import", str(empty), "--repo", "a/b")
+    code, out, err = run("durations", "import", str(empty), "--repository", "a/b")
     assert code == 1 and "no per-file summary lines" in err and "nothing imported" in err
 
     bad = env / "bad.log"
     bad.write_text("2026-11-01T00:00:00.0Z [1/2] tests/e2e/test_a.py  PASS  elapsed=5s\n"
                    "2026-11-01T00:00:00.0Z [2/2] tests/e2e/test_b.py  GREEN  elapsed=5s\n")
-    code, out, err = run("durations", "import", str(bad), "--repo", "a/b")
+    code, out, err = run("durations", "import", str(bad), "--repository", "a/b")
     assert code == 0 and f"{bad}:2: unknown status 'GREEN'" in err and "1 malformed line skipped" in out
     assert "hardware unknown" in err
 
     csv_file = env / "m.csv"
     csv_file.write_text("file,outcome\ntests/e2e/test_a.py,PASS\n")
-    code, out, err = run("durations", "import", str(csv_file), "--repo", "a/b")
+    code, out, err = run("durations", "import", str(csv_file), "--repository", "a/b")
     assert code == 1 and "missing column: elapsed_s" in err
 
     code, _, err = run("durations", "import", str(bad))  # a usage error: exit 2, one line
@@ -117,7 +117,7 @@ def test_import_reports_bad_input(env):
 
 def test_import_with_explicit_hardware_run_id_and_format(env):
     log = write_log(env / "job.txt", [("tests/e2e/test_a.py", "PASS", 5)])
-    code, out, err = run("durations", "import", str(log), "--repo", "a/b", "--run-id", "42", "--job-id", "7",
+    code, out, err = run("durations", "import", str(log), "--repository", "a/b", "--run-id", "42", "--job-id", "7",
                          "--hardware", "MI300X", "--format", "log")
     assert code == 0, err
     record = json.loads(run("durations", "export")[1])[0]
@@ -130,16 +130,16 @@ def test_commands_on_postgresql(pg_url, tmp_path, monkeypatch):
     assert run("db", "upgrade")[0] == 0
     repo = f"pg/{uuid.uuid4().hex[:8]}"
     log = write_log(tmp_path / "job.log", [("tests/e2e/test_a.py", "PASS", 5)])
-    code, out, err = run("durations", "import", str(log), "--repo", repo, "--label", "linux-mi35x-gpu-8")
+    code, out, err = run("durations", "import", str(log), "--repository", repo, "--label", "linux-mi35x-gpu-8")
     assert code == 0 and "imported 1 measurement" in out, err
-    shown = json.loads(run("durations", "show", "--repo", repo, "--format", "json")[1])
+    shown = json.loads(run("durations", "show", "--repository", repo, "--format", "json")[1])
     assert [(s["hardware"], s["n"]) for s in shown] == [("MI355X", 1)]
     assert not (tmp_path / "data" / "ci-registrar.db").exists()
 
 
 def test_the_installed_entry_point(env):
     log = write_log(env / "job.log", [("tests/e2e/test_a.py", "PASS", 5)])
-    cmd = [sys.executable, "-m", "bot.cli", "durations", "import", str(log), "--repo", "a/b"]
+    cmd = [sys.executable, "-m", "bot.cli", "durations", "import", str(log), "--repository", "a/b"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env={"CI_REGISTRAR_DATA_DIR": str(env / "data"),
                                                                      "PATH": "/usr/bin:/bin"},
                           cwd=Path(__file__).resolve().parents[1])

@@ -36,7 +36,7 @@ def stored(tmp_path_factory):
         stamp = (day + timedelta(hours=run)).strftime("%Y-%m-%dT%H:%M:%S.0000000Z")
         log = tmp / f"job-{run}.log"
         log.write_text(f"{stamp} ##[group]Run tests\n{stamp} [1/1] {PPO}  PASS  elapsed={elapsed}s\n{stamp} ##[endgroup]\n")
-        done = subprocess.run([CLI, "durations", "import", str(log), "--repo", "radixark/miles", "--run-id", str(run),
+        done = subprocess.run([CLI, "durations", "import", str(log), "--repository", "radixark/miles", "--run-id", str(run),
                                "--hardware", "MI355X", "--backend", "rocm"], capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
     files = {}

@@ -165,7 +165,7 @@ def test_the_audit_log_is_printed_and_shown_on_the_status_page(od):
     od.comment("/approve-rocm", author="maint")
     env = {**os.environ, "DATABASE_URL": od.world.settings.database_url,
            "CI_REGISTRAR_DATA_DIR": str(od.world.settings.data_dir)}
-    out = subprocess.run([CLI, "audit", "--repo", "radixark/miles", "--pr", str(od.pr.number), "--format", "json"],
+    out = subprocess.run([CLI, "audit", "--repository", "radixark/miles", "--pr", str(od.pr.number), "--format", "json"],
                          env=env, capture_output=True, text=True, check=True).stdout
     entries = json.loads(out)
     assert [e["action"] for e in entries][::-1] == ["command", "request", "command", "approval", "dispatch"]

@@ -68,7 +68,7 @@ def test_the_repository_is_found_from_inside_it_as_check_finds_it(sglang):
     inside = sglang / "test" / "registered"
     done = _run("nightly-amd-1-gpu-mi35x", cwd=inside)
     assert done.returncode == 0, done.stderr
-    assert "runs on `linux-mi35x-gpu-1` (1 GPUs), 1 shard" in done.stdout
+    assert "runs on `linux-mi35x-gpu-1` (1 GPU), 1 shard" in done.stdout
     assert "per-file timeout 900 s, job timeout 90 min" in done.stdout
     assert "test/registered/unit/batch_invariant_ops/test_batch_invariant_ops.py" in done.stdout
 

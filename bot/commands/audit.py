@@ -7,9 +7,11 @@ import json
 
 import click
 
+from bot.commands.flags import repository_option
+
 
 @click.command()
-@click.option("--repo", "repository", metavar="OWNER/NAME", help="Only this repository.")
+@repository_option("Only this repository.")
 @click.option("--pr", "pull_number", type=int, metavar="N", help="Only this pull request.")
 @click.option("--limit", type=int, default=200, show_default=True, help="At most this many entries (0: all).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)

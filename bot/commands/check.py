@@ -240,7 +240,7 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
             except GitError as exc:
                 _fail(git_failure(root, str(exc)))
             if not is_target(head_tree):
-                _not_target()
+                _not_target(head_tree)
             added.update(p for p, b in changed.items() if b is None)
             diff.update(base=base_tree, changed=changed)
             given = _no_evidence_from_the_diff(durations, durations_file, root, changed)
@@ -253,10 +253,15 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
             _not_target()
         return tree, check_tree(tree, durations=durations, fixes=fixes, scan_cache=scan_cache, consumers_from=external, workers=workers)
 
-    def _not_target():
-        from bot.commands.root import not_target
+    def _not_target(revision=None):
+        from bot.commands.root import not_target, uncommitted_mark
 
-        _fail(not_target(repo))
+        # --base reads commits: what makes the working tree a target may not be committed yet.
+        mark = uncommitted_mark(root, revision) if revision is not None else None
+        if mark is not None:
+            _fail(f"{mark} is in the working tree but not committed at {head or 'HEAD'}, and --base checks commits: "
+                  f"commit it, or check the working tree without --base")
+        _fail(not_target(repo if repo is not None else root))
 
     def base_report():
         """The base checked whole, with its own configuration: what was there before the diff."""
@@ -291,7 +296,11 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
     except PermissionError as exc:
         _fail(f"cannot read {exc.filename}: permission denied")
 
-    text = _render(report, fmt, root, brief=brief, verbose=verbose)
+    # Given files (the pre-commit hook's), a brief report that finds no failure in them ends without
+    # its counts line: with --all-files pre-commit splits the files into batches, one process each,
+    # and shows their output one after the other, so a clean last batch's "0 failures" would close
+    # a run an earlier batch failed.
+    text = _render(report, fmt, root, brief=brief, verbose=verbose, counts=named is None)
     if output:
         try:
             Path(output).write_text(text + "\n", encoding="utf-8")
@@ -300,7 +309,7 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
         from checks.reporting.render import summary_line
 
         click.echo(summary_line(report), err=True)
-    else:
+    elif text:  # a clean batch of the hook's files says nothing
         click.echo(text)
     levels = FAIL_ON[fail_on]
     sys.exit(1 if any(f.severity.value in levels for f in report.findings) else 0)
@@ -315,7 +324,10 @@ def _rule_filter(select: tuple[str, ...], ignore: tuple[str, ...]):
     def codes(option: str, values: tuple[str, ...]) -> set[str]:
         found, unknown = resolve_rules(part for value in values for part in value.split(","))
         if unknown:
-            _fail(f"{option}: no rule is called {', '.join(unknown)} (codes, code prefixes such as REG01, or "
+            from checks.wording import did_you_mean
+
+            hint = did_you_mean(unknown[0], [*RULES, *(r.name for r in RULES.values())])
+            _fail(f"{option}: no rule is called {', '.join(unknown)}{hint} (codes, code prefixes such as REG01, or "
                   "names: `ci-registrar check --list-rules`)")
         return found
 
@@ -354,11 +366,12 @@ def _fix(root: Path, tree, report, run, *, rerun: bool, keep_new=None):
     return report
 
 
-def _render(report, fmt: str, root: Path, *, brief: bool = False, verbose: bool = False) -> str:
+def _render(report, fmt: str, root: Path, *, brief: bool = False, verbose: bool = False, counts: bool = True) -> str:
+    from checks.model import Severity
     from checks.reporting.render import RENDERERS, to_brief_text, to_sarif
 
     if brief and fmt == "text":
-        return to_brief_text(report, verbose)
+        return to_brief_text(report, verbose, counts=counts or report.count(Severity.FAILURE) > 0)
 
     if fmt == "sarif":
         return to_sarif(report, srcroot=root.resolve().as_uri() + "/")

@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from bot.commands.flags import repository_option
+
 FORMAT_HELP = "job log (default), json or csv; auto picks by the file's extension (.json, .csv)"
 
 
@@ -39,7 +41,7 @@ def durations():
 
 @durations.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--repo", "repository", metavar="OWNER/NAME", help="Repository the measurements belong to (required for job logs).")
+@repository_option("Repository the measurements belong to (required for job logs).")
 @click.option("--run-id", type=int, help="Workflow run id (part of the natural key).")
 @click.option("--job-id", type=int, help="Job id (default for a log: a hash of the log's text).")
 @click.option("--hardware", metavar="MODEL", help="Hardware model, e.g. MI355X (default: from --label, else unknown).")
@@ -56,7 +58,7 @@ def import_(files, repository, run_id, job_id, hardware, labels, backend, suite,
     if not repository:
         logs = [p for p in files if fmt == "log" or (fmt == "auto" and Path(p).suffix.lower() not in (".json", ".csv"))]
         if logs:
-            fail("durations import", f"{logs[0]}: a job log needs --repo OWNER/NAME (the repository it belongs to)")
+            fail("durations import", f"{logs[0]}: a job log needs --repository OWNER/NAME (the repository it belongs to)")
     from bot.worker.durations import import_file
 
     url = _store_url()
@@ -86,7 +88,7 @@ def _fmt(value):
 @durations.command()
 @click.option("--file", "file", metavar="PATH", help="Only this test file.")
 @click.option("--suite", metavar="S", help="Only measurements taken in this suite.")
-@click.option("--repo", "repository", metavar="OWNER/NAME", help="Only this repository.")
+@repository_option("Only this repository.")
 @click.option("--hardware", metavar="MODEL", help="Only this hardware model.")
 @click.option("--backend", type=click.Choice(["cpu", "cuda", "rocm"]))
 @click.option("--window-runs", type=int, default=10, show_default=True, help="Last N passing runs.")
@@ -119,7 +121,7 @@ def show(file, suite, repository, hardware, backend, window_runs, window_days, f
 
 @durations.command()
 @click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True)
-@click.option("--repo", "repository", metavar="OWNER/NAME", help="Only this repository.")
+@repository_option("Only this repository.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here instead of stdout.")
 def export(fmt, repository, output):
     """Every stored measurement, in the format `durations import` reads."""

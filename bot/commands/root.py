@@ -55,6 +55,23 @@ def not_target(root) -> str:
             f"(run the command inside the checkout, give --repo DIR, or set paths.register_module in {CONFIG_PATH})")
 
 
+def uncommitted_mark(root, revision) -> str | None:
+    """The file that makes the working tree at `root` a target repository while the commit `revision`
+    (a tree) lacks it: the configuration, or the register module it or the defaults name."""
+    from checks.scanning.tree import DirectoryTree
+    from checks.target.config import CONFIG_PATH, load_config
+
+    work = DirectoryTree(root)
+    if not is_target(work):
+        return None
+    text = work.read(CONFIG_PATH)
+    if text is not None and revision.read(CONFIG_PATH) is None:
+        return CONFIG_PATH
+    config, _ = load_config(text)
+    module = config.paths.register_module
+    return module if work.read(module) is not None and revision.read(module) is None else None
+
+
 def scan_cache_for(root: Path, cache_dir: str | None = None):
     """The scan cache of this checkout (checks/scanning/scan_cache.py), which `check` and
     `calibrate` share: a run loads its own repository's facts, not every repository's this machine

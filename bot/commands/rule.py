@@ -24,6 +24,9 @@ def rule(code: str | None, markdown: bool) -> None:
         return
     found = RULES.get(code.upper()) or next((r for r in RULES.values() if r.name == code.lower()), None)
     if found is None:
-        click.echo(f"ci-registrar rule: unknown rule `{code}` (known: {', '.join(RULES)})", err=True)
+        from checks.wording import did_you_mean
+
+        hint = did_you_mean(code, [*RULES, *(r.name for r in RULES.values())])
+        click.echo(f"ci-registrar rule: unknown rule `{code}`{hint} (known: {', '.join(RULES)})", err=True)
         sys.exit(2)
     click.echo(rule_text(found))

@@ -62,10 +62,12 @@ def serve(host, port, threads, no_worker):
 
     One web worker process by default (WEB_CONCURRENCY sets more; with --no-worker it is 2 per core).
     """
+    from bot.infra.environment import check_environment
     from bot.infra.logging import configure
     from bot.web.server import run
     from bot.infra.settings import load_settings
 
+    check_environment()  # every variable, before anything starts: one line and exit 2 for a bad one
     configure()
     settings = load_settings()
     _secure_data_dir(settings)
@@ -84,7 +86,9 @@ def worker(threads, metrics_port):
     from bot.infra.settings import load_settings
 
     from bot.worker.tasks import start_reconciler
+    from bot.infra.environment import check_environment
 
+    check_environment()  # every variable, before anything starts: one line and exit 2 for a bad one
     configure()
     settings = load_settings()
     _secure_data_dir(settings)

@@ -152,7 +152,7 @@ def github_web_url(api_url: str) -> str:
 
 
 def load_settings(environ: dict[str, str] | None = None) -> Settings:
-    """Read the environment (README.md, "Running the App"); the onboarding credentials file fills what it leaves unset."""
+    """Read the environment (docs/app.md); the onboarding credentials file fills what it leaves unset."""
     env = os.environ if environ is None else environ
     data_dir = Path(env.get("CI_REGISTRAR_DATA_DIR") or "./data").resolve()
     creds = read_credentials(data_dir / CREDENTIALS_FILE)

@@ -27,6 +27,7 @@ from checks.target.dispatch_plan import NoRunner, RunPlan, plan
 from checks.engine import Context, _scan, discover
 from checks.limits import Budget, Limits
 from checks.model import Backend, Registration
+from checks.wording import did_you_mean
 from checks.target.target_ci import TargetCI, read_target_ci
 
 ENGINE = "bot.ondemand.selection:analyse"
@@ -68,16 +69,21 @@ def runnable_suites(contract: Contract, config: Config, target: TargetCI | None 
     return sorted(s for s in rocm_suites(contract, target) if config.dispatch_for(s) is not None)
 
 
+def _at(head_sha: str) -> str:
+    """Where the files were read: "at abc1234" for a PR's head, "in this checkout" for `run-plan`."""
+    return "in this checkout" if head_sha == "checkout" else f"at {head_sha[:7]}"
+
+
 def check_suite(suite: str, contract: Contract, config: Config, head_sha: str, target: TargetCI | None = None) -> Dispatch:
-    short = head_sha[:7]
     inventory = config.paths.suites_module
-    if suite not in rocm_suites(contract, target):
+    rocm = rocm_suites(contract, target)
+    if suite not in rocm:
         owners = [b.value for b in contract.owners(suite)]
         if owners:
             raise NotSelectable(f"`{suite}` is a {' and '.join(owners)} suite, not a ROCm one: "
                                 f"`/run-rocm` runs ROCm suites only")
-        raise NotSelectable(f"`{suite}` is not a ROCm suite in {inventory} at {short}, nor one the default "
-                            f"branch's workflows run")
+        raise NotSelectable(f"`{suite}` is not a ROCm suite in {inventory} {_at(head_sha)}, nor one the default "
+                            f"branch's workflows run{did_you_mean(suite, rocm)}")
     dispatch = config.dispatch_for(suite)
     if dispatch is None:
         raise NotSelectable(f"`{suite}` is a ROCm suite, but the configuration on the default branch maps no "
@@ -124,13 +130,13 @@ def select(tree, config: Config, contract: Contract, suite: str, files: list[str
         raise NotSelectable(str(exc)) from None
     notes: list[str] = []
     runs = runner_selects(run, target, notes) if not files else (lambda r: True)
-    short = head_sha[:7]
+    at = _at(head_sha)
     if files:
         candidates = list(files)
         present = set(tree.paths())
         missing = [f for f in candidates if f not in present]
         if missing:
-            raise NotSelectable(f"`{missing[0]}` does not exist at {short}")
+            raise NotSelectable(f"`{missing[0]}` does not exist {at}")
     else:
         candidates = discover(tree.paths(), config, contract)
     ctx = Context(config, contract, [], budget=budget, scan_cache=scan_cache)
@@ -141,20 +147,20 @@ def select(tree, config: Config, contract: Contract, suite: str, files: list[str
         if scan is None:
             cap = next((f for f in budget.findings if f.file == path), None) or next(iter(budget.findings), None)
             if cap is not None:  # a cap of checks/limits.py: an unread file has no known cost
-                raise NotSelectable(f"`{path}` was not read at {short}: {cap.message}")
+                raise NotSelectable(f"`{path}` was not read {at}: {cap.message}")
             if files:
-                raise NotSelectable(f"`{path}` could not be read at {short}")
+                raise NotSelectable(f"`{path}` could not be read {at}")
             continue  # absent (a symlink that leads nowhere): not a test file
         mine = [r for r in scan.registrations if r.backend.is_rocm_family and r.suite == suite]
         if files:
             if not mine:
-                raise NotSelectable(f"`{path}` has no ROCm registration in `{suite}` at {short}")
+                raise NotSelectable(f"`{path}` has no ROCm registration in `{suite}` {at}")
             if all(r.disabled for r in mine):
-                raise NotSelectable(f"`{path}`'s registration in `{suite}` is disabled at {short}")
+                raise NotSelectable(f"`{path}`'s registration in `{suite}` is disabled {at}")
         chosen.extend(r for r in mine if not r.disabled and runs(r))
     if not chosen:
         what = "" if files else " that its run selects (" + (f"cadence {run.cadence}" if run.cadence else "the runner's default cadence") + ")"
-        raise NotSelectable(f"no enabled test file is registered in `{suite}` at {short}{what}: nothing to run")
+        raise NotSelectable(f"no enabled test file is registered in `{suite}` {at}{what}: nothing to run")
     selection = Selection(suite, dispatch, chosen, run, notes)
     selection.plan = run.with_files(selection.files)
     return selection

@@ -407,7 +407,7 @@ def import_file(target, path: str | Path, *, fmt: str = "auto", repository=None,
     if fmt == "csv":
         return ingest_csv(target, text, name=str(path), **common)
     if not repository:
-        return IngestResult(source=str(path), error="a job log needs --repo OWNER/NAME")
+        return IngestResult(source=str(path), error="a job log needs --repository OWNER/NAME")
     return ingest_job_log(target, text, name=str(path), runner_labels=runner_labels, source="job-log", **common)
 
 

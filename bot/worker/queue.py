@@ -33,6 +33,7 @@ from huey.consumer import Consumer, Worker, WorkerRecycle
 from huey.signals import SIGNAL_INTERRUPTED
 from huey.storage import RedisStorage, SqliteStorage
 
+from bot.infra import outage
 from bot.infra.logging import get_logger
 
 log = get_logger("ci_registrar.queue")
@@ -459,17 +460,41 @@ class _WakingWorker(Worker):
     It also outlives its queue: huey ends a worker on any exception its loop lets through, and
     its own loop lets through one raised while it waits after a failed read (the doorbell's pop
     on an unreachable Redis). Here no queue error ends the thread: it waits (up to
-    OUTAGE_PAUSE_S between tries) and reads again once the queue answers.
+    OUTAGE_PAUSE_S between tries) and reads again once the queue answers. huey logs a traceback
+    for every failed read (93 in 10 s for four threads on a Redis that is down); here an
+    unreachable queue is told once per process, when it goes and when it comes back
+    (bot/infra/outage.py), and any other error of a read keeps its traceback.
     """
 
     def loop(self, now=None):
+        # huey's Worker.loop, with the failed read told by the outage tracker.
         try:
-            super().loop(now)
-        except WorkerRecycle:
-            raise
-        except Exception:
-            self._logger.warning("queue unreachable, the worker waits for it", exc_info=True)
+            task = self.huey.dequeue()
+        except Exception as exc:
+            if not outage.QUEUE.failed(exc):
+                self._logger.exception("Error reading from queue")
             self._pause()
+            return
+        outage.QUEUE.answered()
+        if task is None:
+            try:
+                self.sleep()
+            except WorkerRecycle:
+                raise
+            except Exception as exc:
+                if not outage.QUEUE.failed(exc):
+                    self._logger.warning("waiting for work failed", exc_info=True)
+                self._pause()
+            return
+        self.delay = self.default_delay
+        self.task_count += 1
+        try:
+            self.huey.execute(task, now)
+        except Exception:
+            self._logger.exception("Unhandled error during execution of task %s.", task.id)
+        if self.max_tasks and self.task_count >= self.max_tasks:
+            self._logger.info("Worker reached max tasks (%d), exiting.", self.max_tasks)
+            raise WorkerRecycle()
 
     def sleep(self):
         if self.delay > self.max_delay:
@@ -478,7 +503,9 @@ class _WakingWorker(Worker):
         if wait_for_work is not None:
             try:
                 woken = wait_for_work(self.delay)
-            except Exception:
+            except Exception as exc:
+                if not outage.QUEUE.failed(exc):
+                    self._logger.warning("waiting for work failed", exc_info=True)
                 self._pause()
                 return
             if woken:
@@ -494,7 +521,7 @@ class _WakingWorker(Worker):
 
     def _pause(self):
         """After a queue error: a short wait (the stop flag still ends it), longer while it lasts."""
-        self.stop_flag.wait(min(OUTAGE_PAUSE_S, max(self.delay, self.default_delay)))
+        self.stop_flag.wait(min(OUTAGE_PAUSE_S, max(self.delay, self.default_delay, outage.QUEUE.wait_s())))
         self.delay = min(OUTAGE_PAUSE_S, max(self.delay, self.default_delay) * 2)
 
 
@@ -585,10 +612,11 @@ class JobQueue(Huey):
                     try:
                         self.storage.ack(claim_id)
                         acked = True
-                    except Exception:
+                    except Exception as exc:
                         # The queue went away as the job ended. The heartbeat keeps its lease
                         # and acks it once the queue answers: a finished job is not run again.
-                        log.warning("queue unreachable at a job's end, its ack will follow")
+                        if not outage.QUEUE.failed(exc):
+                            log.warning("queue write failed at a job's end, its ack will follow", error=type(exc).__name__)
                         with self._held_lock:
                             self._unacked.add(claim_id)
                         self._ensure_heartbeat()
@@ -604,7 +632,16 @@ class JobQueue(Huey):
     def read_schedule(self, timestamp=None):
         # huey's scheduler pops due jobs and then enqueues them: a crash in between would lose
         # them. Here they move inside the storage in one step, and nothing is left to enqueue.
-        self.storage.promote_due(timestamp or self._get_timestamp())
+        # While the queue is down the scheduler tries at the outage's backoff, and says nothing.
+        if not outage.QUEUE.due():
+            return []
+        try:
+            self.storage.promote_due(timestamp or self._get_timestamp())
+        except Exception as exc:
+            if not outage.QUEUE.failed(exc):
+                raise
+            return []
+        outage.QUEUE.answered()
         return []
 
     def _ensure_heartbeat(self):
@@ -621,7 +658,8 @@ class JobQueue(Huey):
             for claim_id in unacked:
                 try:
                     self.storage.ack(claim_id)
-                except Exception:  # still unreachable: its lease is extended below, tried again next beat
+                except Exception as exc:  # still unreachable: its lease is extended below, tried again next beat
+                    outage.QUEUE.failed(exc)
                     continue
                 with self._held_lock:
                     self._unacked.discard(claim_id)
@@ -683,6 +721,7 @@ def open_queue(settings, *, config: QueueConfig | None = None) -> JobQueue:
 
     if config is None:
         config = queue_config(settings)
+    outage.QUEUE.describe(config.redis_url or f"sqlite:///{config.sqlite_path}")
 
     if config.redis_url:
         queue = JobQueue(

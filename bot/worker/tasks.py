@@ -9,7 +9,7 @@ import time
 from gidgethub.sansio import Event
 from huey.exceptions import RetryTask
 
-from bot.infra import metrics
+from bot.infra import metrics, outage
 from bot.infra.logging import bound, get_logger
 from bot.infra.settings import env_float as _env_float
 
@@ -108,6 +108,7 @@ class Runtime:
 def register(queue, settings) -> None:
     """Attach this process's runtime and the `process_delivery` task to a queue instance."""
     runtime = Runtime(settings, queue)
+    outage.STORE.describe(settings.database_url)
 
     def process_delivery(delivery_id: str, event: str, body: bytes, store_down_since: float | None = None):
         return run_delivery(runtime, delivery_id, event, body, store_down_since)
@@ -169,6 +170,7 @@ def _run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: byt
             else:
                 _store_refused(runtime, delivery_id, event_name, exc)
             return
+        outage.STORE.answered()
         if before == "done":
             log.info("delivery already processed")
             return
@@ -223,7 +225,8 @@ def _run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: byt
             try:
                 store.finish_delivery(settings.database_url, delivery_id, "done")
             except Exception as exc:  # done on GitHub, not recorded: run again (it posts nothing twice)
-                log.warning("store unavailable, job will be confirmed later", error=type(exc).__name__)
+                if not outage.STORE.failed(exc):
+                    log.warning("store unavailable, job will be confirmed later", error=type(exc).__name__)
                 outcome = "retrying"
                 raise RetryTask(delay=STORE_DOWN_RETRY_S) from None
             log.info("delivery processed", attempt=attempt, job_s=round(time.monotonic() - started, 3))
@@ -238,7 +241,8 @@ def _quietly(fn, *args) -> None:
     try:
         fn(*args)
     except Exception as exc:
-        log.warning("could not record the delivery's state", error=type(exc).__name__)
+        if not outage.STORE.failed(exc):
+            log.warning("could not record the delivery's state", error=type(exc).__name__)
 
 
 def _short(exc: BaseException) -> str:
@@ -304,7 +308,10 @@ def _store_down(runtime: Runtime, delivery_id: str, event_name: str, body: bytes
         metrics.JOB_FAILURES.labels(event_name, "store_unavailable").inc()
         _forget(runtime, delivery_id)
         return
-    log.warning("store unavailable, job deferred", error=type(exc).__name__, waited_s=round(now - since))
+    if outage.STORE.failed(exc):  # told once per outage (bot/infra/outage.py), not once per job and try
+        log.debug("job deferred until the store answers", waited_s=round(now - since))
+    else:
+        log.warning("store unavailable, job deferred", error=type(exc).__name__, waited_s=round(now - since))
     try:
         runtime.queue.process_delivery.schedule((delivery_id, event_name, body, since), delay=STORE_DOWN_RETRY_S)
     except Exception:
@@ -461,23 +468,28 @@ def start_reconciler(runtime: Runtime, stop: threading.Event | None = None) -> t
 
     def loop():
         while True:
+            # A store that does not answer is told once (bot/infra/outage.py), not by each pass.
             try:
                 reconcile(runtime)
+                outage.STORE.answered()
             except Exception as exc:
-                log.warning("reconciler pass failed", error=_short(exc))
+                if not outage.STORE.failed(exc):
+                    log.warning("reconciler pass failed", error=_short(exc))
             try:
                 from bot.ondemand.flow import sweep_expired
                 from bot.store import service as store
 
                 sweep_expired(runtime.github, runtime.settings.database_url, store.installation_for)
             except Exception as exc:
-                log.warning("on-demand expiry pass failed", error=_short(exc))
+                if not outage.STORE.failed(exc):
+                    log.warning("on-demand expiry pass failed", error=_short(exc))
             try:
                 from bot.worker.calibration_pr import sweep
 
                 sweep(runtime.github, runtime.settings.database_url)  # each repository's calibration PR when due
             except Exception as exc:
-                log.warning("calibration pass failed", error=_short(exc))
+                if not outage.STORE.failed(exc):
+                    log.warning("calibration pass failed", error=_short(exc))
             if stop.wait(reconcile_every_s()):
                 return
 

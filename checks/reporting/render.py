@@ -1,4 +1,4 @@
-"""Output formats for a report: text for people, JSON (README.md), GitHub workflow commands, SARIF.
+"""Output formats for a report: text for people, JSON (docs/command-line.md), GitHub workflow commands, SARIF.
 
 The analysis never knows how it will be shown; each renderer reads the same Report.
 """
@@ -87,9 +87,10 @@ def to_text(report: Report) -> str:
     return "\n".join(out)
 
 
-def to_brief_text(report: Report, verbose: bool = False) -> str:
+def to_brief_text(report: Report, verbose: bool = False, counts: bool = True) -> str:
     """What a person reads at a commit (the pre-commit hook): failures first, in full; warnings and
-    notices summarised in one line by rule, or listed after the failures with `verbose`."""
+    notices summarised in one line by rule, or listed after the failures with `verbose`; then the
+    counts line, unless `counts` is false (a clean batch of the hook's files, bot/commands/check.py)."""
     failures = [f for f in report.findings if f.severity is Severity.FAILURE]
     others = [f for f in report.findings if f.severity is not Severity.FAILURE]
     shown = failures + (sorted(others, key=lambda f: (f.severity is not Severity.WARNING, f.file, f.span.line))
@@ -115,7 +116,8 @@ def to_brief_text(report: Report, verbose: bool = False) -> str:
                                          plural(notices, "notice") if notices else "") if p)
         out.append(f"{what} not shown ({', '.join(f'{rule} x{n}' for rule, n in sorted(by_rule.items()))}): "
                    "--verbose lists them")
-    out.append(summary_line(report))
+    if counts:
+        out.append(summary_line(report))
     return "\n".join(out)
 
 

@@ -18,6 +18,7 @@ from checks.target import yamlload
 
 from checks.limits import Limits
 from checks.model import Finding
+from checks.wording import did_you_mean
 from checks.rules import RULES
 from checks.ruleset import reg900_invalid_configuration as reg900
 
@@ -297,7 +298,9 @@ def _semantic_errors(config: Config) -> list[tuple[str, str]]:
     errors = []
     for code in config.rules:
         if code not in RULES:
-            errors.append((f"$.rules.{code}", f"unknown rule code `{code}` (known: {', '.join(sorted(RULES))})"))
+            names = [*RULES, *(r.name for r in RULES.values())]
+            errors.append((f"$.rules.{code}", f"unknown rule code `{code}`{did_you_mean(code, names)} "
+                                              f"(known: {', '.join(sorted(RULES))})"))
     for i, consumer in enumerate(config.consumers):
         if not _REPOSITORY.fullmatch(consumer.repository):
             errors.append((f"$.consumers[{i}].repository", "consumers[].repository must be `owner/name`"))
@@ -491,10 +494,34 @@ def _every_schema_error(data: dict) -> list[tuple[str, tuple[str, int] | None, d
     return errors
 
 
+def _fields_at(err_path: str) -> tuple[str, ...]:
+    """The keys the configuration allows at `err_path` (`$`, `$.paths`, `$.dispatch.s2`, `$.consumers[1]`),
+    for a did-you-mean on an unknown one."""
+    def unwrap(tp):  # `X | None` -> X
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return args[0] if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1 else tp
+
+    tp = Config
+    for name, _index in re.findall(r"\.([^.\[]+)|\[([^\]]*)\]", err_path):
+        tp = unwrap(tp)
+        if name and isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+            tp = typing.get_type_hints(tp).get(name)
+        else:  # a list's item or a dict's value
+            args = typing.get_args(tp)
+            tp = args[-1] if args else None
+        if tp is None:
+            return ()
+    tp = unwrap(tp)
+    return tp.__struct_fields__ if isinstance(tp, type) and issubclass(tp, msgspec.Struct) else ()
+
+
 def _schema_finding(path: str, root, data, message: str, shift: tuple[str, int] | None) -> Finding:
     """The REG900 finding for msgspec's `message`, at the node of the file it names."""
     where = message.rsplit(" - at `", 1)
     node, err_path, shown = root, None, None
+    top = re.fullmatch(r"Object contains unknown field `([^`]+)`", message)
+    if top:  # a top-level key: msgspec names no place
+        message += did_you_mean(top.group(1), Config.__struct_fields__)
     if len(where) == 2:
         err_path = where[1].rstrip("`")
         if shift is not None:  # validated alone as item 0 of its list: name its real place
@@ -505,6 +532,8 @@ def _schema_finding(path: str, root, data, message: str, shift: tuple[str, int] 
         unknown = re.match(r"Object contains unknown field `([^`]+)`", message)
         if unknown:
             node = _unknown_field_node(node, unknown.group(1))
+            hint = did_you_mean(unknown.group(1), _fields_at(err_path))
+            message = message.replace(unknown.group(0), unknown.group(0) + hint, 1)
         shown = err_path.removeprefix('$.') or 'top level'
         if err_path.startswith("$.rules."):  # the rule as the file names it (`unknown-suite`, not REG010)
             key = _unknown_field_node(_node_for_path(root, "$.rules"), err_path.removeprefix("$.rules."))

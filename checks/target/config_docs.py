@@ -42,7 +42,7 @@ SECTIONS: dict[str, str] = {
     "budgets": "Cost limits of on-demand runs.",
     "validity": "What the target's runner accepts and rejects, where its code does not say it in a form the engine "
                 "reads. Every key defaults to null: read from the target's code at each revision (the register "
-                "module and the runner, statically; see README, *Configurations*), falling back to radixark/miles' "
+                "module and the runner, statically; see docs/configuring.md), falling back to radixark/miles' "
                 "August 2026 runner where nothing can be read. A value set here wins over the code.",
     "verification": "Whether a ROCm registration a pull request enables or changes must be verified on its suite's "
                     "hardware: a passing run on the default branch, or an on-demand run the App dispatched for the "

@@ -29,6 +29,7 @@ from checks.target.config import Dispatch
 from checks.target.runner import RunnerOption
 from checks.target.suites import parse_suite_name
 from checks.target.workflows import NIGHTLY_CADENCES
+from checks.wording import plural
 
 __all__ = ["NoRunner", "RunPlan", "gpus_of_labels", "partition", "plan", "choose_job", "suite_gpus"]
 
@@ -174,12 +175,12 @@ def _fleet_runner(suite: str, needed: int, fleet: list[tuple[str, ...]], larger:
     bigger = [(n, p) for n, p in sized if n > needed]
     largest_n, largest = max(sized, key=lambda x: (x[0], x[1]))
     if not bigger:
-        raise NoRunner(f"no runner of this repository's fleet fits `{suite}`: it needs {needed} GPUs ({why}); the "
-                       f"largest runner the fleet has is {_labels_text(largest)} ({largest_n} GPUs)")
+        raise NoRunner(f"no runner of this repository's fleet fits `{suite}`: it needs {plural(needed, 'GPU')} ({why}); the "
+                       f"largest runner the fleet has is {_labels_text(largest)} ({plural(largest_n, 'GPU')})")
     if not larger:
         n, p = bigger[0]
-        raise NoRunner(f"no runner of this repository's fleet has the {needed} GPUs `{suite}` needs ({why}); the "
-                       f"smallest that fits is {_labels_text(p)} ({n} GPUs, the largest the fleet has is "
+        raise NoRunner(f"no runner of this repository's fleet has the {plural(needed, 'GPU')} `{suite}` needs ({why}); the "
+                       f"smallest that fits is {_labels_text(p)} ({plural(n, 'GPU')}, the largest the fleet has is "
                        f"{_labels_text(largest)}): set `dispatch.{suite}.larger_runner: true` to run it there")
     return bigger[0][1]
 
@@ -364,7 +365,7 @@ def plan_lines(view: dict) -> list[str]:
     shards = int(view.get("shards") or 1)
     image = view.get("image") or "the workflow's default image"
     lines = [f"copied from {where}",
-             f"runs on {labels} ({view.get('gpus')} GPUs), {shards} shard{'s' if shards != 1 else ''}",
+             f"runs on {labels} ({plural(int(view.get('gpus') or 0), 'GPU')}), {plural(shards, 'shard')}",
              f"image `{image}`" + (f" ({{date}}: the newest of the last {view.get('image_days')} days)" if view.get("image_days") else ""),
              f"per-file timeout {view.get('timeout_per_file_s')} s, job timeout {view.get('job_timeout_min')} min",
              f"command: `{view.get('command')}`" + (f" in `{view.get('workdir')}/`" if view.get("workdir") else "")]
