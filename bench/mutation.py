@@ -54,7 +54,7 @@ TARGETS = {
                                                       "tests/test_discovery_idioms.py", "tests/test_direct_runs.py",
                                                       "tests/test_rules_suites.py")),
     "seen": Target("bot/ondemand/seen.py", ("tests/test_ondemand_seen.py",)),
-    "cost": Target("bot/ondemand/cost.py", tuple(f"tests/test_ondemand_security.py::{name}" for name in (
+    "cost": Target("checks/target/run_cost.py", tuple(f"tests/test_ondemand_security.py::{name}" for name in (
         "test_a_file_is_charged_the_most_the_job_lets_it_run", "test_no_est_time_makes_a_file_cheaper_than_what_it_may_run",
         "test_the_limits_come_from_the_run_plan", "test_the_limits_defaults_and_edges",
         "test_the_note_shows_the_est_time_as_registered",

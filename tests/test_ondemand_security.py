@@ -915,7 +915,7 @@ def fresh_pg_url():
     admin.dispose()
 
 
-# -- the cost function itself (bot/ondemand/cost.py) ---------------------------------------------------
+# -- the cost function itself (checks/target/run_cost.py) ---------------------------------------------------
 # miles' runner: each file may run max(1800, 1.25 x est_time); the GPU job's limit is 360 minutes.
 @pytest.mark.parametrize("ests, seconds, basis", [
     ([300], 1800, "per-file timeout"),  # a short file still holds its GPUs for the whole per-file timeout
@@ -942,7 +942,7 @@ def fresh_pg_url():
     ([17000, 17000], 21600, "job timeout"),  # 21,250 s each: together past the job's limit
 ])
 def test_a_file_is_charged_the_most_the_job_lets_it_run(ests, seconds, basis):
-    from bot.ondemand.cost import Limits, cost_files, gpu_hours
+    from checks.target.run_cost import Limits, cost_files, gpu_hours
 
     costing = cost_files({"tests/e2e/test_x.py": ests}, 4, est_time_positive=False, limits=Limits(1800, 21600))
     [f] = costing.files
@@ -959,7 +959,7 @@ def test_a_file_is_charged_the_most_the_job_lets_it_run(ests, seconds, basis):
 @pytest.mark.parametrize("est", [1e-9, 0.001, 1, 89, 90, 1439, 1440, 1441, 5000, 17279, 17280, 10**6, -1, 0,
                                  float("nan"), float("inf"), None])
 def test_no_est_time_makes_a_file_cheaper_than_what_it_may_run(est):
-    from bot.ondemand.cost import Limits, cost_files
+    from checks.target.run_cost import Limits, cost_files
 
     limits = Limits(1800, 21600)
     [f] = cost_files({"t.py": [est]}, 4, est_time_positive=False, limits=limits).files
@@ -968,7 +968,7 @@ def test_no_est_time_makes_a_file_cheaper_than_what_it_may_run(est):
 
 
 def test_the_limits_come_from_the_run_plan():
-    from bot.ondemand.cost import MAX_FILE_S, Limits
+    from checks.target.run_cost import MAX_FILE_S, Limits
     from checks.target.dispatch_plan import RunPlan
 
     def run(**kw):
@@ -996,14 +996,14 @@ def test_the_limits_come_from_the_run_plan():
 @pytest.mark.parametrize("ests, shown", [([300], "est_time=300"), ([300, 200], "est_time=500"),
                                          ([None], "not a number"), ([300, None], "not a number")])
 def test_the_note_shows_the_est_time_as_registered(ests, shown):
-    from bot.ondemand.cost import Limits, cost_files
+    from checks.target.run_cost import Limits, cost_files
 
     [note] = cost_files({"t.py": ests}, 4, est_time_positive=False, limits=Limits()).notes()
     assert note.startswith(f"`t.py`: {shown}, charged ")
 
 
 def test_the_limits_defaults_and_edges():
-    from bot.ondemand.cost import JOB, MAX_FILE_S, TIMEOUT, Limits
+    from checks.target.run_cost import JOB, MAX_FILE_S, TIMEOUT, Limits
     from checks.target.dispatch_plan import RunPlan
 
     assert MAX_FILE_S == 21600  # GitHub's 360 minutes
@@ -1024,11 +1024,11 @@ def test_the_limits_defaults_and_edges():
     assert derived.per_file(3600) == (5400.0, TIMEOUT)  # 1.5 x 3600; miles' formula would say 4500
     assert derived.per_file(600) == (2400.0, TIMEOUT)  # 600 + 1800
     assert derived.per_file(1) == (1801.0, TIMEOUT)
-    from bot.ondemand.cost import FileCost as _FileCost
+    from checks.target.run_cost import FileCost as _FileCost
 
     assert _FileCost("t.py", 3600, 5400.0, TIMEOUT).note(derived).endswith(
         "max(900 s, 1.25 \u00d7 est_time, 1.5 \u00d7 est_time, est_time + 1800 s)")
-    from bot.ondemand.cost import FileCost
+    from checks.target.run_cost import FileCost
 
     job = FileCost("t.py", None, 21600.0, JOB)
     assert job.note(Limits()) == ("`t.py`: not a number, charged 21600 s, the GPU job's timeout "
@@ -1041,7 +1041,7 @@ def test_the_limits_defaults_and_edges():
 
 
 def test_retries_multiply_and_the_job_caps_the_charge():
-    from bot.ondemand.cost import Limits, cost_files
+    from checks.target.run_cost import Limits, cost_files
 
     retry = Limits(1800, 21600, attempts=3, retry_increase_s=600)
     [f] = cost_files({"t.py": [300]}, 4, est_time_positive=False, limits=retry).files
@@ -1061,7 +1061,7 @@ def test_retries_multiply_and_the_job_caps_the_charge():
 
 @pytest.mark.parametrize("ests", [[-1], [0], [None], [300, 0], [float("nan")], ["fast"]])
 def test_an_est_time_the_runner_rejects_refuses_the_command(ests):
-    from bot.ondemand.cost import Limits, cost_files
+    from checks.target.run_cost import Limits, cost_files
 
     costing = cost_files({"tests/e2e/test_x.py": ests}, 4, est_time_positive=True, limits=Limits())
     assert costing.refusal and "which the runner rejects" in costing.refusal and costing.files == []

@@ -478,8 +478,9 @@ def _suite_table(summary) -> list[str]:
             button = f"the **{md_text(_action_label(n))}** button or " if n <= MAX_ACTIONS else ""
             measure = (f"{_plural(len(row.to_measure), 'file')} not verified on its hardware" if row.unverified
                        else f"{_plural(len(row.unmeasured_added), 'new file')} with no stored run")
-            suggestions.append(f"{n}. {md_code(RUN_ROCM + ' ' + row.suite)}: {measure}; one run of its job costs about "
-                               f"{_hours(row.run_gpu_hours)} GPU-hours (the table's figure). A maintainer starts it with {button}this comment; "
+            suggestions.append(f"{n}. {md_code(RUN_ROCM + ' ' + row.suite)}: {measure}; one run as `/run-rocm` plans it is "
+                               f"charged {_hours(row.run_gpu_hours)} GPU-hours against the budget (each file's timeout bound × the "
+                               f"runner's GPUs, as `run-plan` shows it). A maintainer starts it with {button}this comment; "
                                f"it goes through the usual approval and budget.")
     lines.append("")
     lines.append("GPU-hours per run are est_time of what each job selects (its cadence and labels) × the GPUs of "
