@@ -55,7 +55,7 @@ TARGETS = {
                                                       "tests/test_rules_suites.py")),
     "seen": Target("bot/ondemand/seen.py", ("tests/test_ondemand_seen.py",)),
     # issue 37: each module against its OWN fast test file(s), the ones a developer runs while editing it
-    "cost": Target("bot/ondemand/cost.py", ("tests/test_ondemand_cost.py",)),
+    "cost": Target("checks/target/run_cost.py", ("tests/test_ondemand_cost.py",)),  # was bot/ondemand/cost.py
     "dispatch_plan": Target("checks/target/dispatch_plan.py", ("tests/test_dispatch_plan.py",)),
     "pr_summary": Target("checks/reporting/pr_summary.py", ("tests/test_pr_summary_units.py",)),
     "reg020": Target("checks/ruleset/reg020_est_time_miscalibrated.py", ("tests/test_reg020.py",)),

@@ -172,14 +172,14 @@ def test_partition_is_the_runners_longest_first_greedy_split():
 
 
 def _cost(per_file: dict[str, float], run) -> float:
-    from bot.ondemand.cost import Limits, cost_files
+    from checks.target.run_cost import Limits, cost_files
 
     return cost_files({f: [e] for f, e in per_file.items()}, run.runner_gpus, est_time_positive=True,
                       limits=Limits.of(run), shards=run.shards).gpu_hours
 
 
 def test_cost_is_runner_gpus_times_shards_times_the_longest_shard():
-    # bot/ondemand/cost.py prices the run; the plan says how many runners of how many GPUs it holds
+    # checks/target/run_cost.py prices the run; the plan says how many runners of how many GPUs it holds
     regs = {"tests/e2e/a.py": 1800, "tests/e2e/b.py": 1800, "tests/e2e/c.py": 3600}
     options = _options(MILES_RUNNER.read_text())
     one = plan("nightly-stage-c-8-gpu-mi350", EIGHT, options, [])

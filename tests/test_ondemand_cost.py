@@ -1,4 +1,4 @@
-"""bot/ondemand/cost.py's own fast tests: what a /run-rocm selection is charged (the most the
+"""checks/target/run_cost.py's own fast tests (with bot/ondemand/cost.py's cost_selection): what a /run-rocm selection is charged (the most the
 dispatched job lets each file run), from its run plan's limits. The flow's tests (tests/
 test_ondemand_flow.py, tests/test_ondemand_security.py) charge real selections end to end."""
 
@@ -36,7 +36,7 @@ import pytest
     ([17000, 17000], 21600, "job timeout"),  # 21,250 s each: together past the job's limit
 ])
 def test_a_file_is_charged_the_most_the_job_lets_it_run(ests, seconds, basis):
-    from bot.ondemand.cost import Limits, cost_files, gpu_hours
+    from checks.target.run_cost import Limits, cost_files, gpu_hours
 
     costing = cost_files({"tests/e2e/test_x.py": ests}, 4, est_time_positive=False, limits=Limits(1800, 21600))
     [f] = costing.files
@@ -53,7 +53,7 @@ def test_a_file_is_charged_the_most_the_job_lets_it_run(ests, seconds, basis):
 @pytest.mark.parametrize("est", [1e-9, 0.001, 1, 89, 90, 1439, 1440, 1441, 5000, 17279, 17280, 10**6, -1, 0,
                                  float("nan"), float("inf"), None])
 def test_no_est_time_makes_a_file_cheaper_than_what_it_may_run(est):
-    from bot.ondemand.cost import Limits, cost_files
+    from checks.target.run_cost import Limits, cost_files
 
     limits = Limits(1800, 21600)
     [f] = cost_files({"t.py": [est]}, 4, est_time_positive=False, limits=limits).files
@@ -62,7 +62,7 @@ def test_no_est_time_makes_a_file_cheaper_than_what_it_may_run(est):
 
 
 def test_the_limits_come_from_the_run_plan():
-    from bot.ondemand.cost import MAX_FILE_S, Limits
+    from checks.target.run_cost import MAX_FILE_S, Limits
     from checks.target.dispatch_plan import RunPlan
 
     def run(**kw):
@@ -90,14 +90,14 @@ def test_the_limits_come_from_the_run_plan():
 @pytest.mark.parametrize("ests, shown", [([300], "est_time=300"), ([300, 200], "est_time=500"),
                                          ([None], "not a number"), ([300, None], "not a number")])
 def test_the_note_shows_the_est_time_as_registered(ests, shown):
-    from bot.ondemand.cost import Limits, cost_files
+    from checks.target.run_cost import Limits, cost_files
 
     [note] = cost_files({"t.py": ests}, 4, est_time_positive=False, limits=Limits()).notes()
     assert note.startswith(f"`t.py`: {shown}, charged ")
 
 
 def test_the_limits_defaults_and_edges():
-    from bot.ondemand.cost import JOB, MAX_FILE_S, TIMEOUT, Limits
+    from checks.target.run_cost import JOB, MAX_FILE_S, TIMEOUT, Limits
     from checks.target.dispatch_plan import RunPlan
 
     assert MAX_FILE_S == 21600  # GitHub's 360 minutes
@@ -118,11 +118,11 @@ def test_the_limits_defaults_and_edges():
     assert derived.per_file(3600) == (5400.0, TIMEOUT)  # 1.5 x 3600; miles' formula would say 4500
     assert derived.per_file(600) == (2400.0, TIMEOUT)  # 600 + 1800
     assert derived.per_file(1) == (1801.0, TIMEOUT)
-    from bot.ondemand.cost import FileCost as _FileCost
+    from checks.target.run_cost import FileCost as _FileCost
 
     assert _FileCost("t.py", 3600, 5400.0, TIMEOUT).note(derived).endswith(
         "max(900 s, 1.25 \u00d7 est_time, 1.5 \u00d7 est_time, est_time + 1800 s)")
-    from bot.ondemand.cost import FileCost
+    from checks.target.run_cost import FileCost
 
     job = FileCost("t.py", None, 21600.0, JOB)
     assert job.note(Limits()) == ("`t.py`: not a number, charged 21600 s, the GPU job's timeout "
@@ -135,7 +135,7 @@ def test_the_limits_defaults_and_edges():
 
 
 def test_retries_multiply_and_the_job_caps_the_charge():
-    from bot.ondemand.cost import Limits, cost_files
+    from checks.target.run_cost import Limits, cost_files
 
     retry = Limits(1800, 21600, attempts=3, retry_increase_s=600)
     [f] = cost_files({"t.py": [300]}, 4, est_time_positive=False, limits=retry).files
@@ -155,7 +155,7 @@ def test_retries_multiply_and_the_job_caps_the_charge():
 
 @pytest.mark.parametrize("ests", [[-1], [0], [None], [300, 0], [float("nan")], ["fast"]])
 def test_an_est_time_the_runner_rejects_refuses_the_command(ests):
-    from bot.ondemand.cost import Limits, cost_files
+    from checks.target.run_cost import Limits, cost_files
 
     costing = cost_files({"tests/e2e/test_x.py": ests}, 4, est_time_positive=True, limits=Limits())
     assert costing.refusal and "which the runner rejects" in costing.refusal and costing.files == []
@@ -176,7 +176,8 @@ def _selection(ests: dict[str, list], plan, gpus: int = 4):
 
 
 def test_a_selection_is_costed_under_its_plans_limits_and_shards():
-    from bot.ondemand.cost import Limits, cost_selection
+    from checks.target.run_cost import Limits
+    from bot.ondemand.cost import cost_selection
 
     costing = cost_selection(_selection({"a.py": [300, 200], "b.py": [2000]}, _plan(shards=2, job_timeout_min=120)),
                              SimpleNamespace(est_time_positive=False))
@@ -198,14 +199,14 @@ def test_a_selection_follows_the_runners_est_time_rule(contract):
 
 
 def test_gpu_hours_round_up_to_the_hundredth():
-    from bot.ondemand.cost import gpu_hours
+    from checks.target.run_cost import gpu_hours
 
     assert gpu_hours(3600, 4) == 4.0 and gpu_hours(1, 1) == 0.01 and gpu_hours(0, 8) == 0.0
     assert gpu_hours(3601, 1) == 1.01  # never under-counted
 
 
 def test_one_runners_charge_is_the_sum_capped_by_its_job():
-    from bot.ondemand.cost import Costing, FileCost, Limits, TIMEOUT
+    from checks.target.run_cost import Costing, FileCost, Limits, TIMEOUT
 
     files = [FileCost("a.py", 1, 1800.0, TIMEOUT), FileCost("b.py", 1, 1800.0, TIMEOUT)]
     assert Costing(files, 4, limits=Limits(1800, 7200)).seconds == 3600

@@ -79,12 +79,13 @@ def test_buttons_go_only_to_suites_a_job_runs():
     assert set(rows) == {"nightly-stage-c-2-gpu-mi350", "nightly-stage-c-4-gpu-mi350", "nightly-stage-c-8-gpu-mi350",
                          "stage-c-4-gpu-mi350"}
     assert [a["description"] for a in check_run_actions(report)] == ["/run-rocm stage-c-4-gpu-mi350"]
-    # the three are "never runs" failures, and the runnable one's button shows its job's figure:
-    # est_time of what the job selects x its pool's GPUs ([self-hosted, amd, mi350, 4gpu]: 4)
+    # the three are "never runs" failures, and the runnable one's suggestion shows the plan's charge:
+    # the runner's per-file timeout floor for est_time 600 (max(1800, 1.25 x 600) s) x its pool's
+    # GPUs ([self-hosted, amd, mi350, 4gpu]: 4), not the table's est_time figure
     assert {f.file for f in report.findings if f.rule == "REG013"} >= {p for p in added if "/test_n" in p}
     runnable = rows["stage-c-4-gpu-mi350"]
     (job,) = runnable.consumers
-    assert job.gpus == 4 and runnable.run_gpu_hours == job.gpu_hours_after
+    assert job.gpus == 4 and runnable.run_gpu_hours == 1800 * 4 / 3600 != job.gpu_hours_after
 
 
 def test_no_button_for_a_suite_the_run_plan_refuses():

@@ -61,7 +61,12 @@ def test_the_summary_shows_an_unusable_est_time_and_its_gpu_hours_as_refused():
     registrations = summary.split("<summary>Registrations</summary>")[1]
     assert "1e+308" not in registrations and REFUSED in registrations
     assert "inf GPU-hours" not in summary and "1e+308 s" not in summary
-    assert f"one run of its job has no usable cost: its GPU-hours are {REFUSED} (the table's figure)" in summary
+    # the suggestion shows the run plan's charge, which bounds the file by the job's timeout (180 min
+    # x 4 GPUs), never the est_time's; an unusable charge itself would read refused
+    assert "one run as `/run-rocm` plans it is charged 12.00 GPU-hours against the budget" in summary
+    from checks.reporting.render import _run_cost
+
+    assert _run_cost(float("inf")) == f"has no usable charge: its GPU-hours are {REFUSED}"
 
 
 def test_a_bidi_override_in_a_file_name_is_escaped_in_the_summary_and_the_annotations():

@@ -1,7 +1,7 @@
 """`ci-registrar run-plan SUITE`: what `/run-rocm SUITE` would dispatch from this checkout.
 
 The same code as the App's command (bot/ondemand/selection.py `select`, checks/target/dispatch_plan.py,
-bot/ondemand/cost.py `cost_files`), on a checkout that is both the "head" (its test files) and the
+checks/target/run_cost.py `charge`, as the budget charges it), on a checkout that is both the "head" (its test files) and the
 "default branch" (its workflows, its runner, its `.github/ci-registrar.yml`). Durations are not
 read: each file is costed at its est_time, or at the bound the run enforces when its est_time is
 out of bounds (the App may cost such a file at its stored p90 instead).
@@ -43,11 +43,11 @@ def run_plan(suite: str, more_files: tuple[str, ...], repo: str | None, files: t
     """Print the plan `/run-rocm SUITE [FILE...]` would dispatch from this checkout: runner labels,
     image, shards, timeouts, command, files, GPUs, GPU-hours and the job it copies."""
     from bot.commands.root import checkout
-    from bot.ondemand.cost import Limits, cost_files
     from bot.ondemand.selection import NotSelectable, select
     from checks.target.config import CONFIG_PATH, load_config
     from checks.target.contract import read_contract
     from checks.target.dispatch_plan import plan_lines
+    from checks.target.run_cost import charge
     from checks.limits import Budget
     from checks.target.target_ci import read_target_ci
     from checks.scanning.tree import DirectoryTree
@@ -83,12 +83,8 @@ def run_plan(suite: str, more_files: tuple[str, ...], repo: str | None, files: t
         if unread and not external and "no workflow" in message:
             message += " (its external consumers were not given: pass --consumers-from PATH)"
         _fail(message)
-    per_file: dict[str, list] = {}
-    for reg in selection.registrations:
-        per_file.setdefault(reg.file, []).append(reg.est_time)
     run = selection.plan
-    costing = cost_files(per_file, selection.gpus, est_time_positive=target.contract.est_time_positive,
-                         limits=Limits.of(run), shards=run.shards)
+    costing = charge(selection.registrations, run, est_time_positive=target.contract.est_time_positive)
     if costing.refusal:
         _fail(costing.refusal)
     view = run.as_json(costing.gpu_hours)

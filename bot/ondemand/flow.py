@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from bot.worker.durations import ingest_job_log
 from bot.github.retry import GitHubError, TransientError
 from bot.ondemand import texts
-from bot.ondemand.cost import Costing
+from checks.target.run_cost import Costing
 from bot.ondemand.permissions import Authority
 from bot.ondemand.selection import Outcome, Selection, analyse_bounded
 from checks.wording import visible
@@ -157,7 +157,7 @@ def requested_files(request) -> list[str]:
 
 def details(requested: list[str], selection: Selection, costing: Costing, hardware: str) -> dict:
     """What a request keeps: the files asked for, each selected file with its est_time as
-    registered, how the budget costed each (bot/ondemand/cost.py) and the reply's notes on that,
+    registered, how the budget costed each (checks/target/run_cost.py) and the reply's notes on that,
     and where and how it runs (checks/target/dispatch_plan.py): the dispatch's inputs (`plan`) and the
     plan as `run-plan --format json` shows it (`run_plan`), which the replies and the completed
     check run read (its per-file timeout judges each file)."""

@@ -28,6 +28,7 @@ from checks.engine import Context, _scan, discover
 from checks.limits import Budget, Limits
 from checks.model import Backend, Registration
 from checks.wording import did_you_mean
+from checks.target.run_cost import runner_selects
 from checks.target.target_ci import TargetCI, read_target_ci
 
 ENGINE = "bot.ondemand.selection:analyse"
@@ -89,24 +90,6 @@ def check_suite(suite: str, contract: Contract, config: Config, head_sha: str, t
         raise NotSelectable(f"`{suite}` is a ROCm suite, but the configuration on the default branch maps no "
                             f"workflow to it (`dispatch:` in .github/ci-registrar.yml), so it cannot run on demand")
     return dispatch
-
-
-def runner_selects(run: RunPlan, target: TargetCI, notes: list[str]):
-    """Which registrations the runner runs for the plan's flags: its label policy for the plan's
-    cadence (miles: the nightly cadence leaves out `long` tests), else only the cadence (sglang:
-    `nightly=True` registrations need `--nightly`)."""
-    policy = target.label_policy
-    if policy is not None:
-        chosen = policy.selection(run.cadence or "regular", run.match_all_labels)
-        if chosen is not None:
-            return lambda r: chosen.selects(r.labels, r.nightly)
-        notes.append(f"the runner's label policy ({policy.where}) could not be read for this cadence: every enabled "
-                     f"registration is listed and charged; the runner may run fewer")
-    elif target.contract.labels is not None and target.options and "--match-all-labels" in target.options \
-            and not run.match_all_labels:
-        notes.append("the runner selects by labels, and its policy could not be read: every enabled registration is "
-                     "listed and charged; the runner may run fewer")
-    return lambda r: run.admit_nightly or not r.nightly
 
 
 def select(tree, config: Config, contract: Contract, suite: str, files: list[str], head_sha: str,

@@ -121,7 +121,7 @@ def head_unseen(user: str, what: str, head_sha: str, moved: bool) -> str:
 
 
 def cost_notes(notes: list[str]) -> str:
-    """Each file's charge and its basis (bot/ondemand/cost.py), one line each."""
+    """Each file's charge and its basis (checks/target/run_cost.py), one line each."""
     if not notes:
         return ""
     return "\n\nCost: " + ("; ".join(notes) if len(notes) == 1 else "\n" + "\n".join(f"- {n}" for n in notes)) + "."

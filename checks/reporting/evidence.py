@@ -88,7 +88,7 @@ def describe(e, report, suites, md_code, hours) -> str:
     suggestion = suggestion_for(report, suites, e.backend, e.suite)
     if suggestion is not None:
         n, row = suggestion
-        text += f": {md_code('/run-rocm ' + e.suite)} (suggestion {n} below, about {hours(row.run_gpu_hours)} GPU-hours)"
+        text += f": {md_code('/run-rocm ' + e.suite)} (suggestion {n} below, charged {hours(row.run_gpu_hours)} GPU-hours)"
     if e.earlier:
         earlier = e.earlier
         verb = {"PASS": "passed", "TIMEOUT": "timed out"}.get(earlier.get("outcome"), "failed")

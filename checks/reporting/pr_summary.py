@@ -76,16 +76,15 @@ class SuiteRow:
         plan does not refuse: `/run-rocm SUITE` measures them."""
         return Backend(self.backend).is_rocm_family and bool(self.to_measure) and self.plannable and not self.refused
 
+    charge: float | None = None  # GPU-hours `/run-rocm SUITE` is charged at head (checks/target/run_cost.py)
+
     @property
     def run_gpu_hours(self) -> float | None:
-        """What one run of the suite's job costs at head: the table's figure for the job an on-demand
-        run copies (the nightly job for a nightly suite, the PR job otherwise), never a second computation."""
-        priced = [c for c in self.consumers if c.gpu_hours_after is not None]
-        if not priced:
-            return None
-        nightly = self.suite.startswith("nightly-") or "-nightly-" in self.suite
-        chosen = min(priced, key=lambda c: ((c.cadence == "nightly") != nightly, c.where))
-        return chosen.gpu_hours_after
+        """What one on-demand run of the suite costs: the run plan's charge, the number
+        `run-plan --format json` reports as `gpu_hours` and the budget takes (per-file timeout
+        bounds of what the plan selects x its runner's GPUs), never a second computation.
+        None: no plan (no job to copy, or the plan refuses)."""
+        return None if self.refused else self.charge
 
 
 @dataclass
@@ -296,32 +295,47 @@ def build(ctx, base_ctx, changed: dict[str, str | None], report_regs: list[Regis
     before.extend(r for s in base_ctx.scans.values() for r in s.registrations)
     before.extend(base_ctx.implicit.values())
     summary.rows = suite_rows(before, after, touched, ctx.suite_runs, durations_index)
-    _refuse_unplannable(summary.rows, ctx, base_ctx)
+    _plan_runs(summary.rows, ctx, base_ctx, after)
     return summary
 
 
-def _refuse_unplannable(rows: list[SuiteRow], ctx, base_ctx) -> None:
-    """A suggested suite the run plan refuses gets no suggestion and no button: its row keeps the
-    reason. The plan is made as `/run-rocm` makes it, from the jobs of the head's model (the diff
-    check reads no workflow of the base; a PR that changes the job is planned as it changes it), the
-    base's runner options and the `dispatch:` configuration. Where no `dispatch:` entry covers the
-    suite, the job that runs it is what the row offers."""
+def _plan_runs(rows: list[SuiteRow], ctx, base_ctx, after: list[Registration]) -> None:
+    """Each ROCm row a job runs is planned as `/run-rocm SUITE` plans it, and charged as the budget
+    charges it (checks/target/run_cost.py `charge`): a suggestion shows that charge. A suite the
+    plan refuses gets no suggestion and no button: its row keeps the reason. The plan is made from
+    the jobs of the head's model (the diff check reads no workflow of the base; a PR that changes
+    the job is planned as it changes it), the base's runner options and the `dispatch:`
+    configuration. Where no `dispatch:` entry covers the suite, the job that runs it is what the
+    row offers, planned with the job's own settings."""
     from checks.target.ci_jobs import fleet_of
+    from checks.target.config import Dispatch
     from checks.target.dispatch_plan import NoRunner, plan
     from checks.target.hardware import hardware_for_labels
+    from checks.target.run_cost import charge, planned_selection
+    from checks.target.target_ci import TargetCI
 
     config = base_ctx.config
     model = getattr(ctx, "suite_runs", None)
-    if model is None or not any(r.suggest_run for r in rows):
+    candidates = [r for r in rows if Backend(r.backend).is_rocm_family and r.plannable]
+    if model is None or not candidates:
         return
     jobs = [r.job for r in model.runs if r.job is not None]
     fleet = fleet_of(jobs, lambda labels: hardware_for_labels(labels, config.hardware) == config.calibration.hardware)
-    for row in rows:
-        dispatch = config.dispatch_for(row.suite) if row.suggest_run else None
-        if dispatch is None:
-            continue
+    target = TargetCI(base_ctx.contract, jobs, fleet, model.label_policy, config.paths.suites_module)
+    for row in candidates:
+        dispatch = config.dispatch_for(row.suite) or Dispatch(workflow="")
         try:
-            plan(row.suite, dispatch, base_ctx.contract.facts.options, jobs=jobs, fleet=fleet,
-                 suites_module=config.paths.suites_module)
+            run = plan(row.suite, dispatch, target.options, jobs=jobs, fleet=fleet,
+                       suites_module=config.paths.suites_module,
+                       default_timeout_per_file_s=config.calibration.timeout_per_file_s)
         except NoRunner as exc:
             row.refused = str(exc)
+            continue
+        chosen = planned_selection(after, row.suite, run, target)
+        if not chosen:
+            continue  # /run-rocm refuses: nothing of the suite is selected at head
+        costing = charge(chosen, run, est_time_positive=base_ctx.contract.est_time_positive)
+        if costing.refusal:
+            row.refused = costing.refusal
+        else:
+            row.charge = costing.gpu_hours

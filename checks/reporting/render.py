@@ -407,8 +407,8 @@ def _hours(value: float) -> str:
 
 def _run_cost(gpu_hours: float) -> str:
     if not usable(gpu_hours):
-        return f"has no usable cost: its GPU-hours are {REFUSED}"
-    return f"costs about {_hours(gpu_hours)} GPU-hours"
+        return f"has no usable charge: its GPU-hours are {REFUSED}"
+    return f"is charged {_hours(gpu_hours)} GPU-hours against the budget"
 
 
 def _seconds(value: float | None) -> str:
@@ -486,8 +486,9 @@ def _suite_table(summary) -> list[str]:
             button = f"the **{md_text(_action_label(n))}** button or " if n <= MAX_ACTIONS else ""
             measure = (f"{_plural(len(row.to_measure), 'file')} not verified on its hardware" if row.unverified
                        else f"{_plural(len(row.unmeasured_added), 'new file')} with no stored run")
-            suggestions.append(f"{n}. {md_code(RUN_ROCM + ' ' + row.suite)}: {measure}; one run of its job "
-                               f"{_run_cost(row.run_gpu_hours)} (the table's figure). A maintainer starts it with {button}this comment; "
+            suggestions.append(f"{n}. {md_code(RUN_ROCM + ' ' + row.suite)}: {measure}; one run as `/run-rocm` plans it "
+                               f"{_run_cost(row.run_gpu_hours)} (each file's timeout bound × the "
+                               f"runner's GPUs, as `run-plan` shows it). A maintainer starts it with {button}this comment; "
                                f"it goes through the usual approval and budget.")
     lines.append("")
     lines.append("GPU-hours per run are est_time of what each job selects (its cadence and labels) × the GPUs of "

@@ -3,7 +3,8 @@
 ## Why
 The runner splits a suite over the consumer's shards by est_time; when the longest shard needs
 more than the job's `timeout-minutes`, the job is cancelled and every test after the cut never
-reports.
+reports. Each job is judged on what its runner selects (its backend, cadence and labels): a PR job
+does not carry the suite's nightly-only files.
 
 ## Example
 ```python
@@ -72,31 +73,37 @@ def check_tree(facts) -> list:
     for suite, regs in sorted(by_suite.items()):
         if not any(r.file in checked for r in regs):
             continue
-        triples = [item(r) for r in regs]
+        by_reg = {id(r): item(r) for r in regs}
+        over = []  # (use, shards, heaviest shard, timeout in minutes, its triples), one per consumer it overruns
+        for use in consumers_of.get(suite, []):
+            if use.shards < 1:
+                continue  # a shard count over the `shards` cap: REG902 said REG030 is not checked
+            # what this run's runner selects (its backend, cadence, labels; checks/target/suite_runs.py),
+            # not every registration of the suite
+            chosen = [by_reg[id(r)] for r in facts.runs.selection(use, regs)]
+            if not chosen:
+                continue
+            timeout = use.timeout_minutes or GITHUB_DEFAULT_TIMEOUT_MINUTES
+            shards = partition([i for i, _f, _a in chosen], use.shards)
+            worst = heaviest(shards)
+            if worst.predicted > timeout * 60:
+                over.append((use, shards, worst, timeout, chosen))
+        if not over:
+            continue
+        # The consumer it overruns most is the one the split and the fix are computed for.
+        use, shards, worst, timeout, triples = max(over, key=lambda o: (o[2].predicted / (o[3] * 60), o[0].consumer))
+        over = [o[:4] for o in over]
         items = [i for i, _f, _a in triples]
         # What calibration changes anyway (REG020's flags) first; every measured file only if that is not enough.
         flagged = {i.file: f for i, f, _a in triples if f is not None}
         proposals = {i.file: a for i, _f, a in triples if a is not None}
         measured = sum(1 for i in items if i.measured)
-        over = []  # (use, shards, heaviest shard, timeout in minutes), one per consumer it overruns
-        for use in consumers_of.get(suite, []):
-            if use.shards < 1:
-                continue  # a shard count over the `shards` cap: REG902 said REG030 is not checked
-            timeout = use.timeout_minutes or GITHUB_DEFAULT_TIMEOUT_MINUTES
-            shards = partition(items, use.shards)
-            worst = heaviest(shards)
-            if worst.predicted > timeout * 60:
-                over.append((use, shards, worst, timeout))
-        if not over:
-            continue
-        # The consumer it overruns most is the one the split and the fix are computed for.
-        use, shards, worst, timeout = max(over, key=lambda o: (o[2].predicted / (o[3] * 60), o[0].consumer))
         where = ctx.contract.find_suite(suite)
         file, span = (where.file, where.span) if where else (regs[0].file, regs[0].anchor("suite"))
         source = ((" (measured p90 for every file)" if measured == len(items)
                    else f" (measured p90 for {plural(measured, 'file')}, est_time for the rest)") if measured
                   else " (totals from est_time)")
-        total = f"suite {code(suite)} holds {sum(i.seconds for i in items):.0f} s over {plural(len(regs), 'file')}"
+        total = f"suite {code(suite)} holds {sum(i.seconds for i in items):.0f} s over {plural(len(items), 'file')}"
 
         def timeout_note(u, t) -> str:
             return f"{t} min" + ("" if u.timeout_minutes else " (GitHub's default job timeout)")
