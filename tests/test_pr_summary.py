@@ -350,5 +350,9 @@ def test_stored_runs_back_the_est_times_and_statistics_alone_verify_nothing(seed
     assert ("`/run-rocm nightly-stage-c-2-gpu-mi350` is not offered: no runner of this repository's fleet has the 2 GPUs"
             in done.stdout)
     assert "`/run-rocm nightly-stage-c-8-gpu-mi350` is not offered" in done.stdout
+    # the run plan's reason keeps its code spans (md_message), not escaped backticks
+    refusals = [line for line in done.stdout.splitlines() if " is not offered: " in line]
+    assert refusals and all("\\`" not in line for line in refusals)
+    assert any("the 2 GPUs `nightly-stage-c-2-gpu-mi350` needs" in line for line in refusals)
     [row] = _rows(done.stdout, "nightly-stage-c-8-gpu-mi350")
     assert row[8].startswith("0 runs")

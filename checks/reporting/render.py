@@ -480,7 +480,7 @@ def _suite_table(summary) -> list[str]:
                 hours = f"{_hours(use.gpu_hours_before)} → {_hours(use.gpu_hours_after)} ({plural(use.gpus, 'GPU')})"
             lines.append(lead + f"| {_cell(md_code(use.where))} | {use.cadence} | {shards} | {hours} | {stored} |")
         if row.refused and row.to_measure:
-            refusals.append(f"- {md_code(RUN_ROCM + ' ' + row.suite)} is not offered: {md_text(row.refused)}")
+            refusals.append(f"- {md_code(RUN_ROCM + ' ' + row.suite)} is not offered: {md_message(row.refused)}")
         if row.suggest_run and row.run_gpu_hours is not None:
             n = len(suggestions) + 1
             button = f"the **{md_text(_action_label(n))}** button or " if n <= MAX_ACTIONS else ""
