@@ -20,7 +20,7 @@ from datetime import date, datetime, timezone
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from checks.target.config import Calibration as _ConfigCalibration
-from checks.target.timeout_model import of_params
+from checks.target.timeout_model import MILES, of_params
 from checks.wording import plural
 
 OUTCOMES = ("PASS", "FAIL", "TIMEOUT")
@@ -342,10 +342,9 @@ def suggest_est_time(p90: float, margin: float = 1.15, round_to_s: int = 10, *, 
 
 def runner_timeout(est_time: float, timeout_per_file_s: int = 1800, model=None) -> int:
     """The runner's per-file timeout for an est_time: miles' max(per-file default, int(1.25 x est_time)),
-    or `model`'s (checks/target/timeout_model.py: sglang's max(1.5 x est, est + 1800))."""
-    if model is not None:
-        return model.timeout(est_time, timeout_per_file_s)
-    return max(int(timeout_per_file_s), int(1.25 * est_time))
+    or `model`'s (checks/target/timeout_model.py: sglang's max(1.5 x est, est + 1800)). The formula
+    is timeout_model's alone: the budget's charge (checks/target/run_cost.py) calls MILES.timeout too."""
+    return (model or MILES).timeout(est_time, timeout_per_file_s)
 
 
 # ----------------------------------------------------------------------------------------------
