@@ -508,7 +508,7 @@ def test_a_request_stored_before_plans_were_kept_is_not_dispatched_unplanned(od)
 def no_parsing_here(monkeypatch):
     """ast.parse raises in this process (the worker's threads run here): only the analysis child may parse.
 
-    The child is a fork of the analysis server, an interpreter of its own (bot/worker/analysis_server.py),
+    The child is a fork of the analysis server, an interpreter of its own (bot/analysis/server.py),
     so the patch does not reach it.
     """
     import ast

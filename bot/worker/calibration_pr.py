@@ -144,7 +144,7 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
 
     require_enabled: do nothing (`disabled`) unless the default branch's configuration sets
     `calibration.pull_requests` (tests pass False to exercise the cycle on any configuration)."""
-    from bot.worker.sources import GitHubTree
+    from bot.analysis.sources import GitHubTree
     from checks.calibration.policy import Bounds, Plan, build_suite_windows, decide_all, stats_rows
     from checks.fixing.calibration_edits import plan_edits
     from checks.engine import build_context, check_tree
