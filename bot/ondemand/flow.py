@@ -21,7 +21,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from bot.worker.durations import ingest_job_log
+from bot.durations.ingest import ingest_job_log
 from bot.github.retry import GitHubError, TransientError
 from bot.ondemand import texts
 from checks.target.run_cost import Costing
@@ -32,7 +32,8 @@ from bot.analysis.sources import GitHubTree
 from bot.store import ondemand as store
 from checks.target.config import CONFIG_PATH, Config, load_config
 from checks.target.dispatch_plan import partition
-from checks.calibration.durations import parse_job_log, runner_timeout
+from checks.calibration.job_log import parse_job_log
+from checks.calibration.estimates import runner_timeout
 from checks.wording import plural
 
 BUDGET_WINDOW = dt.timedelta(hours=24)

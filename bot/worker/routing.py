@@ -22,7 +22,7 @@ from bot.infra.logging import get_logger
 # of bot/worker/handlers is missing from this list.
 HANDLER_MODULES = (
     "bot.worker.handlers.pull_requests",   # the "CI registrations" check run
-    "bot.worker.handlers.durations",       # durations from the CI runs' job logs
+    "bot.worker.handlers.duration_sources",  # durations from the CI runs' job logs
     "bot.worker.handlers.installations",   # installations and their repositories
     "bot.worker.handlers.rocm_commands",   # /run-rocm, /approve-rocm, /deny-rocm, /rocm-status
     "bot.worker.handlers.rocm_approvals",  # the Approve run button; a push makes requests stale

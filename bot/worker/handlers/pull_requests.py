@@ -8,7 +8,7 @@ from gidgethub.routing import Router
 
 from bot.analysis.bounded import LimitExceeded, run_check_bounded
 from bot.worker.checkruns import DEAD_TITLE, FAILED_TITLE, STALE_TITLE
-from bot.worker.durations import check_rows
+from bot.durations.query import check_rows
 from bot.github.retry import GitHubError
 from bot.infra import payloads
 from bot.infra.current_job import CURRENT_JOB
