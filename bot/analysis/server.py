@@ -19,7 +19,7 @@ socket (the analysis protocol of bot/analysis/bounded.py), a status socket and a
 memory (memfd) where the child writes the file it is reading. For each, the server forks a
 monitor, which forks the child:
 - the child sets its memory (RLIMIT_AS) and CPU (RLIMIT_CPU) limits before it runs the engine
-  (bot.analysis.bounded.child_job), exactly as the fresh interpreter did;
+  (bot.analysis.child.child_job), exactly as the fresh interpreter did;
 - the monitor tells the worker the child's pid, relays the signals the worker asks for (SIGSTOP
   and SIGCONT when the job yields its slot, SIGKILL at its time limit: only the process that reaps
   the child signals it, so a pid is never signalled after its reuse), and reports its exit status

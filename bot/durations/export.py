@@ -1,6 +1,6 @@
 """Every stored measurement in the durations file format (bot/durations/file_format.py): what
-`durations export` writes, `durations import` and `--durations-file` read, and a calibration pull
-request's branch reads back.
+`durations export` writes and `durations import` and `--durations-file` read, and the records
+calibration reads (`ci-registrar calibrate`, a calibration pull request's refresh).
 """
 
 from __future__ import annotations
