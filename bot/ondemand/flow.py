@@ -21,18 +21,19 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from bot.worker.durations import ingest_job_log
+from bot.durations.ingest import ingest_job_log
 from bot.github.retry import GitHubError, TransientError
 from bot.ondemand import texts
 from checks.target.run_cost import Costing
 from bot.ondemand.permissions import Authority
 from bot.ondemand.selection import Outcome, Selection, analyse_bounded
 from checks.wording import visible
-from bot.worker.sources import GitHubTree
+from bot.analysis.sources import GitHubTree
 from bot.store import ondemand as store
 from checks.target.config import CONFIG_PATH, Config, load_config
 from checks.target.dispatch_plan import partition
-from checks.calibration.durations import parse_job_log, runner_timeout
+from checks.calibration.job_log import parse_job_log
+from checks.calibration.estimates import runner_timeout
 from checks.wording import plural
 
 BUDGET_WINDOW = dt.timedelta(hours=24)
@@ -95,7 +96,7 @@ class Pull:
     def analyse(self, suite: str | None = None, files=()) -> Outcome:
         """The head's runnable suites (and `suite`'s selection and plan), read in the bounded
         analysis child, with the default branch's CI and the external consumers' workflows."""
-        from bot.worker.sources import external_consumers
+        from bot.analysis.sources import external_consumers
         from bot.store.index import RegistrationIndex
 
         self._analysis = analyse_bounded(self.tree, self.config, suite=suite, files=files, head_sha=self.head_sha,
@@ -713,9 +714,11 @@ def finish(job, request, run: dict, run_client) -> None:
 def follow_evidence(job, pr_client, request) -> None:
     """The PR's "CI registrations" summary follows the run's evidence (in place, when this head is
     still the PR's). After the request's completion: a failure here costs the summary an update
-    (the next push or re-run shows it), never the run's results."""
-    from bot.worker.handlers.pull_requests import refresh_evidence
-
+    (the next push or re-run shows it), never the run's results. The refresh is the worker's PR
+    check, which its job carries (`job.refresh_evidence`): on-demand never imports the worker."""
+    refresh_evidence = getattr(job, "refresh_evidence", None)
+    if refresh_evidence is None:  # a job the worker's runtime did not make: no PR check to follow
+        return
     try:
         refresh_evidence(job, pr_client, request.repository, request.pull_number, request.head_sha)
     except Exception as exc:  # noqa: BLE001 - the results are written; the summary catches up on the next check
