@@ -29,8 +29,8 @@ from checks.model import Change, Finding, Registration, Report, Severity
 from checks.scanning.parallel import map_forked
 from checks.scanning.registrations import FileScan, implicit_registration, scan_file
 from checks.target.runner import anchor_sources
-from checks.rules import RULES
-from checks.ruleset import reg002_rejected_registration as reg002, rule_modules
+from checks.rules import RULES, rule_modules
+from checks.ruleset.reading import reg002_rejected_registration as reg002
 from checks.ruleset.facts import TreeFacts
 from checks.source import decode_source
 from checks.scanning.suppressions import apply_suppressions

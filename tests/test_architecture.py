@@ -30,17 +30,17 @@ ROLES: dict[str, tuple[str, ...]] = {
     # checks/: the analysis library (also the command line's); it knows nothing of the App
     # REG902's messages are the limits' own: Budget applies the rule as a read hits a cap
     "library: foundation": ("checks", "checks.model", "checks.rules", "checks.ruleset", "checks.limits", "checks.source",
-                            "checks.wording", "checks.ruleset.reg902_analysis_limit_reached"),
+                            "checks.wording", "checks.ruleset.reading.reg902_analysis_limit_reached"),
     # the rules the target's readers apply as they read (they call their functions): REG900 the
     # configuration loader, REG901 the contract's and the workflows' readers, REG017 the external
     # consumers' reader
-    "library: the target's contract": ("checks.target", "checks.ruleset.reg900_invalid_configuration",
-                                       "checks.ruleset.reg901_unreadable_contract",
-                                       "checks.ruleset.reg017_external_consumer_unread"),
+    "library: the target's contract": ("checks.target", "checks.ruleset.reading.reg900_invalid_configuration",
+                                       "checks.ruleset.reading.reg901_unreadable_contract",
+                                       "checks.ruleset.reading.reg017_external_consumer_unread"),
     # the rules the scanner applies as it reads a test file (it calls their functions), and the
     # suppression comments' own rule (REG005), sit with it
-    "library: scanning": ("checks.scanning", "checks.ruleset.reg001_unparsable_file", "checks.ruleset.reg002_rejected_registration",
-                          "checks.ruleset.reg003_invisible_registration", "checks.ruleset.reg005_unused_suppression"),
+    "library: scanning": ("checks.scanning", "checks.ruleset.reading.reg001_unparsable_file", "checks.ruleset.reading.reg002_rejected_registration",
+                          "checks.ruleset.reading.reg003_invisible_registration", "checks.ruleset.reading.reg005_unused_suppression"),
     "library: calibration": ("checks.calibration",),
     "library: fixes": ("checks.fixing",),
     # a rule module holds its docs, messages and check (checks.ruleset.* below), and facts.py what
@@ -87,7 +87,8 @@ def import_graph() -> dict[str, set[str]]:
     for module, path in modules.items():
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
         edges = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 edges.update(resolve(alias.name) for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
@@ -97,10 +98,93 @@ def import_graph() -> dict[str, set[str]]:
                     base = ".".join(anchor + ([node.module] if node.module else []))
                 for alias in node.names:
                     edges.add(resolve(f"{base}.{alias.name}") or resolve(base))
+        edges.update(loaded_by_name(tree, module, modules))
         edges.discard(None)
         edges.discard(module)
         graph[module] = edges
     return graph
+
+
+_ENTRY_POINT = re.compile(r"^([A-Za-z_][\w.]*):[A-Za-z_]\w*$")  # "module:attribute"
+_BY_NAME = {"import_module", "__import__"}
+_WALKS = {"iter_modules", "walk_packages"}
+
+
+def _imported_names(tree: ast.Module, module: str, modules) -> dict[str, str]:
+    """local name -> the project package or module an import statement binds it to."""
+    names = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name in modules:
+                    names[alias.asname] = alias.name
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" in modules:
+                    names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return names
+
+
+def _loop_packages(tree: ast.Module, variable: str, packages: dict[str, str]) -> list[str]:
+    """The imported packages a `for variable in (a, b)` (statement or comprehension) runs over."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and node.target.id == variable:
+            if isinstance(node.iter, (ast.Tuple, ast.List)):
+                out += [packages[e.id] for e in node.iter.elts if isinstance(e, ast.Name) and e.id in packages]
+    return out
+
+
+def _submodules(package: str, modules, *, deep: bool) -> set[str]:
+    return {m for m in modules if m.startswith(package + ".") and (deep or "." not in m[len(package) + 1:])}
+
+
+def loaded_by_name(tree: ast.Module, module: str, modules) -> set[str]:
+    """The project modules `module` loads by name rather than by an import statement:
+
+    - in a module that imports by name (`importlib.import_module`, `__import__`), every string that
+      names a project module (a registry's list: routing.HANDLER_MODULES);
+    - anywhere, every "module:attribute" string naming a project module (an entry point loaded by
+      name: the command line's SUBCOMMANDS, the analysis child's ENGINE);
+    - in a module that imports by name, a `pkgutil.iter_modules` / `walk_packages` walk of a
+      package's `__path__` (its own, an imported package's, or a loop's over imported packages):
+      every module of the package (the rule registry's walk of checks/ruleset and its reading/);
+      a walk this reader cannot follow fails, so that no registry is left unseen.
+    """
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    imports_by_name = any(_callee(call) in _BY_NAME for call in calls)
+    docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    out = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in docstrings:
+            continue
+        entry = _ENTRY_POINT.match(node.value)
+        if entry and entry.group(1) in modules:
+            out.add(entry.group(1))
+        elif imports_by_name and node.value in modules:
+            out.add(node.value)
+    packages = _imported_names(tree, module, modules)
+    for call in calls:
+        if _callee(call) not in _WALKS or not imports_by_name:
+            continue  # a walk that only lists names loads nothing (checks/ruleset.rule_names)
+        arg = call.args[0] if call.args else None
+        if isinstance(arg, ast.Name) and arg.id == "__path__":
+            package = module
+        elif isinstance(arg, ast.Attribute) and arg.attr == "__path__" and isinstance(arg.value, ast.Name) and arg.value.id in packages:
+            package = packages[arg.value.id]
+        elif isinstance(arg, ast.Attribute) and arg.attr == "__path__" and isinstance(arg.value, ast.Name):
+            # `for package in (a, b): pkgutil.iter_modules(package.__path__)`: every package the module imports
+            # that the loop variable runs over; read as every package named in the module's imports
+            walked = _loop_packages(tree, arg.value.id, packages)
+            if not walked:
+                raise AssertionError(f"{module}:{call.lineno}: a pkgutil walk this reader cannot follow")
+            for package in walked:
+                out.update(_submodules(package, modules, deep=_callee(call) == "walk_packages"))
+            continue
+        else:
+            raise AssertionError(f"{module}:{call.lineno}: a pkgutil walk this reader cannot follow")
+        out.update(_submodules(package, modules, deep=_callee(call) == "walk_packages"))
+    return out
 
 
 def role_of(module: str) -> str | None:
@@ -282,7 +366,7 @@ def test_no_module_points_to_its_rule_elsewhere():
                       for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))]
     assert defined == []
     from checks.rules import RULES
-    from checks.ruleset import rule_modules
+    from checks.rules import rule_modules
 
     assert sorted(m.CODE for m in rule_modules()) == sorted(RULES)
     assert [m.__name__ for m in rule_modules() if hasattr(m, "IMPLEMENTED_IN")] == []
@@ -314,9 +398,9 @@ def test_a_finding_made_outside_its_rule_is_seen():
         "    return [make_finding(CODE, path, None, 'm'), make_finding('REG001', path, None, 'm'),\n"
         "            make_finding('REG002', path, None, 'another rule')]\n"
     )
-    found = findings_outside_their_rule({"checks.scanning.reader": reader, "checks.ruleset.reg001_unparsable_file": rule})
+    found = findings_outside_their_rule({"checks.scanning.reader": reader, "checks.ruleset.reading.reg001_unparsable_file": rule})
     assert sorted(found) == [
-        "checks.ruleset.reg001_unparsable_file:5 makes a REG002 finding (make_finding)",
+        "checks.ruleset.reading.reg001_unparsable_file:5 makes a REG002 finding (make_finding)",
         "checks.scanning.reader:10 makes a REG002 finding (finding)",
         "checks.scanning.reader:11 makes a REG001 finding (make_finding)",
         "checks.scanning.reader:12 makes a REG003 finding (Finding)",

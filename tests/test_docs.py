@@ -53,7 +53,8 @@ def test_every_rule_has_docs_and_a_section():
 def test_every_rule_module_is_complete():
     """One module per rule: code, name, severity, summary, fixable, and the Why/Example/How to fix docs."""
     from checks.model import Severity
-    from checks.ruleset import REQUIRED_SECTIONS, rule_modules
+    from checks.rules import rule_modules
+    from checks.ruleset import REQUIRED_SECTIONS
 
     modules = rule_modules()
     assert len({m.CODE for m in modules}) == len(modules)

@@ -43,8 +43,8 @@ from checks.target import yamlload
 from checks.target.config import Config, Consumer
 from checks.limits import Budget
 from checks.model import code, Finding, Span
-from checks.ruleset import reg017_external_consumer_unread as reg017
-from checks.ruleset import reg901_unreadable_contract as reg901
+from checks.ruleset.reading import reg017_external_consumer_unread as reg017
+from checks.ruleset.reading import reg901_unreadable_contract as reg901
 
 GITHUB_DEFAULT_TIMEOUT_MINUTES = 360
 NIGHTLY_CADENCES = frozenset({"nightly", "weekly", "release"})  # cadences that admit nightly=True registrations

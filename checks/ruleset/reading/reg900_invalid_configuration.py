@@ -25,6 +25,7 @@ locally; docs/configuration.md lists every key). The check does not fall back to
 
 from __future__ import annotations
 
+from checks.findings import FindingMaker
 from checks.model import Finding, Severity, Span
 
 CODE = "REG900"
@@ -32,6 +33,7 @@ NAME = "invalid-configuration"
 SEVERITY = Severity.FAILURE
 SUMMARY = "`.github/ci-registrar.yml` is invalid: the check says what is wrong and where; defaults are not silently used instead."
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 # Applied while reading: the configuration loader (checks/target/config.py load_config) parses
 # the file and validates it against its schema, and asks this module whether each number is in
 # range (number_errors) and for each finding (not_utf8, not_yaml, schema_error, invalid).
@@ -104,8 +106,6 @@ def number_errors(config) -> list[tuple[str, str]]:
 
 def _at(path: str, node, message: str) -> Finding:
     """A REG900 finding at a YAML node of the file (its first line when there is none)."""
-    from checks.rules import make_finding
-
     if node is None:
         return make_finding(CODE, path, Span.at_line(1), message)
     s, e = node.start_mark, node.end_mark
@@ -114,16 +114,12 @@ def _at(path: str, node, message: str) -> Finding:
 
 
 def not_utf8(path: str, reason: str) -> Finding:
-    from checks.rules import make_finding
-
     return make_finding(CODE, path, Span.at_line(1), f"{path} is not UTF-8: {reason}")
 
 
 def not_yaml(path: str, line: int, column: int, problem: str, *, number_too_long: bool = False) -> Finding:
     """The YAML parser refused the file at (line, column); a number too long to read is the
     configuration's limit, not a YAML error."""
-    from checks.rules import make_finding
-
     what = "invalid configuration: " if number_too_long else f"{path} is not valid YAML: "
     return make_finding(CODE, path, Span(line, column, line, column), what + problem)
 
