@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from checks.target.config import CONFIG_PATH, Config, load_config
+from checks.config.schema import CONFIG_PATH, Config, load_config
 from checks.target.contract import Contract, read_contract
 from checks.limits import FILE_CHECKS, Budget, Limits
 from checks.model import Change, Finding, Registration, Report, Severity
@@ -36,7 +36,7 @@ from checks.source import decode_source
 from checks.scanning.suppressions import apply_suppressions
 from checks.target import suite_runs
 from checks.target.suite_runs import SuiteRuns
-from checks.target.workflows import SuiteUse, is_workflow_path, read_consumers
+from checks.workflows.runs import SuiteUse, is_workflow_path, read_consumers
 
 _FROM_TREE = object()
 ANY_BACKEND = frozenset({"*"})  # Context.emptied_suites: the diff's change concerns every backend

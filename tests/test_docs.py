@@ -17,8 +17,8 @@ import yaml
 from click.testing import CliRunner
 
 from bot.cli import main
-from checks.target.config import Config, load_config
-from checks.target.config_docs import defaults, defaults_yaml, json_schema, json_schema_text, missing_descriptions, reference_markdown
+from checks.config.schema import Config, load_config
+from checks.config.reference import defaults, defaults_yaml, json_schema, json_schema_text, missing_descriptions, reference_markdown
 from checks.rule_docs import ADVICE, documented, rules_markdown
 from checks.rules import RULES
 from bot.store.ondemand_states import markdown as ondemand_states_markdown

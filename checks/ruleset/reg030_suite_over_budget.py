@@ -50,7 +50,7 @@ def check_tree(facts) -> list:
     from collections import defaultdict
 
     from checks.calibration.shards import Item, heaviest, minutes, partition, rebalance, shards_needed
-    from checks.target.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES
+    from checks.workflows.runs import GITHUB_DEFAULT_TIMEOUT_MINUTES
 
     ctx, checked, consumers_of, durations_index = facts.ctx, facts.checked, facts.consumers_of, facts.durations
     out = []

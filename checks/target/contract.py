@@ -21,7 +21,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
-from checks.target.config import Config, Paths
+from checks.config.schema import Config, Paths
 from checks.limits import Budget, count_tokens
 from checks.model import code, Backend, Finding, Span
 from checks.target.runner import RunnerFacts, Source, anchor_sources, module_bindings as _module_bindings, read_runner

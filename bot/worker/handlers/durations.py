@@ -29,7 +29,7 @@ from bot.worker import calibration_pr
 from bot.worker.durations import ingest_job_log
 from bot.github.retry import GitHubError
 from bot.store import service as store
-from checks.target.config import CONFIG_PATH, Config, load_config
+from checks.config.schema import CONFIG_PATH, Config, load_config
 
 router = Router()
 

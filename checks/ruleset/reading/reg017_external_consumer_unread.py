@@ -35,7 +35,7 @@ FIXABLE = False
 make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
-# Applied while reading: the external consumers' reader (checks/target/workflows.py) calls these.
+# Applied while reading: the external consumers' reader (checks/workflows/runs.py) calls these.
 # The finding points to `anchor` (the configuration, else the suite inventory): the workflow
 # itself is not in this repository.
 

@@ -34,7 +34,7 @@ SEVERITY = Severity.FAILURE
 SUMMARY = "`.github/ci-registrar.yml` is invalid: the check says what is wrong and where; defaults are not silently used instead."
 FIXABLE = False
 make_finding = FindingMaker(CODE, NAME, SEVERITY)
-# Applied while reading: the configuration loader (checks/target/config.py load_config) parses
+# Applied while reading: the configuration loader (checks/config/schema.py load_config) parses
 # the file and validates it against its schema, and asks this module whether each number is in
 # range (number_errors) and for each finding (not_utf8, not_yaml, schema_error, invalid).
 
@@ -42,7 +42,7 @@ make_finding = FindingMaker(CODE, NAME, SEVERITY)
 # The range of each number a configuration may hold, by its path (a dispatch entry's by
 # `$.dispatch.*`, a consumer's by `$.consumers[]`): (least, most), both inclusive. The upper ends
 # are far past any real value; they keep a typo (or a 400-digit number) from becoming a budget,
-# a day count or a shard count nobody meant. Ranges checked elsewhere (checks/target/config.py: a
+# a day count or a shard count nobody meant. Ranges checked elsewhere (checks/config/schema.py: a
 # dispatch entry's shards and timeouts, the calibration's lower bounds) are not repeated here, and
 # a consumer's shards and timeout and a dispatch entry's GPUs are checked here only (one error each).
 MAX_DAYS = 3650
@@ -150,7 +150,7 @@ def schema_error(path: str, node, message: str, err_path: str | None, shown: str
 
 def _boolean_hint(node, detail: str) -> str:
     """Why a `yes`, `no`, `on` or `off` was refused, for a person used to YAML 1.1, where they are
-    booleans: this file reads YAML 1.2 (checks/target/yamlload.py), where only true and false are."""
+    booleans: this file reads YAML 1.2 (checks/config/yamlload.py), where only true and false are."""
     import yaml
 
     written = node.value if isinstance(node, yaml.ScalarNode) and not node.style else None  # plain, not quoted

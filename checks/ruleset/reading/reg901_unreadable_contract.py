@@ -37,7 +37,7 @@ make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 # Applied while reading: the contract's reader (checks/target/contract.py) and the workflows'
-# (checks/target/workflows.py) call these where what they read cannot be read statically.
+# (checks/workflows/runs.py) call these where what they read cannot be read statically.
 
 
 def _at(path: str, span: Span | int, message: str, **kw) -> Finding:

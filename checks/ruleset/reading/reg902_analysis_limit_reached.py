@@ -33,7 +33,7 @@ make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 # Applied while reading: checks/limits.py (Budget.hit, for every cap a read hits) and
-# checks/target/config.py (a configuration over a cap) call this.
+# checks/config/schema.py (a configuration over a cap) call this.
 
 
 def limit_reached(limit: str, value: int, env_var: str, file: str, consequence: str, *, measured: str | None = None,

@@ -14,7 +14,7 @@ from typing import Literal
 import msgspec
 import yaml
 
-from checks.target import yamlload
+from checks.config import yamlload
 
 from checks.limits import Limits
 from checks.model import Finding
@@ -127,7 +127,7 @@ class DurationSource(_Struct):
 
 class Dispatch(_Struct):
     """Where and how one suite runs on demand. Every None is read from the job of the target's own
-    CI that runs the suite, on the default branch (checks/target/ci_jobs.py, checks/target/dispatch_plan.py)."""
+    CI that runs the suite, on the default branch (checks/workflows/jobs.py, checks/target/dispatch_plan.py)."""
 
     workflow: str
     repository: str | None = None
@@ -456,7 +456,7 @@ def _original_index(err_path: str, kept: dict[str, list[int]]) -> str:
 def _yaml11_severities(data):
     """`rules:` as a person writes it: a rule by its code or its name (as `check --select` takes
     it), and `false` for off. (`off`, `on`, `yes` and `no` are words here, not booleans: this file
-    is read with YAML 1.2 booleans, checks/target/yamlload.py.)"""
+    is read with YAML 1.2 booleans, checks/config/yamlload.py.)"""
     if isinstance(data, dict) and isinstance(data.get("rules"), dict):
         names = {name: code for code, name in rule_names().items()}
         data = {**data, "rules": {names.get(k, k) if isinstance(k, str) else k: "off" if v is False else v
