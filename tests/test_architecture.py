@@ -1,17 +1,21 @@
 """The architecture, as the import graph shows it (docs/architecture.md draws the same picture).
 
 Every module of app.py, bot/ and checks/ is read with `ast` (never imported), and every import
-in it, at top level or inside a function, is an edge. Two properties are kept:
+in it, at top level or inside a function, is an edge; so is every module it loads by name
+(`loaded_by_name`: a registry's list of module names, an entry point "module:attribute", a
+`pkgutil` walk that loads what it finds). Two properties are kept:
 
 - no import circle: no module reaches itself through imports, however deep;
-- imports only point down the roles of ROLES: `checks/` (the analysis library, also the command
-  line's) knows nothing of the App, and inside it the target's contract comes before scanning,
-  scanning before calibration, fixes and the rules' checks, and those before reporting and the
-  check itself; in `bot/`, infrastructure (settings, logging, metrics, payloads) knows only the
-  library; the adapters (the store, the GitHub client) know infrastructure; the worker knows the
-  adapters; the web process may hand work to the worker (enqueue, the embedded worker of the
-  single-process mode) but the worker never reaches into the web; the command line and app.py
-  sit on top.
+- imports only point down the roles of ROLES, which name packages (and the top-level modules of
+  checks/), never a module carved out of a package: `checks/` (the analysis library, also the
+  command line's) knows nothing of the App, and inside it the foundation comes first, then the
+  rules applied while reading, the configuration, the workflows, the target's contract and plans,
+  scanning, calibration, fixes and the rules' checks, the registry that loads every rule, then
+  reporting and the check itself; in `bot/`, infrastructure (settings, logging, metrics, payloads)
+  knows only the library; the adapters (the store, the GitHub client) know infrastructure; the
+  worker knows the adapters; the web process may hand work to the worker (enqueue, the embedded
+  worker of the single-process mode) but the worker never reaches into the web; the command line
+  and app.py sit on top.
 
 A new module must be given a role here; that is the point at which its place is decided.
 """
