@@ -22,21 +22,21 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from checks.target.config import CONFIG_PATH, Config, load_config
+from checks.config.schema import CONFIG_PATH, Config, load_config
 from checks.target.contract import Contract, read_contract
 from checks.limits import FILE_CHECKS, Budget, Limits
 from checks.model import Change, Finding, Registration, Report, Severity
 from checks.scanning.parallel import map_forked
 from checks.scanning.registrations import FileScan, implicit_registration, scan_file
 from checks.target.runner import anchor_sources
-from checks.rules import RULES
-from checks.ruleset import reg002_rejected_registration as reg002, rule_modules
+from checks.rules import RULES, rule_modules
+from checks.ruleset.reading import reg002_rejected_registration as reg002
 from checks.ruleset.facts import TreeFacts
 from checks.source import decode_source
 from checks.scanning.suppressions import apply_suppressions
 from checks.target import suite_runs
 from checks.target.suite_runs import SuiteRuns
-from checks.target.workflows import SuiteUse, is_workflow_path, read_consumers
+from checks.workflows.runs import SuiteUse, is_workflow_path, read_consumers
 
 _FROM_TREE = object()
 ANY_BACKEND = frozenset({"*"})  # Context.emptied_suites: the diff's change concerns every backend

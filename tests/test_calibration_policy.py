@@ -157,7 +157,7 @@ def test_a_raise_driven_by_one_run_says_so_with_its_link(checkout):
     assert (change["old"], change["new"]) == (500, 5250)  # 5,000 x 1.05: the p90 alone would say 560
     from bot.worker.calibration_pr import render_body
     from checks.calibration.policy import Plan, build_suite_windows, decide_all
-    from checks.target.config import Calibration
+    from checks.config.schema import Calibration
     from checks.engine import check_tree
     from checks.scanning.tree import DirectoryTree
 

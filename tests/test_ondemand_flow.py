@@ -540,7 +540,7 @@ def test_command_selection_parses_nothing_in_the_worker(od, no_parsing_here):
 def test_the_patch_would_catch_a_worker_that_parses(no_parsing_here):
     # the child's side of a selection, run in this process as the worker once did: the patch trips
     from bot.ondemand.selection import analyse
-    from checks.target.config import load_config
+    from checks.config.schema import load_config
     from checks.scanning.tree import MemoryTree
     from tests.ondemand_support import CONFIG, ondemand_files
 

@@ -100,7 +100,7 @@ def calibrate(repo: str | None, from_store: bool, durations_file: str | None, re
               no_cache: bool = False) -> None:
     """Propose est_time values from stored durations (docs/calibration.md). Exit 2: usage or environment error."""
     from checks.calibration.policy import Bounds, Plan, build_suite_windows, decide_all, stats_rows
-    from checks.target.config import CONFIG_PATH, load_config
+    from checks.config.schema import CONFIG_PATH, load_config
     from checks.target.contract import read_contract
     from checks.engine import check_tree
     from checks.scanning.tree import DirectoryTree

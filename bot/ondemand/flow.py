@@ -30,7 +30,7 @@ from bot.ondemand.selection import Outcome, Selection, analyse_bounded
 from checks.wording import visible
 from bot.analysis.sources import GitHubTree
 from bot.store import ondemand as store
-from checks.target.config import CONFIG_PATH, Config, load_config
+from checks.config.schema import CONFIG_PATH, Config, load_config
 from checks.target.dispatch_plan import partition
 from checks.calibration.job_log import parse_job_log
 from checks.calibration.estimates import runner_timeout

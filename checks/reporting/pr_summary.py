@@ -246,7 +246,7 @@ def build(ctx, base_ctx, changed: dict[str, str | None], report_regs: list[Regis
     """The summary of a diff check (head path -> base path in `changed`; a path the head lacks
     maps to its base path with the head gone); `contract`: the inventory, register module, labels
     and configuration paths (checks.engine.contract_paths)."""
-    from checks.target.workflows import is_workflow_path
+    from checks.workflows.runs import is_workflow_path
 
     config = ctx.config
     inventories = {config.paths.suites_module, config.paths.register_module, config.paths.labels_module}
@@ -307,8 +307,8 @@ def _plan_runs(rows: list[SuiteRow], ctx, base_ctx, after: list[Registration]) -
     the job is planned as it changes it), the base's runner options and the `dispatch:`
     configuration. Where no `dispatch:` entry covers the suite, the job that runs it is what the
     row offers, planned with the job's own settings."""
-    from checks.target.ci_jobs import fleet_of
-    from checks.target.config import Dispatch
+    from checks.workflows.jobs import fleet_of
+    from checks.config.schema import Dispatch
     from checks.target.dispatch_plan import NoRunner, plan
     from checks.target.hardware import hardware_for_labels
     from checks.target.run_cost import charge, planned_selection

@@ -19,7 +19,7 @@ from bot.store import heads
 from bot.store import service as store
 from bot.store.index import RegistrationIndex
 from bot.worker.suggestions import post_suggestions
-from checks.target.config import CONFIG_PATH, load_config  # read from the default branch, never from the PR
+from checks.config.schema import CONFIG_PATH, load_config  # read from the default branch, never from the PR
 from checks.reporting.render import ANNOTATIONS_PER_REQUEST, CHECK_RUN_NAME as CHECK_NAME
 
 router = Router()
