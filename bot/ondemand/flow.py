@@ -51,7 +51,7 @@ def _iso_now() -> str:
 class Pull:
     """One pull request as the flow needs it: GitHub's answer now, the trusted configuration, the store."""
 
-    job: object  # bot.worker.routing.JobContext
+    job: object  # bot.worker.job.JobContext
     repo: str
     number: int
     data: dict  # GET pulls/{n}

@@ -12,7 +12,7 @@ from bot.durations.query import check_rows
 from bot.github.retry import GitHubError
 from bot.infra import payloads
 from bot.infra.current_job import CURRENT_JOB
-from bot.worker.routing import check_run_completed
+from bot.worker.job import check_run_completed
 from bot.analysis.sources import GitHubTree, changed_paths, external_consumers
 from bot.store import evidence as evidence_store
 from bot.store import heads
