@@ -368,6 +368,9 @@ class InstallationClient:
         self.installation_id = installation_id
         self._token: str | None = None
         self.gh = github.pygithub(_CurrentToken(self._auth_token))
+        # (repo, branch) -> the commit branch_file read the branch at: this client's (this job's)
+        # next branch_head answer for that branch, once
+        self._branch_seen: dict[tuple[str, str | None], str] = {}
 
     def _auth_token(self) -> str:
         if self.github.auth is None:
@@ -429,13 +432,20 @@ class InstallationClient:
         key = (repo, sha)
         cached = self.github.trees.get(key)
         if cached is None:
-            # As JSON, not as PyGithub's GitTree: a miles-sized listing is 1,700 entries, and an
-            # object per entry cost more CPU than the rest of a warm PR check in this process.
-            raw = self.get_json(f"/repos/{repo}/git/trees/{quote(sha, safe='')}", "/repos/{owner}/{repo}/git/trees/{tree_sha}",
-                                {"recursive": "1"})
-            cached = _compact_tree(raw)
-            self.github.trees.put(key, cached, len(cached["packed"]) + 200)
+            with self.github.single_flight(f"tree:{repo}:{sha}"):  # a /run-rocm beside its PR's running check
+                cached = self.github.trees.get(key)  # listed by another thread while this one waited
+                if cached is None:
+                    cached = self._list_tree(repo, sha, key)
         return _unpack_tree(cached)
+
+    def _list_tree(self, repo: str, sha: str, key) -> dict:
+        # As JSON, not as PyGithub's GitTree: a miles-sized listing is 1,700 entries, and an
+        # object per entry cost more CPU than the rest of a warm PR check in this process.
+        raw = self.get_json(f"/repos/{repo}/git/trees/{quote(sha, safe='')}", "/repos/{owner}/{repo}/git/trees/{tree_sha}",
+                            {"recursive": "1"})
+        cached = _compact_tree(raw)
+        self.github.trees.put(key, cached, len(cached["packed"]) + 200)
+        return cached
 
     def tree_level(self, repo: str, sha: str) -> dict:
         """One level of a tree (when the recursive listing came back truncated)."""
@@ -519,7 +529,11 @@ class InstallationClient:
                              "/repos/{owner}/{repo}/compare/{basehead}")
 
     def branch_head(self, repo: str, branch: str) -> str:
-        """The commit a branch points to now (GET git/ref/heads/{branch})."""
+        """The commit a branch points to now (GET git/ref/heads/{branch}); right after a
+        branch_file of that branch in this job, the commit that file was read at (once)."""
+        seen = self._branch_seen.pop((repo, branch), None)
+        if seen is not None:
+            return seen
         data = self.get_json(f"/repos/{repo}/git/ref/heads/{quote(branch)}", "/repos/{owner}/{repo}/git/ref/{ref}")
         return data["object"]["sha"]
 
@@ -542,6 +556,54 @@ class InstallationClient:
         if content.encoding == "base64":
             return content.decoded_content
         return self.blob(repo, content.sha)
+
+    def branch_file(self, repo: str, path: str, branch: str | None) -> bytes | None:
+        """A file's bytes at a branch's head (None: the default branch), None if absent, read with
+        the commit the branch points to in one GraphQL request. That commit is this client's next
+        answer to branch_head(repo, branch): a /run-rocm then plans from the default branch's CI at
+        the commit its trusted configuration came from, and spends no request on the ref (issue 38).
+
+        Text GraphQL gives whole and exact lands in the blob cache; other content (binary, cut,
+        over GitHub's text limit) is read from its blob over REST, as read_paths does.
+        """
+        owner, _, name = repo.partition("/")
+        target = ("target { oid ... on Commit { file(path: $path) { mode object { ... on Blob { oid isBinary isTruncated text } } } } }")
+        if branch is None:
+            query = ("query($owner: String!, $name: String!, $path: String!) { repository(owner: $owner, name: $name) {"
+                     f" ref: defaultBranchRef {{ name {target} }} }} }}")
+            variables = {"owner": owner, "name": name, "path": path}
+        else:
+            query = ("query($owner: String!, $name: String!, $ref: String!, $path: String!) {"
+                     f" repository(owner: $owner, name: $name) {{ ref(qualifiedName: $ref) {{ name {target} }} }} }}")
+            variables = {"owner": owner, "name": name, "ref": f"refs/heads/{branch}", "path": path}
+        try:
+            _, data = self.call("POST", "/graphql", lambda: self.gh.requester.graphql_query(query, variables),
+                                idempotent=True)  # a read: safe to send again
+        except GitHubError as exc:
+            if exc.status == 404:
+                return None  # a repository this installation cannot read: as file_at's 404
+            raise
+        found = ((data or {}).get("data") or {}).get("repository")
+        ref = (found or {}).get("ref")
+        commit = (ref or {}).get("target") or {}
+        if not commit.get("oid"):
+            return None  # no such repository (for this installation) or branch: as file_at's 404
+        self._branch_seen[(repo, branch)] = commit["oid"]
+        if branch is None and ref.get("name"):
+            self._branch_seen[(repo, ref["name"])] = commit["oid"]
+        entry = commit.get("file") or {}
+        if entry.get("mode") == 0o120000:  # a symbolic link: the contents API reads the file it leads to
+            return self.file_at(repo, path, commit["oid"])
+        blob = entry.get("object") or {}
+        oid = blob.get("oid")
+        if not oid or "isTruncated" not in blob:
+            return None  # nothing at that path, or a directory or a submodule: not a file's bytes
+        text = blob.get("text")
+        data_bytes = text.encode("utf-8") if isinstance(text, str) else None
+        if data_bytes is None or blob.get("isBinary") or blob.get("isTruncated") or git_blob_sha(data_bytes) != oid:
+            return self.blob(repo, oid)
+        self.github.blobs.put(oid, data_bytes)
+        return data_bytes
 
     def pull_files(self, repo: str, number: int, expected: int | None = None) -> list[dict]:
         return self.paginate(f"/repos/{repo}/pulls/{number}/files", "/repos/{owner}/{repo}/pulls/{pull_number}/files",
