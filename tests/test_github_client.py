@@ -396,3 +396,22 @@ def test_threads_wanting_one_tree_list_it_once(gh):
     assert results == [["a.py", "dir/b.py", "dir/c.py"]] * 3
     assert len([r for r in sim.requests_log if "/git/trees/" in r["path"]]) == 1
     assert github._flights == {}
+
+
+def test_a_file_longer_than_graphql_cuts_comes_from_its_blob_alone(gh):
+    """Once GraphQL has cut a text, files known (from the listing) to be longer are read from
+    their blobs, raw, without first coming cut through GraphQL."""
+    sim, github, client, repo, sha = gh
+    sim.graphql.text_limit = 64
+    first = repo.commit({"long1.py": b"y = 1\n" * 40, "ok.py": b"z = 2\n"}, branch="main")
+    GitHubTree(client, "radixark/miles", first).prefetch(["long1.py", "ok.py"])
+    assert github.graphql_cut == 64
+    before = len(sim.requests_log)
+    files = {"long2.py": b"y = 2\n" * 40, "long3.py": b"y = 3\n" * 40, "ok2.py": b"z = 3\n", "ok3.py": b"z = 4\n"}
+    second = repo.commit(files, branch="main")
+    tree = GitHubTree(client, "radixark/miles", second)
+    tree.paths()
+    tree.prefetch(list(files))
+    ops = [r["operation"] for r in sim.requests_log[before:] if r["operation"] not in ("git/get-tree", "apps/create-installation-access-token")]
+    assert sorted(ops) == ["git/get-blob", "git/get-blob", "graphql"]
+    assert {p: tree.read(p) for p in files} == files

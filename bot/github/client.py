@@ -211,6 +211,10 @@ class GitHub:
         # check: about 25 miles-sized listings are kept. 16 MB (a hundred) was most of a worker's
         # growth over 200 checks (issue 38: +26 MB, still growing from 100 checks to 200).
         self.trees = _LRU(max_items=256, max_bytes=4 * 1024 * 1024)
+        # The longest text GraphQL has cut (isTruncated) in this process: a file known to be longer is
+        # read from its blob at once (bot.worker.sources.prefetch_trees), not sent cut first. GitHub
+        # does not publish where it cuts; None until it has cut one.
+        self.graphql_cut: int | None = None
         self._flights: dict[str, list] = {}  # blob sha -> [lock, waiters]: one fetch per blob at a time
         self._flights_lock = threading.Lock()
         self._blocked: dict[int | None, float] = {}  # installation -> rate limited until (epoch s)
@@ -459,14 +463,38 @@ class InstallationClient:
             data = self.github.blobs.get(sha)  # fetched by another thread while this one waited
             if data is not None:
                 return data
-            blob = self.call("GET", "/repos/{owner}/{repo}/git/blobs/{file_sha}",
-                             lambda: self._repo(repo).get_git_blob(sha))
-            if blob.encoding == "base64":
-                data = base64.b64decode(blob.content or "")
-            else:
-                data = (blob.content or "").encode()
+            data = self.call("GET", "/repos/{owner}/{repo}/git/blobs/{file_sha}",
+                             lambda: self._raw_blob(repo, sha))
             self.github.blobs.put(sha, data)
             return data
+
+    def _raw_blob(self, repo: str, sha: str) -> bytes:
+        """A blob's bytes as GitHub stores them (`Accept: application/vnd.github.raw`): they come off
+        the socket as they are. The JSON form is base64 in JSON, and decoding it held the GIL
+        (issue 38: a flood of 3.5 MB files cost the worker 0.74 CPU-s per 20 files, most of it
+        base64 and JSON, while other installations' checks waited for the interpreter). Bytes whose
+        git blob SHA is not `sha` (a body cut short) are a dropped connection: retried."""
+        call = transport.current()
+        url = f"{self.github.api_url}/repos/{repo}/git/blobs/{quote(sha, safe='')}"
+        headers = {"Accept": "application/vnd.github.raw", "Authorization": f"token {self._auth_token()}"}
+        try:
+            resp = transport.session().get(url, headers=headers, timeout=self.github.policy.timeout, allow_redirects=False)
+        except requests.RequestException as exc:
+            if call is not None:
+                call.observe("GET", type(exc).__name__, None)
+            raise
+        if call is not None:
+            call.observe("GET", str(resp.status_code), resp.headers)
+        if resp.status_code >= 300:
+            try:
+                body = resp.json()
+            except ValueError:
+                body = {"message": resp.text[:200]}
+            raise GithubException(resp.status_code, body, {k.lower(): v for k, v in resp.headers.items()})
+        data = resp.content
+        if git_blob_sha(data) != sha:
+            raise requests.exceptions.ChunkedEncodingError(f"blob {sha}: the body is not that blob")
+        return data
 
     def read_paths(self, repo: str, expressions: list[str], sizes: dict[str, int] | None = None) -> dict[str, tuple[str, bytes] | None]:
         """Many files in few requests: {"<commit sha>:<path>": (blob sha, bytes) or None if absent}.
@@ -515,6 +543,9 @@ class InstallationClient:
                     continue
                 oid, text = obj["oid"], obj.get("text")
                 data_bytes = text.encode("utf-8") if isinstance(text, str) else None
+                if obj.get("isTruncated") and data_bytes is not None:
+                    cut = self.github.graphql_cut
+                    self.github.graphql_cut = len(data_bytes) if cut is None else min(cut, len(data_bytes))
                 if data_bytes is None or obj.get("isBinary") or obj.get("isTruncated") or git_blob_sha(data_bytes) != oid:
                     data_bytes = self.blob(repo, oid)
                 else:
