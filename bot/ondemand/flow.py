@@ -138,7 +138,8 @@ def change(job, request, event: str, audit: dict | None = None, **values):
 
 def trusted_config(client, repo: str, default_branch: str) -> tuple[Config | None, list[str]]:
     """The configuration on the default branch (never the PR's copy); (None, problems) when invalid."""
-    config, findings = load_config(client.file_at(repo, CONFIG_PATH, default_branch))
+    # with the default branch's commit, in one request: the command's plan then copies that commit's CI
+    config, findings = load_config(client.branch_file(repo, CONFIG_PATH, default_branch))
     if findings:
         return None, [f"line {f.span.line}: {f.message}" for f in findings]
     return config, []
