@@ -279,7 +279,7 @@ def test_window_lookup_finds_what_window_for_finds():
 
     from checks.calibration.policy import build_suite_windows, window_for, window_lookup
     from checks.model import Backend
-    from checks.target.config import Calibration
+    from checks.config.schema import Calibration
 
     params = Calibration(hardware="MI355X", hardware_by_suite={"*mi30x*": "MI300X"})
     records = nightly(CKPT, [500, 510, 505]) + [{**r, "hardware": "mi300x"} for r in nightly(LORA, [300, 310], first_run=2000)]
