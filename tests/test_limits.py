@@ -265,7 +265,7 @@ class FakeGitHub:
             sha = f"{len(self.blobs):040x}"
             self.blobs[sha] = content.encode()
             self.entries.append({"path": path, "type": "blob", "sha": sha, "mode": "120000" if path in links else "100644", "size": len(content)})
-        self.github = SimpleNamespace(blobs=SimpleNamespace(get=lambda sha: self.blobs.get(sha)))
+        self.github = SimpleNamespace(blobs=SimpleNamespace(get=lambda sha: self.blobs.get(sha)), graphql_cut=None)  # GraphQL has cut no text yet
         self.fetched: list[str] = []
 
     def tree(self, repo, sha):
