@@ -194,3 +194,49 @@ def test_a_file_the_runner_registered_implicitly_counts_before_its_registration(
     (row,) = summary.rows
     assert (row.suite, row.files_added, row.files_before, row.files_after) == ("stage-a-cpu", [], 2, 2)
     assert (row.est_before, row.est_after) == (2.0, 31.0)  # miles' other tests/fast file is implicit too
+
+
+# -- mutation gaps (issue 37, seed 41) ---------------------------------------------------------------
+def test_a_register_function_whose_name_has_underscores_is_set_aside_too():
+    plain = b"import os\n\n\ndef test_x():\n    assert os.sep\n"
+    registered = b'import os\nregister_amd_mi350_nightly_ci(est_time=60, suite="s")\n\n\ndef test_x():\n    assert os.sep\n'
+    assert same_code(plain, registered)
+    assert not same_code(plain, b'import os\nregister_amd_mi350_nightly_job(est_time=60)\n\n\ndef test_x():\n    assert os.sep\n')
+
+
+def test_an_import_of_a_register_function_is_set_aside_with_its_call():
+    plain = b"import os\n\n\ndef test_x():\n    assert os.sep\n"
+    imported = b'import os\nfrom tests.ci.ci_register import register_rocm_ci\n\nregister_rocm_ci(est_time=60, suite="s")\n\n\n' \
+               b'def test_x():\n    assert os.sep\n'
+    assert same_code(plain, imported)
+    # an import that also brings in a helper is code: the helper's name stays
+    mixed = b'import os\nfrom tests.ci.ci_register import helper, register_rocm_ci\n\n\ndef test_x():\n    assert os.sep\n'
+    assert not same_code(plain, mixed)
+    assert same_code(b'import os\nfrom tests.ci.ci_register import helper\n\n\ndef test_x():\n    assert os.sep\n', mixed)
+
+
+def test_a_test_files_tables_are_its_code_only_an_inventorys_are_set_aside():
+    assert not same_code(b"TIMEOUT = 60\n", b"TIMEOUT = 90\n")
+    assert same_code(b"TIMEOUT = 60\n", b"TIMEOUT = 90\n", inventory=True)
+
+
+def test_only_a_rocm_suite_a_job_runs_is_planned():
+    summary = _diff({"tests/e2e/test_new.py": test_file('register_rocm_ci(est_time=60, suite="nightly-stage-x-2-gpu-mi350", labels=["amd"])',
+                                                       'register_cpu_ci(est_time=30, suite="stage-a-cpu")')})
+    rows = {r.suite: r for r in summary.rows}
+    # nobody runs the ROCm suite: no plan is made, so none is refused either; the CPU suite is run
+    # by a job but is not /run-rocm's to plan
+    assert rows["nightly-stage-x-2-gpu-mi350"].refused == "" and rows["nightly-stage-x-2-gpu-mi350"].charge is None
+    assert rows["stage-a-cpu"].consumers and rows["stage-a-cpu"].refused == "" and rows["stage-a-cpu"].charge is None
+    assert rows["stage-a-cpu"].run_gpu_hours is None
+
+
+def test_a_suite_whose_plan_selects_nothing_at_head_has_no_charge():
+    """The suite's only file is disabled at head: /run-rocm would refuse (nothing selected), so the
+    row has no charge (never a charge of 0 GPU-hours for a run that cannot happen)."""
+    base = {"tests/e2e/test_gate.py": test_file(f'register_rocm_ci(est_time=600, suite="{SUITE}", labels=["amd"])')}
+    summary = _diff({"tests/e2e/test_gate.py": test_file(
+        f'register_rocm_ci(est_time=600, suite="{SUITE}", labels=["amd"], disabled="flaky")')}, base)
+    (row,) = [r for r in summary.rows if r.suite == SUITE]
+    assert row.plannable and row.refused == ""
+    assert row.charge is None and row.run_gpu_hours is None
