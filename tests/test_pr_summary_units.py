@@ -240,3 +240,30 @@ def test_a_suite_whose_plan_selects_nothing_at_head_has_no_charge():
     (row,) = [r for r in summary.rows if r.suite == SUITE]
     assert row.plannable and row.refused == ""
     assert row.charge is None and row.run_gpu_hours is None
+
+
+# -- issue 37, the outside sample (seed 97) ------------------------------------------------------------
+def test_an_inventorys_tables_are_literal_values_and_anything_computed_is_code():
+    def tables_only(before: bytes, after: bytes) -> bool:
+        return same_code(before, after, inventory=True)
+
+    assert tables_only(b"X = dict(a=1)\n", b"X = dict(a=2, b=[1, 2])\n")
+    assert tables_only(b"X = [HWBackend.ROCM, *OTHER]\n", b"X = frozenset({HWBackend.CUDA: ('a',)})\n")
+    assert tables_only(b"X: list = []\n", b"X: list = ['a']\n")
+    assert not tables_only(b"X = helper(1)\n", b"X = helper(2)\n")  # a call of anything but a container
+    assert not tables_only(b"X = os.path.join('a')\n", b"X = os.path.join('b')\n")
+    assert not tables_only(b"X = dict(a=f(1))\n", b"X = dict(a=f(2))\n")  # a call inside a table
+    assert not tables_only(b"X = 1 + 2\n", b"X = 1 + 3\n")  # arithmetic is code
+    assert not tables_only(b"X = [i for i in A]\n", b"X = [i for i in B]\n")
+
+
+def test_a_suite_is_suggested_for_a_run_when_it_gains_files_to_measure_that_a_job_runs():
+    row = _nightly_rows()  # test_nightly.py added, no stored run, the PR job runs the suite
+    assert row.to_measure == ["tests/e2e/test_nightly.py"] and row.plannable and row.refused == ""
+    assert row.suggest_run
+    from dataclasses import replace
+
+    assert not replace(row, refused="no runner").suggest_run
+    assert not replace(row, unmeasured_added=[]).suggest_run
+    assert not replace(row, backend="cuda").suggest_run
+    assert replace(row, unmeasured_added=[], unverified=["tests/e2e/test_gate.py"]).suggest_run
