@@ -274,9 +274,13 @@ def test_open_then_unchanged_then_update_in_place_then_close(gh):
     assert "PATCH ref force=False" in gh.calls and cp._marker(gh.pulls[0]["body"]) != print_
     assert gh.pulls[0]["title"] == cp.TITLE
 
+    opened_body = gh.pulls[0]["body"]
     closed = refresh(gh, REPO, [], now=NOW)
     assert (closed.action, closed.number) == ("closed", 1) and gh.pulls[0]["state"] == "closed"
     assert gh.comments[-1]["body"] == CLOSED_NOTICE and gh.pulls[0]["body"].endswith("<!-- ci-registrar calibration: none -->")
+    # the body's text is kept, its marker replaced: one marker, after the text it had
+    body = gh.pulls[0]["body"]
+    assert body.count("<!-- ci-registrar") == 1 and body.startswith(opened_body[:200]) and len(body) > 200
     assert refresh(gh, REPO, [], now=NOW).action == "nothing"
 
 

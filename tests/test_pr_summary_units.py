@@ -267,3 +267,12 @@ def test_a_suite_is_suggested_for_a_run_when_it_gains_files_to_measure_that_a_jo
     assert not replace(row, unmeasured_added=[]).suggest_run
     assert not replace(row, backend="cuda").suggest_run
     assert replace(row, unmeasured_added=[], unverified=["tests/e2e/test_gate.py"]).suggest_run
+
+
+def test_the_longest_shard_is_the_one_the_runner_loads_most_not_the_first():
+    from types import SimpleNamespace as Reg
+
+    regs = [Reg(file="a.py", est_time=10), Reg(file="b.py", est_time=6), Reg(file="c.py", est_time=5)]
+    assert _longest(regs, 2) == 11  # a.py alone, then b.py and c.py together
+    assert _longest(regs, 1) == 21 and _longest(regs, 3) == 10
+    assert _longest([Reg(file="a.py", est_time=None), Reg(file="b.py", est_time=4)], 1) == 4  # no est_time: 0
