@@ -487,3 +487,41 @@ def test_a_plan_is_nightly_when_it_admits_nightly_registrations():
                 []).nightly is True
     assert plan("nightly-amd-8-gpu-mi35x", Dispatch(workflow="x.yml", runs_on=["box"], runner_flags=[]), options,
                 []).nightly is False
+
+
+# -- issue 37, the outside sample (seed 97) ------------------------------------------------------------
+def test_a_nightly_suite_is_named_so_at_its_start_or_in_its_middle():
+    from checks.target.dispatch_plan import is_nightly
+
+    assert is_nightly("nightly-stage-c-8-gpu-mi350") and is_nightly("stage-nightly-amd-8-gpu")
+    assert not is_nightly("stage-c-8-gpu-mi350") and not is_nightly("stage-c-nightly") and not is_nightly("my-nightlyish-x")
+
+
+def test_the_smallest_runner_that_fits_is_named_when_a_larger_one_is_not_allowed():
+    away = _job(".github/workflows/a.yml", "nightly", pool=("elsewhere-3",), suite="nightly-stage-c-3-gpu-mi350")
+    with pytest.raises(NoRunner, match=r"the smallest that fits is \[self-hosted, amd, mi350, 4gpu\] \(4 GPUs, the largest "
+                                       r"the fleet has is \[linux-mi35x-gpu-8\]\)"):
+        plan("nightly-stage-c-3-gpu-mi350", D, None, [], jobs=[away], fleet=FLEET)
+
+
+def test_listed_files_go_to_the_runners_file_option_and_only_then():
+    options = _options(SGLANG_RUNNER + '    parser.add_argument("--files", nargs="+")\n')
+    run = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", runs_on=["box"], runner_flags=[]), options, [])
+    assert run.file_option == "--files"
+    listed = run.with_files(["a.py", "b.py"])
+    assert listed.files == ("a.py", "b.py") and run.files == ()
+    assert run.command(files=("a.py",)).endswith("--files a.py") and "--files" not in run.command()
+    no_option = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", runs_on=["box"], runner_flags=[]), None, [])
+    assert no_option.file_option is None and "a.py" not in no_option.command(files=("a.py",))
+
+
+def test_a_job_that_partitions_at_run_time_is_planned_as_one_job_and_says_so():
+    options = _options(MILES_RUNNER.read_text())
+    assert "--auto-partition-id" in options
+    computed = _job(".github/workflows/a.yml", "nightly", shards=0)
+    run = plan("nightly-stage-c-8-gpu-mi350", D, options, [], jobs=[computed], fleet=FLEET8)
+    assert run.shards == 1
+    assert "the job computes its partition count at run time: one job; set `dispatch.<suite>.shards`" in run.notes
+    two = plan("nightly-stage-c-8-gpu-mi350", D, options, [], jobs=[_job(".github/workflows/a.yml", "nightly", shards=2)],
+               fleet=FLEET8)
+    assert two.shards == 2 and not [n for n in two.notes if "partition count" in n]
