@@ -525,3 +525,14 @@ def test_a_job_that_partitions_at_run_time_is_planned_as_one_job_and_says_so():
     two = plan("nightly-stage-c-8-gpu-mi350", D, options, [], jobs=[_job(".github/workflows/a.yml", "nightly", shards=2)],
                fleet=FLEET8)
     assert two.shards == 2 and not [n for n in two.notes if "partition count" in n]
+
+
+def test_only_the_suites_own_invocations_in_its_own_job_count_as_running_it_twice():
+    once = _job(".github/workflows/a.yml", "nightly", invocation=1)
+    other_suite_twice = [_job(".github/workflows/a.yml", "nightly", line=20 + i, suite="nightly-stage-x-8-gpu-mi350",
+                              invocation=i) for i in (1, 2)]
+    other_job = _job(".github/workflows/a.yml", "weekly", line=40, invocation=2, pool=("elsewhere-8",))
+    other_workflow = _job(".github/workflows/b.yml", "nightly", line=50, invocation=2, pool=("elsewhere-8",))
+    run = plan("nightly-stage-c-8-gpu-mi350", D, None, [], jobs=[once, *other_suite_twice, other_job, other_workflow],
+               fleet=FLEET8)
+    assert run.source == {"workflow": ".github/workflows/a.yml", "job": "nightly", "line": 10}
