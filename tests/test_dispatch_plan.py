@@ -536,3 +536,16 @@ def test_only_the_suites_own_invocations_in_its_own_job_count_as_running_it_twic
     run = plan("nightly-stage-c-8-gpu-mi350", D, None, [], jobs=[once, *other_suite_twice, other_job, other_workflow],
                fleet=FLEET8)
     assert run.source == {"workflow": ".github/workflows/a.yml", "job": "nightly", "line": 10}
+
+
+def test_the_plans_json_is_what_its_text_is_made_of():
+    from checks.target.dispatch_plan import plan_lines
+
+    run = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", runs_on=["box-gpu-8"], shards=1, runner_flags=[]),
+               None, [])
+    view = run.as_json(2.5)
+    assert (view["suite"], view["runs_on"], view["gpus"], view["gpu_hours"], view["invocations"]) == (
+        "nightly-stage-c-8-gpu-mi350", ["box-gpu-8"], 8, 2.5, 1)
+    assert view["command"] == run.command() and view["source"] is None
+    lines = plan_lines(view)
+    assert lines[0] == "copied from the configuration only" and lines[-1 - len(run.notes)] == "about 2.50 GPU-hours"

@@ -276,3 +276,22 @@ def test_the_longest_shard_is_the_one_the_runner_loads_most_not_the_first():
     assert _longest(regs, 2) == 11  # a.py alone, then b.py and c.py together
     assert _longest(regs, 1) == 21 and _longest(regs, 3) == 10
     assert _longest([Reg(file="a.py", est_time=None), Reg(file="b.py", est_time=4)], 1) == 4  # no est_time: 0
+
+
+def test_a_suite_nobody_is_known_to_run_says_which_consumers_were_not_read():
+    """(seed 131) `unknown` is filled only for a row with no consumer while the model is incomplete."""
+    from types import SimpleNamespace as NS
+
+    def runs(distinct, complete):
+        return NS(distinct=lambda backend, suite: distinct, complete=complete, selection=lambda run, regs: regs,
+                  gpu_hours=lambda run, regs: 0.0, why_unknown=lambda: [("o/r:.github/workflows/x.yml", "not readable")])
+
+    touched = {("rocm", SUITE)}
+    (row,) = suite_rows([], [], touched, runs([], complete=False))
+    assert row.unknown == [("o/r:.github/workflows/x.yml", "not readable")]
+    (row,) = suite_rows([], [], touched, runs([], complete=True))
+    assert row.unknown == []
+    job = NS(where="a.yml:3", cadence="per run", job_timeout_minutes=60, timeout_minutes=60, shards=1,
+             pool=NS(gpus=4, labels=("x",), text=lambda: "[x]"))
+    (row,) = suite_rows([], [], touched, runs([job], complete=False))
+    assert row.unknown == [] and [c.where for c in row.consumers] == ["a.yml:3"]
