@@ -295,3 +295,19 @@ def test_a_suite_nobody_is_known_to_run_says_which_consumers_were_not_read():
              pool=NS(gpus=4, labels=("x",), text=lambda: "[x]"))
     (row,) = suite_rows([], [], touched, runs([job], complete=False))
     assert row.unknown == [] and [c.where for c in row.consumers] == ["a.yml:3"]
+
+
+def test_a_test_file_exactly_at_the_file_cap_is_still_compared():
+    """(seed 131) The cap (checks/limits.py `file_bytes`, 4 MiB) refuses only what is over it."""
+    from checks.limits import Limits
+
+    cap = Limits().file_bytes
+    text = test_file(f'register_rocm_ci(est_time=60, suite="{SUITE}", labels=["amd"])')
+    padded = text + "#" * (cap - len(text.encode()) - 1) + "\n"
+    assert len(padded.encode()) == cap
+    base = {"tests/e2e/test_x.py": padded}
+    summary = _diff({"tests/e2e/test_x.py": padded.replace("est_time=60", "est_time=90")}, base)
+    assert summary.registration_only and summary.test_files == 1
+    over = padded + "#\n"
+    summary = _diff({"tests/e2e/test_x.py": over.replace("est_time=60", "est_time=90")}, {"tests/e2e/test_x.py": over})
+    assert not summary.registration_only
