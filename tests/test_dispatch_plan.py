@@ -549,3 +549,16 @@ def test_the_plans_json_is_what_its_text_is_made_of():
     assert view["command"] == run.command() and view["source"] is None
     lines = plan_lines(view)
     assert lines[0] == "copied from the configuration only" and lines[-1 - len(run.notes)] == "about 2.50 GPU-hours"
+
+
+def test_a_runner_nothing_gives_a_gpu_count_is_one_gpu_and_the_text_says_the_environment():
+    """(seed 131) GPUs from the configuration, else the labels, else the suite's name, else one."""
+    from checks.target.dispatch_plan import plan_lines
+
+    run = plan("nightly-stage-x-mi350", Dispatch(workflow="x.yml", runs_on=["box"], runner_flags=[]), None, [])
+    assert run.runner_gpus == 1
+    assert plan("nightly-stage-x-mi350", Dispatch(workflow="x.yml", runs_on=["box"], gpus=2, runner_flags=[]), None,
+                []).runner_gpus == 2
+    view = {"runs_on": ["box"], "timeout_per_file_s": 1800, "job_timeout_min": 360, "command": "python3 r.py"}
+    assert "environment: none set by the job" in plan_lines(view)
+    assert "environment: `A=1`, `B=2`" in plan_lines({**view, "env": ["A=1", "B=2"]})
