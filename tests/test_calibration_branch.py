@@ -478,7 +478,7 @@ def test_a_branch_deleted_between_the_apps_read_and_its_write_is_not_recreated_b
     client.create_commit = create_commit
     mark = len(sim.requests_log)
     out = refresh(client, REPO, records(**{QWEN: 100}), now=NOW)
-    assert out.action == "nothing" and "deleted" in out.message
+    assert out.action == "branch-deleted" and "was deleted while the App was writing to it" in out.message
     assert _ref_updates(sim, mark) == [422] and BRANCH not in repo.branches
 
 

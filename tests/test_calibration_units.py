@@ -379,3 +379,21 @@ def test_windows_on_every_calibration_model_from_one_pass_over_the_records():
     records = [rec(100, hardware=m) for m in models]
     windows = cal.build_suite_windows(iter(records), P, now=NOW)  # a generator, as an export streams them
     assert sorted(k[2] for k in windows) == sorted(models)
+
+
+# -- issue 37, seed 41 ------------------------------------------------------------------------------------
+def test_decisions_come_in_file_and_line_order_whatever_order_the_registrations_came_in():
+    from checks.engine import check_tree
+
+    regs = check_tree(MemoryTree(miles_tree()), fixes=False).registrations
+    calibrated = [r for r in regs if not r.implicit and r.backend.family in cal.CALIBRATED_FAMILIES]
+    assert len({r.file for r in calibrated}) > 1
+    ordered = sorted(calibrated, key=lambda r: (r.file, r.span.line, r.span.column))
+    for given in (list(reversed(regs)), sorted(regs, key=lambda r: -r.span.line), regs):
+        decisions = cal.decide_all(given, {}, P)
+        assert [d.registration for d in decisions] == ordered
+
+
+def test_a_window_cuts_the_runs_longer_than_est_time_and_counts_each_once():
+    w = cal.Window((300.0, 100.0, 200.0, 200.0))
+    assert [w.cut_by(t) for t in (99, 100, 199, 200, 300)] == [4, 3, 3, 1, 0]

@@ -394,3 +394,171 @@ def test_a_nightly_cadence_admits_nightly_registrations_and_a_regular_one_does_n
     assert nightly.cadence == "nightly" and nightly.admit_nightly
     regular = plan("nightly-amd-8-gpu-mi35x", Dispatch(workflow="x.yml", runs_on=["box"], runner_flags=[]), options, [])
     assert regular.cadence is None and not regular.admit_nightly
+
+
+# -- issue 37, seed 41: the job chosen, what cannot be copied, the install, the runner's path ---------
+FLEET8 = [("linux-mi35x-gpu-8",)]
+
+
+def test_the_job_chosen_is_on_the_fleet_first_then_the_longest_timeouts():
+    from checks.target.dispatch_plan import choose_job
+
+    away = _job(".github/workflows/a.yml", "nightly", line=5, pool=("elsewhere-8",), timeout_per_file_s=9000)
+    home = _job(".github/workflows/a.yml", "nightly2", line=40, timeout_per_file_s=100)
+    assert choose_job("nightly-stage-c-8-gpu-mi350", [away, home], FLEET8) is home  # on the fleet, though shorter
+    short = _job(".github/workflows/a.yml", "n1", line=5, timeout_per_file_s=600)
+    long = _job(".github/workflows/a.yml", "n2", line=50, timeout_per_file_s=2400)
+    assert choose_job("nightly-stage-c-8-gpu-mi350", [short, long], FLEET8) is long  # not the first line
+    # a job that states no per-file timeout ranks with one that states none usable (0): the job timeout decides
+    unstated = _job(".github/workflows/a.yml", "n1", line=5, timeout_per_file_s=None, job_timeout_min=200)
+    zero = _job(".github/workflows/a.yml", "n2", line=50, timeout_per_file_s=0, job_timeout_min=300)
+    assert choose_job("nightly-stage-c-8-gpu-mi350", [unstated, zero], FLEET8) is zero
+
+
+def test_a_job_off_the_fleet_with_no_fleet_at_all_is_refused():
+    away = _job(".github/workflows/a.yml", "nightly", pool=("elsewhere-8",))
+    with pytest.raises(NoRunner, match="has no fleet to run it on; set `dispatch.nightly-stage-c-8-gpu-mi350.runs_on`"):
+        plan("nightly-stage-c-8-gpu-mi350", D, None, [], jobs=[away], fleet=[])
+
+
+def test_a_job_that_runs_the_suite_twice_or_starts_its_own_container_is_refused():
+    twice = [_job(".github/workflows/a.yml", "nightly", invocation=1, env=(("ATTN", "a"),)),
+             _job(".github/workflows/a.yml", "nightly", line=12, invocation=2, env=(("ATTN", "b"),))]
+    with pytest.raises(NoRunner, match="runs it 2 times in one job, each with its own environment \\(ATTN=a; ATTN=b\\)"):
+        plan("nightly-stage-c-8-gpu-mi350", D, None, [], jobs=twice, fleet=FLEET8)
+    usual = "scripts/ci/amd/amd_ci_start_container.sh"
+    own = [_job(".github/workflows/b.yml", f"j{i}", suite=f"stage-b-{i}", setup=usual) for i in range(2)]
+    own_elsewhere = [_job(".github/workflows/c.yml", f"k{i}", suite=f"stage-c-{i}", pool=("elsewhere-8",),
+                          setup="scripts/ci/amd/disagg_start.sh") for i in range(3)]
+    theirs = [_job("o/r:.github/workflows/d.yml", f"e{i}", suite=f"stage-d-{i}", external=True,
+                   setup="scripts/ci/amd/disagg_start.sh") for i in range(3)]
+    disagg = _job(".github/workflows/a.yml", "nightly", setup="scripts/ci/amd/disagg_start.sh")
+    # the fleet's usual container is what the repository's own jobs on the fleet start
+    with pytest.raises(NoRunner, match="starts its own container \\(`scripts/ci/amd/disagg_start.sh`, not the fleet's "
+                                       "`amd_ci_start_container.sh`\\)"):
+        plan("nightly-stage-c-8-gpu-mi350", D, None, [], jobs=[disagg, *own, *own_elsewhere, *theirs], fleet=FLEET8)
+    # the same script in another directory is the same container
+    moved = _job(".github/workflows/a.yml", "nightly", setup="other/dir/amd_ci_start_container.sh")
+    assert plan("nightly-stage-c-8-gpu-mi350", D, None, [], jobs=[moved, *own], fleet=FLEET8).source["job"] == "nightly"
+    # flags given by the configuration choose what runs: nothing is refused
+    assert plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", runner_flags=["--nightly"]), None, [], jobs=twice,
+                fleet=FLEET8).runner_flags == ("--nightly",)
+
+
+def test_another_repositorys_job_installs_as_the_own_rocm_job_on_the_fleet_does():
+    theirs = _job("o/r:.github/workflows/n.yml", "nightly", external=True, install=("their install",))
+    away = _job(".github/workflows/b.yml", "j", suite="stage-b", pool=("elsewhere-8",), install=("pip install away",))
+    cuda = _job(".github/workflows/c.yml", "j", suite="stage-c", hw="cuda", install=("pip install cuda",))
+    bare = _job(".github/workflows/e.yml", "j", suite="stage-e")
+    home = _job(".github/workflows/d.yml", "j", suite="stage-d", install=("pip install -e .",))
+    run = plan("nightly-stage-c-8-gpu-mi350", D, None, [], jobs=[theirs, away, cuda, bare, home], fleet=FLEET8)
+    assert run.install == ("pip install -e .",)
+    assert plan("nightly-stage-c-8-gpu-mi350", D, None, [], jobs=[theirs, away], fleet=FLEET8).install == ()
+    mine = _job(".github/workflows/n.yml", "nightly", install=("mine",))
+    assert plan("nightly-stage-c-8-gpu-mi350", D, None, [], jobs=[mine, home], fleet=FLEET8).install == ("mine",)
+
+
+def test_the_runner_runs_from_the_directory_its_job_names():
+    from types import SimpleNamespace
+
+    from checks.target.dispatch_plan import _runner_path
+
+    assert _runner_path(None, "tests/ci/run_suite.py") == ("tests/ci/run_suite.py", "")
+    assert _runner_path(SimpleNamespace(runner="./tests/ci/run_suite.py"), "tests/ci/run_suite.py") == ("tests/ci/run_suite.py", "")
+    assert _runner_path(SimpleNamespace(runner="run_suite.py"), "test/run_suite.py") == ("run_suite.py", "test")
+    # a runner the inventory's path does not end with runs from the root, as written
+    assert _runner_path(SimpleNamespace(runner="scripts/go.py"), "tests/ci/run_suite.py") == ("scripts/go.py", "")
+
+
+def test_the_run_plan_text_defaults_and_container():
+    from checks.target.dispatch_plan import plan_lines
+
+    view = {"runs_on": ["box"], "timeout_per_file_s": 1800, "job_timeout_min": 360, "command": "python3 r.py"}
+    lines = plan_lines(view)
+    assert lines[1] == "runs on `box` (0 GPUs), 1 shard"  # neither said: no GPU count, one shard
+    assert not [line for line in lines if line.startswith("container:")]
+    lines = plan_lines({**view, "container": ["options: --device=/dev/kfd", "env: A=1"]})
+    assert "container: `options: --device=/dev/kfd`; `env: A=1`" in lines
+
+
+def test_a_plan_is_nightly_when_it_admits_nightly_registrations():
+    options = _options(SGLANG_RUNNER)
+    assert plan("nightly-amd-8-gpu-mi35x", Dispatch(workflow="x.yml", runs_on=["box"], runner_flags=["--nightly"]), options,
+                []).nightly is True
+    assert plan("nightly-amd-8-gpu-mi35x", Dispatch(workflow="x.yml", runs_on=["box"], runner_flags=[]), options,
+                []).nightly is False
+
+
+# -- issue 37, the outside sample (seed 97) ------------------------------------------------------------
+def test_a_nightly_suite_is_named_so_at_its_start_or_in_its_middle():
+    from checks.target.dispatch_plan import is_nightly
+
+    assert is_nightly("nightly-stage-c-8-gpu-mi350") and is_nightly("stage-nightly-amd-8-gpu")
+    assert not is_nightly("stage-c-8-gpu-mi350") and not is_nightly("stage-c-nightly") and not is_nightly("my-nightlyish-x")
+
+
+def test_the_smallest_runner_that_fits_is_named_when_a_larger_one_is_not_allowed():
+    away = _job(".github/workflows/a.yml", "nightly", pool=("elsewhere-3",), suite="nightly-stage-c-3-gpu-mi350")
+    with pytest.raises(NoRunner, match=r"the smallest that fits is \[self-hosted, amd, mi350, 4gpu\] \(4 GPUs, the largest "
+                                       r"the fleet has is \[linux-mi35x-gpu-8\]\)"):
+        plan("nightly-stage-c-3-gpu-mi350", D, None, [], jobs=[away], fleet=FLEET)
+
+
+def test_listed_files_go_to_the_runners_file_option_and_only_then():
+    options = _options(SGLANG_RUNNER + '    parser.add_argument("--files", nargs="+")\n')
+    run = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", runs_on=["box"], runner_flags=[]), options, [])
+    assert run.file_option == "--files"
+    listed = run.with_files(["a.py", "b.py"])
+    assert listed.files == ("a.py", "b.py") and run.files == ()
+    assert run.command(files=("a.py",)).endswith("--files a.py") and "--files" not in run.command()
+    no_option = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", runs_on=["box"], runner_flags=[]), None, [])
+    assert no_option.file_option is None and "a.py" not in no_option.command(files=("a.py",))
+
+
+def test_a_job_that_partitions_at_run_time_is_planned_as_one_job_and_says_so():
+    options = _options(MILES_RUNNER.read_text())
+    assert "--auto-partition-id" in options
+    computed = _job(".github/workflows/a.yml", "nightly", shards=0)
+    run = plan("nightly-stage-c-8-gpu-mi350", D, options, [], jobs=[computed], fleet=FLEET8)
+    assert run.shards == 1
+    assert "the job computes its partition count at run time: one job; set `dispatch.<suite>.shards`" in run.notes
+    two = plan("nightly-stage-c-8-gpu-mi350", D, options, [], jobs=[_job(".github/workflows/a.yml", "nightly", shards=2)],
+               fleet=FLEET8)
+    assert two.shards == 2 and not [n for n in two.notes if "partition count" in n]
+
+
+def test_only_the_suites_own_invocations_in_its_own_job_count_as_running_it_twice():
+    once = _job(".github/workflows/a.yml", "nightly", invocation=1)
+    other_suite_twice = [_job(".github/workflows/a.yml", "nightly", line=20 + i, suite="nightly-stage-x-8-gpu-mi350",
+                              invocation=i) for i in (1, 2)]
+    other_job = _job(".github/workflows/a.yml", "weekly", line=40, invocation=2, pool=("elsewhere-8",))
+    other_workflow = _job(".github/workflows/b.yml", "nightly", line=50, invocation=2, pool=("elsewhere-8",))
+    run = plan("nightly-stage-c-8-gpu-mi350", D, None, [], jobs=[once, *other_suite_twice, other_job, other_workflow],
+               fleet=FLEET8)
+    assert run.source == {"workflow": ".github/workflows/a.yml", "job": "nightly", "line": 10}
+
+
+def test_the_plans_json_is_what_its_text_is_made_of():
+    from checks.target.dispatch_plan import plan_lines
+
+    run = plan("nightly-stage-c-8-gpu-mi350", Dispatch(workflow="x.yml", runs_on=["box-gpu-8"], shards=1, runner_flags=[]),
+               None, [])
+    view = run.as_json(2.5)
+    assert (view["suite"], view["runs_on"], view["gpus"], view["gpu_hours"], view["invocations"]) == (
+        "nightly-stage-c-8-gpu-mi350", ["box-gpu-8"], 8, 2.5, 1)
+    assert view["command"] == run.command() and view["source"] is None
+    lines = plan_lines(view)
+    assert lines[0] == "copied from the configuration only" and lines[-1 - len(run.notes)] == "about 2.50 GPU-hours"
+
+
+def test_a_runner_nothing_gives_a_gpu_count_is_one_gpu_and_the_text_says_the_environment():
+    """(seed 131) GPUs from the configuration, else the labels, else the suite's name, else one."""
+    from checks.target.dispatch_plan import plan_lines
+
+    run = plan("nightly-stage-x-mi350", Dispatch(workflow="x.yml", runs_on=["box"], runner_flags=[]), None, [])
+    assert run.runner_gpus == 1
+    assert plan("nightly-stage-x-mi350", Dispatch(workflow="x.yml", runs_on=["box"], gpus=2, runner_flags=[]), None,
+                []).runner_gpus == 2
+    view = {"runs_on": ["box"], "timeout_per_file_s": 1800, "job_timeout_min": 360, "command": "python3 r.py"}
+    assert "environment: none set by the job" in plan_lines(view)
+    assert "environment: `A=1`, `B=2`" in plan_lines({**view, "env": ["A=1", "B=2"]})

@@ -213,3 +213,95 @@ def test_one_runners_charge_is_the_sum_capped_by_its_job():
     assert Costing(files, 4, limits=Limits(1800, 3000)).seconds == 3000
     assert Costing(files, 4, shards=0, limits=Limits(1800, 7200)).seconds == 3600  # no shard count: one runner
     assert Costing(files + [FileCost("c.py", 1, 600.0, TIMEOUT)], 4, shards=2, limits=Limits(1800, 7200)).seconds == 2 * 2400
+
+
+# -- what a run plan runs: runner_selects and planned_selection (issue 37, seed 41) -------------------
+def _reg(file="a.py", suite="s", backend="rocm", disabled=None, implicit=False, labels=(), nightly=False):
+    from checks.model import Backend
+
+    return SimpleNamespace(file=file, suite=suite, backend=Backend(backend), disabled=disabled, implicit=implicit,
+                           labels=tuple(labels), nightly=nightly, est_time=60)
+
+
+class _Policy:
+    """A runner's label policy: per (cadence, match_all) the labels it selects, or None when unread."""
+
+    where = "tests/ci/run_suite.py:10"
+
+    def __init__(self, by_cadence):
+        self.by_cadence, self.asked = by_cadence, []
+
+    def selection(self, cadence, match_all):
+        self.asked.append((cadence, match_all))
+        wanted = self.by_cadence.get(cadence)
+        if wanted is None:
+            return None
+        return SimpleNamespace(selects=lambda labels, nightly: bool(set(labels) & wanted) and not nightly)
+
+
+def _target(policy=None, labels=None, options=()):
+    return SimpleNamespace(label_policy=policy, contract=SimpleNamespace(labels=labels), options=options)
+
+
+def test_the_plan_runs_the_suites_enabled_explicit_rocm_family_registrations():
+    from checks.target.run_cost import planned_selection
+
+    regs = [_reg("a.py"), _reg("amd.py", backend="amd"), _reg("other.py", suite="t"), _reg("cuda.py", backend="cuda"),
+            _reg("off.py", disabled="flaky"), _reg("implicit.py", implicit=True), _reg("nightly.py", nightly=True)]
+    chosen = planned_selection(regs, "s", _plan(), _target())
+    assert [r.file for r in chosen] == ["a.py", "amd.py"]
+    chosen = planned_selection(regs, "s", _plan(admit_nightly=True), _target())
+    assert [r.file for r in chosen] == ["a.py", "amd.py", "nightly.py"]
+
+
+def test_the_runners_label_policy_selects_for_the_plans_cadence():
+    from checks.target.run_cost import planned_selection
+
+    policy = _Policy({"regular": {"amd"}, "nightly": {"long"}})
+    regs = [_reg("a.py", labels=["amd"]), _reg("long.py", labels=["long"]), _reg("none.py")]
+    notes: list[str] = []
+    assert [r.file for r in planned_selection(regs, "s", _plan(), _target(policy), notes)] == ["a.py"]
+    assert [r.file for r in planned_selection(regs, "s", _plan(cadence="nightly", match_all_labels=True), _target(policy),
+                                              notes)] == ["long.py"]
+    assert policy.asked == [("regular", False), ("nightly", True)] and notes == []
+
+
+def test_a_policy_that_cannot_be_read_lists_every_enabled_registration_and_says_so():
+    from checks.target.run_cost import planned_selection
+
+    regs = [_reg("a.py", labels=["amd"]), _reg("b.py"), _reg("n.py", nightly=True)]
+    notes: list[str] = []
+    chosen = planned_selection(regs, "s", _plan(cadence="weekly"), _target(_Policy({"regular": {"amd"}})), notes)
+    assert [r.file for r in chosen] == ["a.py", "b.py"]  # the cadence alone: no nightly registration
+    assert notes == ["the runner's label policy (tests/ci/run_suite.py:10) could not be read for this cadence: every "
+                     "enabled registration is listed and charged; the runner may run fewer"]
+
+
+def test_a_runner_that_selects_by_labels_without_a_readable_policy_is_noted():
+    from checks.target.run_cost import planned_selection
+
+    regs = [_reg("a.py"), _reg("b.py")]
+    said = ("the runner selects by labels, and its policy could not be read: every enabled registration is listed and "
+            "charged; the runner may run fewer")
+    for target, run, expected in [
+        (_target(labels={"amd"}, options=("--match-all-labels",)), _plan(), [said]),
+        (_target(labels={"amd"}, options=("--match-all-labels",)), _plan(match_all_labels=True), []),  # the plan passes it
+        (_target(labels=None, options=("--match-all-labels",)), _plan(), []),  # no labels: nothing to select by
+        (_target(labels={"amd"}, options=("--timeout-per-file",)), _plan(), []),  # the runner takes no such option
+        (_target(labels={"amd"}, options=()), _plan(), []),
+    ]:
+        notes: list[str] = []
+        assert [r.file for r in planned_selection(regs, "s", run, target, notes)] == ["a.py", "b.py"]
+        assert notes == expected, (target, run)
+    # without a list for the notes, the selection is the same and nothing is raised
+    assert len(planned_selection(regs, "s", _plan(), _target(labels={"amd"}, options=("--match-all-labels",)))) == 2
+
+
+def test_sglangs_timeout_from_est_time_is_its_own_formula_no_floor():
+    from checks.target.run_cost import Limits
+
+    limits = Limits(1800, 21600, from_est_time=True)
+    # max(1.25 x est, 1800) for miles, max(1.5 x est, est + 1800) for sglang: the larger one
+    assert limits.per_file(0) == (1800.0, "per-file timeout")
+    assert limits.per_file(4000) == (6000.0, "per-file timeout")
+    assert limits.per_file(2000) == (3800.0, "per-file timeout")

@@ -269,3 +269,120 @@ def test_same_code_verdicts_the_differential_covers():
     assert not same_code(DIFFERENTIAL, DIFFERENTIAL.replace(b"x = 1;", b"x = 2;"))
     assert same_code(DIFFERENTIAL, DIFFERENTIAL.replace(b"\n", b"\r\n"))
     assert not same_code(DIFFERENTIAL, DIFFERENTIAL.replace(b"class T:", b"class U:").replace(b"\n", b"\r\n"))
+
+
+# -- mutation gaps (issue 37, seed 41) ---------------------------------------------------------------
+def test_a_register_function_whose_name_has_underscores_is_set_aside_too():
+    plain = b"import os\n\n\ndef test_x():\n    assert os.sep\n"
+    registered = b'import os\nregister_amd_mi350_nightly_ci(est_time=60, suite="s")\n\n\ndef test_x():\n    assert os.sep\n'
+    assert same_code(plain, registered)
+    assert not same_code(plain, b'import os\nregister_amd_mi350_nightly_job(est_time=60)\n\n\ndef test_x():\n    assert os.sep\n')
+
+
+def test_an_import_of_a_register_function_is_set_aside_with_its_call():
+    plain = b"import os\n\n\ndef test_x():\n    assert os.sep\n"
+    imported = b'import os\nfrom tests.ci.ci_register import register_rocm_ci\n\nregister_rocm_ci(est_time=60, suite="s")\n\n\n' \
+               b'def test_x():\n    assert os.sep\n'
+    assert same_code(plain, imported)
+    # an import that also brings in a helper is code: the helper's name stays
+    mixed = b'import os\nfrom tests.ci.ci_register import helper, register_rocm_ci\n\n\ndef test_x():\n    assert os.sep\n'
+    assert not same_code(plain, mixed)
+    assert same_code(b'import os\nfrom tests.ci.ci_register import helper\n\n\ndef test_x():\n    assert os.sep\n', mixed)
+
+
+def test_a_test_files_tables_are_its_code_only_an_inventorys_are_set_aside():
+    assert not same_code(b"TIMEOUT = 60\n", b"TIMEOUT = 90\n")
+    assert same_code(b"TIMEOUT = 60\n", b"TIMEOUT = 90\n", inventory=True)
+
+
+def test_only_a_rocm_suite_a_job_runs_is_planned():
+    summary = _diff({"tests/e2e/test_new.py": test_file('register_rocm_ci(est_time=60, suite="nightly-stage-x-2-gpu-mi350", labels=["amd"])',
+                                                       'register_cpu_ci(est_time=30, suite="stage-a-cpu")')})
+    rows = {r.suite: r for r in summary.rows}
+    # nobody runs the ROCm suite: no plan is made, so none is refused either; the CPU suite is run
+    # by a job but is not /run-rocm's to plan
+    assert rows["nightly-stage-x-2-gpu-mi350"].refused == "" and rows["nightly-stage-x-2-gpu-mi350"].charge is None
+    assert rows["stage-a-cpu"].consumers and rows["stage-a-cpu"].refused == "" and rows["stage-a-cpu"].charge is None
+    assert rows["stage-a-cpu"].run_gpu_hours is None
+
+
+def test_a_suite_whose_plan_selects_nothing_at_head_has_no_charge():
+    """The suite's only file is disabled at head: /run-rocm would refuse (nothing selected), so the
+    row has no charge (never a charge of 0 GPU-hours for a run that cannot happen)."""
+    base = {"tests/e2e/test_gate.py": test_file(f'register_rocm_ci(est_time=600, suite="{SUITE}", labels=["amd"])')}
+    summary = _diff({"tests/e2e/test_gate.py": test_file(
+        f'register_rocm_ci(est_time=600, suite="{SUITE}", labels=["amd"], disabled="flaky")')}, base)
+    (row,) = [r for r in summary.rows if r.suite == SUITE]
+    assert row.plannable and row.refused == ""
+    assert row.charge is None and row.run_gpu_hours is None
+
+
+# -- issue 37, the outside sample (seed 97) ------------------------------------------------------------
+def test_an_inventorys_tables_are_literal_values_and_anything_computed_is_code():
+    def tables_only(before: bytes, after: bytes) -> bool:
+        return same_code(before, after, inventory=True)
+
+    assert tables_only(b"X = dict(a=1)\n", b"X = dict(a=2, b=[1, 2])\n")
+    assert tables_only(b"X = [HWBackend.ROCM, *OTHER]\n", b"X = frozenset({HWBackend.CUDA: ('a',)})\n")
+    assert tables_only(b"X: list = []\n", b"X: list = ['a']\n")
+    assert not tables_only(b"X = helper(1)\n", b"X = helper(2)\n")  # a call of anything but a container
+    assert not tables_only(b"X = os.path.join('a')\n", b"X = os.path.join('b')\n")
+    assert not tables_only(b"X = dict(a=f(1))\n", b"X = dict(a=f(2))\n")  # a call inside a table
+    assert not tables_only(b"X = 1 + 2\n", b"X = 1 + 3\n")  # arithmetic is code
+    assert not tables_only(b"X = [i for i in A]\n", b"X = [i for i in B]\n")
+
+
+def test_a_suite_is_suggested_for_a_run_when_it_gains_files_to_measure_that_a_job_runs():
+    row = _nightly_rows()  # test_nightly.py added, no stored run, the PR job runs the suite
+    assert row.to_measure == ["tests/e2e/test_nightly.py"] and row.plannable and row.refused == ""
+    assert row.suggest_run
+    from dataclasses import replace
+
+    assert not replace(row, refused="no runner").suggest_run
+    assert not replace(row, unmeasured_added=[]).suggest_run
+    assert not replace(row, backend="cuda").suggest_run
+    assert replace(row, unmeasured_added=[], unverified=["tests/e2e/test_gate.py"]).suggest_run
+
+
+def test_the_longest_shard_is_the_one_the_runner_loads_most_not_the_first():
+    from types import SimpleNamespace as Reg
+
+    regs = [Reg(file="a.py", est_time=10), Reg(file="b.py", est_time=6), Reg(file="c.py", est_time=5)]
+    assert _longest(regs, 2) == 11  # a.py alone, then b.py and c.py together
+    assert _longest(regs, 1) == 21 and _longest(regs, 3) == 10
+    assert _longest([Reg(file="a.py", est_time=None), Reg(file="b.py", est_time=4)], 1) == 4  # no est_time: 0
+
+
+def test_a_suite_nobody_is_known_to_run_says_which_consumers_were_not_read():
+    """(seed 131) `unknown` is filled only for a row with no consumer while the model is incomplete."""
+    from types import SimpleNamespace as NS
+
+    def runs(distinct, complete):
+        return NS(distinct=lambda backend, suite: distinct, complete=complete, selection=lambda run, regs: regs,
+                  gpu_hours=lambda run, regs: 0.0, why_unknown=lambda: [("o/r:.github/workflows/x.yml", "not readable")])
+
+    touched = {("rocm", SUITE)}
+    (row,) = suite_rows([], [], touched, runs([], complete=False))
+    assert row.unknown == [("o/r:.github/workflows/x.yml", "not readable")]
+    (row,) = suite_rows([], [], touched, runs([], complete=True))
+    assert row.unknown == []
+    job = NS(where="a.yml:3", cadence="per run", job_timeout_minutes=60, timeout_minutes=60, shards=1,
+             pool=NS(gpus=4, labels=("x",), text=lambda: "[x]"))
+    (row,) = suite_rows([], [], touched, runs([job], complete=False))
+    assert row.unknown == [] and [c.where for c in row.consumers] == ["a.yml:3"]
+
+
+def test_a_test_file_exactly_at_the_file_cap_is_still_compared():
+    """(seed 131) The cap (checks/limits.py `file_bytes`, 4 MiB) refuses only what is over it."""
+    from checks.limits import Limits
+
+    cap = Limits().file_bytes
+    text = test_file(f'register_rocm_ci(est_time=60, suite="{SUITE}", labels=["amd"])')
+    padded = text + "#" * (cap - len(text.encode()) - 1) + "\n"
+    assert len(padded.encode()) == cap
+    base = {"tests/e2e/test_x.py": padded}
+    summary = _diff({"tests/e2e/test_x.py": padded.replace("est_time=60", "est_time=90")}, base)
+    assert summary.registration_only and summary.test_files == 1
+    over = padded + "#\n"
+    summary = _diff({"tests/e2e/test_x.py": over.replace("est_time=60", "est_time=90")}, {"tests/e2e/test_x.py": over})
+    assert not summary.registration_only

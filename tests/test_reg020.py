@@ -139,3 +139,29 @@ def test_a_sub_second_window_keeps_its_own_slowest_run_not_a_second():
     report = check_tree(MemoryTree(head), base=MemoryTree(base), changed={PPO: PPO}, durations=_rows([0.5, 0.6, 0.55]))
     (f,) = [f for f in report.findings if f.rule == "REG020"]
     assert f.severity.value == "failure" and f.suggestion == "1"  # max(0.6 x 1.15, 0.6 x 1.05) -> 1 s
+
+
+# -- issue 37, seed 41 -------------------------------------------------------------------------------
+def test_a_run_exactly_as_long_as_the_new_est_time_is_not_cut():
+    """Lowering est_time to the slowest run's own length cuts none of them; to one run below it, the
+    runs longer than the new value are counted, never the one that took it exactly."""
+    values = [700.0, 720.0, 690.0, 710.0, 680.0]
+    assert not [f for f in _check(720, _row(values, 5, 720, 720), base_est=800) if "lowers" in f.message]
+    (f,) = _check(700, _row(values, 5, 720, 720), base_est=800)
+    assert "below 2 of the 5 passing runs" in f.message  # 710 and 720, not 700
+    # without the values: only a slowest run longer than the new est_time is a cut
+    assert not [f for f in _check(720, _row(None, 5, 710, 720), base_est=800) if "lowers" in f.message]
+
+
+def test_check_without_the_runners_bounds_decides_under_the_default_ones():
+    from checks.calibration.durations_index import durations_index, window_of
+    from checks.ruleset.reg020_est_time_miscalibrated import check
+    from checks.config.schema import load_config
+
+    reg = next(r for r in check_tree(MemoryTree(miles_tree())).registrations if r.file == PPO and r.backend.value == "rocm")
+    params = load_config(None)[0].calibration
+    d = durations_index(_row([1000.0, 1010.0, 990.0], 3, 1010, 1010), params).for_reg(reg)
+    (f,) = check(reg, window_of(d), params)
+    assert "under-estimated" in f.message and f.suggestion == "1160"  # p90 1008 s x 1.15, rounded up
+    (engine,) = _check(800, _row([1000.0, 1010.0, 990.0], 3, 1010, 1010))  # the engine passes the contract's bounds
+    assert (engine.message, engine.suggestion) == (f.message, f.suggestion)

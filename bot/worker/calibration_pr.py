@@ -54,6 +54,8 @@ CLOSED_NOTICE = ("Nothing is left to calibrate: every est_time this pull request
 NO_PERMISSION = ("The calibration pull request needs the App's `contents: write` permission (to commit the new "
                  "est_time values on the branch `{branch}`), which this installation has not granted. Nothing was "
                  "changed. Run `ci-registrar calibrate --durations --write` on a checkout instead (docs/calibration.md).")
+BRANCH_DELETED = ("The branch `{branch}` was deleted while the App was writing to it (after it read the branch, before "
+                  "its update), so nothing was written. The next refresh starts the branch afresh.")
 BRANCH_TAKEN = ("The branch `{branch}` holds work that is not the App's ({who}), so the App neither moves it nor "
                 "opens its pull request from it. Delete the branch (or point it back at a commit of the App's) and the "
                 "next refresh opens the calibration pull request.")
@@ -61,7 +63,7 @@ BRANCH_TAKEN = ("The branch `{branch}` holds work that is not the App's ({who}),
 
 @dataclass
 class Outcome:
-    action: str  # opened | updated | unchanged | closed | kept-closed | nothing | no-permission | held | branch-taken
+    action: str  # opened | updated | unchanged | closed | kept-closed | nothing | no-permission | held | branch-taken | branch-deleted
     number: int | None = None
     changes: int = 0
     message: str = ""
@@ -281,7 +283,7 @@ def _pushed_meanwhile(client, repo: str, head: str, open_pr: dict | None, plan: 
     to them. The App's own (another worker's refresh): nothing to do now, the next refresh reads it."""
     now_head = _branch_head(client, repo)
     if now_head is None:  # deleted in between: nothing to overwrite, the next refresh starts afresh
-        return outcome("nothing", open_pr["number"] if open_pr else None, len(plan.changes), "the branch was deleted meanwhile")
+        return outcome("branch-deleted", open_pr["number"] if open_pr else None, len(plan.changes), BRANCH_DELETED.format(branch=BRANCH))
     foreign, _ = _foreign_commits(client, repo, head, now_head, bot)
     if not foreign:
         log.info("calibration branch moved by the App meanwhile", repository=repo, status=refused.status)

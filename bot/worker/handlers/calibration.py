@@ -35,7 +35,9 @@ def answer(login: str, outcome: calibration_pr.Outcome, repo: str) -> str:
         "updated": f"@{login} updated the calibration pull request {link} in place ({plural(outcome.changes, 'est_time value')}).",
         "unchanged": f"@{login} the calibration pull request {link} is up to date: the stored durations give the same values.",
         "closed": f"@{login} nothing is left to calibrate: closed {link}.",
-        "nothing": f"@{login} nothing to calibrate: every est_time fits the stored durations.",
+        # "nothing" with a message: nothing was done, for the reason it gives (an invalid configuration)
+        "nothing": f"@{login} {outcome.message}" if outcome.message else
+                   f"@{login} nothing to calibrate: every est_time fits the stored durations.",
         "kept-closed": f"@{login} the calibration pull request {link} was closed by a maintainer and the values have "
                        "not changed since: it stays closed.",
         "disabled": f"@{login} {outcome.message}. Set `calibration.pull_requests: true` to enable it, or run "
@@ -44,6 +46,7 @@ def answer(login: str, outcome: calibration_pr.Outcome, repo: str) -> str:
         "held": f"@{login} the calibration pull request {link} is on hold: {outcome.message}. The App does not "
                 "touch it; its comment there lists the values it would write.",
         "branch-taken": f"@{login} {outcome.message}",
+        "branch-deleted": f"@{login} {outcome.message} Ask again (`{COMMAND}`) to open it now.",
     }.get(outcome.action, f"@{login} {outcome.action}: {outcome.message}")
 
 
