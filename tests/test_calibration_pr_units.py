@@ -228,7 +228,7 @@ def _once(fn, key):
 
 @pytest.fixture()
 def gh(monkeypatch):
-    from bot.worker import sources
+    from bot.analysis import sources
     from checks import engine
     from checks.fixing import calibration_edits
 
@@ -571,7 +571,7 @@ def test_an_ingest_asks_for_a_refresh_when_a_verdict_changed_once_per_interval(m
     from datetime import timedelta
 
     from bot.store import calibration as runs
-    from bot.worker import durations
+    from bot.durations import export as durations
     from checks.config.schema import load_config
 
     params = load_config(CONFIG.encode())[0].calibration
