@@ -312,7 +312,7 @@ def test_a_dispatch_whose_worker_died_does_not_block_the_suite_for_ever(od):
 def test_the_workers_periodic_pass_expires_old_requests_everywhere(od):
     import datetime as dt
 
-    from bot.ondemand.flow import sweep_expired
+    from bot.ondemand.housekeeping import sweep_expired
     from bot.store import service
 
     od.world.deliver(od.sim.webhook("installation", "created", app=od.world.app, installation=od.world.installation))
@@ -354,7 +354,7 @@ def sharded(github_sim, tmp_path, monkeypatch):
 
 
 def _eight_gpu_files(od) -> dict[str, float]:
-    from bot.ondemand.flow import selected_rows
+    from bot.ondemand.pull import selected_rows
 
     [request] = store.requests_for_pull(od.world.settings.database_url, "radixark/miles", od.pr.number)
     return dict(selected_rows(request))
