@@ -35,9 +35,14 @@ def details(requested: list[str], selection: Selection, costing: Costing, hardwa
     plan as `run-plan --format json` shows it (`run_plan`), which the replies and the completed
     check run read (its per-file timeout judges each file)."""
     return {"requested": list(requested), "selected": [[f.file, f.est_time] for f in costing.files],
-            "costed": costing.as_details(), "cost_notes": costing.notes() + list(selection.notes),
+            "costed": costing.as_details(), "cost_notes": notes(selection, costing),
             "gpus": selection.gpus, "plan": selection.plan.inputs(),
             "run_plan": selection.plan.as_json(costing.gpu_hours)}
+
+
+def notes(selection: Selection, costing: Costing) -> list[str]:
+    """The replies' notes on a selection's cost: each file's charge, then what the selection says."""
+    return costing.notes() + list(selection.notes)
 
 
 def open_request_check(pull: Pull, request, comment_url: str | None) -> None:
@@ -196,7 +201,7 @@ def run_rocm(pull: Pull, command: grammar.Command, comment: dict, key: str, answ
     limit = float(pull.config.budgets.daily_gpu_hours)
     used = budget_used(pull.store_url, pull.repo)
     if used + cost > limit + 1e-9:  # answered early; the dispatch decides again, atomically (store.reserve)
-        _refuse(pull, answer, comment, key, texts.over_budget(login, command.suite, cost, used, limit, costing.notes()),
+        _refuse(pull, answer, comment, key, texts.over_budget(login, command.suite, cost, used, limit, notes(selection, costing)),
                 f"over budget: {used:.2f} used + {cost:.2f} > {limit:.2f}", suite=command.suite, cost_gpu_hours=cost)
         return
     dispatch_cfg = selection.dispatch
