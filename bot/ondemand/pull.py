@@ -33,7 +33,7 @@ def iso_now() -> str:
 
 @dataclass
 class Pull:
-    """One pull request as the flow needs it: GitHub's answer now, the trusted configuration, the store."""
+    """One pull request as every stage needs it: GitHub's answer now, the trusted configuration, the store."""
 
     job: object  # bot.worker.routing.JobContext
     repo: str

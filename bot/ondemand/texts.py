@@ -1,4 +1,4 @@
-"""What the PR sees from the on-demand flow: replies, check-run names and texts, next to each other.
+"""What the PR sees from on-demand runs: replies, check-run names and texts, next to each other.
 
 Mentions are deliberate: the commenter a reply answers, requesters whose request went stale or was
 refused; a status table or an "already running" note names people without notifying them.
