@@ -19,7 +19,7 @@ Fair analysis (--fairness-repeat N, issue 23): the on-demand attack of 20 files 
 six commands, N times with each file's registration before its padding and N times after it, each
 beside an ordinary check of another installation; figures are that check's time and its ratio to
 the same check alone (N times on the same `serve`), as median (min..max). --fairness-unshared
-measures the same with the analysis slots not shared (the behaviour before bot/worker/analysis_slots.py).
+measures the same with the analysis slots not shared (the behaviour before bot/analysis/slots.py).
 Target: the ordinary check within 5 s.
 
 Then the Redis outage: `serve` with REDIS_URL through a TCP proxy in front of the real Redis

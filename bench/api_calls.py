@@ -16,7 +16,7 @@ Cases, in order, one App process unless said:
 - 300-file:    a PR that changes 300 test files.
 
 The default configuration names one external consumer (sglang's MI350 nightly workflow, in
-sgl-project/sglang): each worker reads it once per 10 minutes (bot/worker/sources.py), so the first
+sgl-project/sglang): each worker reads it once per 10 minutes (bot/analysis/sources.py), so the first
 check a process makes pays one request more.
 
 Every request counts, 304s included; the installation-token request (once an hour per
@@ -218,7 +218,7 @@ def memory(files: int, tests: int, checks: int, prs: int = 20) -> dict[str, floa
                 if (n + 1) % 50 == 0:
                     at[n + 1] = round(rss_mb(proc.pid), 1)
             after = rss_mb(proc.pid)
-            # The analysis server is a process of its own (bot/worker/analysis_server.py): shown apart.
+            # The analysis server is a process of its own (bot/analysis/server.py): shown apart.
             children = [int(c) for t in os.listdir(f"/proc/{proc.pid}/task")
                         for c in open(f"/proc/{proc.pid}/task/{t}/children").read().split()]
             server = max((rss_mb(c) for c in children), default=0.0)

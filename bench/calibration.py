@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from checks.calibration.policy import build_windows, decide  # noqa: E402
 from checks.target.config import Calibration  # noqa: E402
-from checks.calibration.durations import duration_stats, runner_timeout  # noqa: E402
+from checks.calibration.estimates import duration_stats, runner_timeout  # noqa: E402
 from checks.model import Argument, Backend, Registration, Span  # noqa: E402
 
 RUNS_PER_WEEK = 7

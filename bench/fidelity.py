@@ -131,7 +131,7 @@ def run_engine(a, tree: str, cache_dir: str | None = None) -> tuple[dict, float]
 
 
 def run_indexed(tree: str, store_url: str) -> dict:
-    """The check of `tree` as the App runs it: bot.worker.analysis.run_check_bounded with the
+    """The check of `tree` as the App runs it: bot.analysis.bounded.run_check_bounded with the
     registration index of `store_url` (a child process of its own, so the bench's imports stay out)."""
     p = subprocess.run([sys.executable, __file__, "_indexed", tree, store_url], capture_output=True, text=True, cwd=ROOT)
     try:
@@ -141,7 +141,7 @@ def run_indexed(tree: str, store_url: str) -> dict:
 
 
 def _indexed_child(tree: str, store_url: str) -> None:
-    from bot.worker.analysis import run_check_bounded
+    from bot.analysis.bounded import run_check_bounded
     from bot.store.db import upgrade
     from bot.store.index import RegistrationIndex
     from checks.reporting.render import to_json

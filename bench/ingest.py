@@ -109,7 +109,7 @@ def drop_pg_database(admin, name):
 
 def store_run(url: str, log: str, runs: int = 3) -> float:
     """parse + store of the whole log into a fresh job each time (best of runs)."""
-    from bot.worker.durations import ingest_job_log
+    from bot.durations.ingest import ingest_job_log
 
     best = float("inf")
     for i in range(runs):
@@ -160,7 +160,7 @@ def fill(url: str, rows: int) -> None:
 
 
 def show(url: str) -> tuple[int, str]:
-    from bot.worker.durations import query_stats
+    from bot.durations.query import query_stats
 
     rows = query_stats(url, repository="bench/show")
     return len(rows), json.dumps([r.as_json() for r in rows])
@@ -172,7 +172,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from bot.store.measurements import ensure_store
-    from checks.calibration.durations import parse_job_log
+    from checks.calibration.job_log import parse_job_log
 
     log, total_lines = make_log()
     parse_s, parsed = best_of(lambda: parse_job_log(log))

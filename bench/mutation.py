@@ -43,7 +43,7 @@ class Target:
 TARGETS = {
     "grammar": Target("bot/ondemand/grammar.py", ("tests/test_grammar.py",)),
     "suites": Target("checks/target/suites.py", ("tests/test_suites.py",)),
-    "durations": Target("checks/calibration/durations.py", ("tests/test_durations_parse.py", "-k", "timestamp or summary or lines"),
+    "durations": Target("checks/calibration/job_log.py", ("tests/test_durations_parse.py", "-k", "timestamp or summary or lines"),
                         frozenset({"parse_timestamp", "_to_datetime", "_stamp_datetime", "_strip_prefix", "_TIMESTAMP",
                                    "_ANSI"})),
     "permissions": Target("bot/ondemand/permissions.py", ("tests/test_permissions.py",)),
@@ -72,7 +72,7 @@ TARGETS = {
     # issue 25: the calibration policy and the verdict maths it rests on (pure, tested in-process)
     "calibration": Target("checks/calibration/policy.py", ("tests/test_calibration_units.py", "tests/test_calibration.py",
                                                     "-k", "not cli")),
-    "durations-policy": Target("checks/calibration/durations.py", ("tests/test_calibration_units.py",),
+    "durations-policy": Target("checks/calibration/estimates.py", ("tests/test_calibration_units.py",),
                                frozenset({"MAX_ELAPSED_S", "elapsed_problem", "percentile", "duration_stats", "_round_up",
                                           "suggest_est_time", "runner_timeout", "calibrate", "estimate_from_other_backend",
                                           "_param", "_stats_of", "_s", "_since_date"})),

@@ -1,4 +1,4 @@
-"""The analysis server (bot/worker/analysis_server.py): started once, it forks a bounded child per
+"""The analysis server (bot/analysis/server.py): started once, it forks a bounded child per
 job. The isolation is the fresh interpreter's: a child sees none of the worker's secrets, in its
 environment or in the memory it inherited from the server, and it dies at its limits."""
 
@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from bot.worker import analysis, analysis_server
-from bot.worker.analysis import LimitExceeded, run_check_bounded
+from bot.analysis import bounded as analysis, server as analysis_server
+from bot.analysis.bounded import LimitExceeded, run_check_bounded
 from checks.engine import check_tree
 from checks.scanning.tree import MemoryTree
 from tests.fixtures.miles import miles_tree, test_file

@@ -1,4 +1,4 @@
-"""Analysis slots shared fairly between installations (bot/worker/analysis_slots.py), across processes.
+"""Analysis slots shared fairly between installations (bot/analysis/slots.py), across processes.
 
 The policy is replayed with an injected clock: who holds, who waits, who must yield, in which
 order, never how long anything takes. Then the same through the shared states a deployment uses
@@ -12,8 +12,8 @@ import threading
 
 import pytest
 
-from bot.worker import analysis_slots
-from bot.worker.analysis_slots import FileState, MemoryState, RedisState, Scheduler
+from bot.analysis import slots as analysis_slots
+from bot.analysis.slots import FileState, MemoryState, RedisState, Scheduler
 
 
 class Clock:
@@ -203,8 +203,8 @@ class _GatedTree:
 
 
 def test_a_long_analysis_is_paused_for_another_installations_and_resumes(tmp_path):
-    from bot.worker.analysis import run_check_bounded
-    from bot.worker.routing import CURRENT_JOB
+    from bot.analysis.bounded import run_check_bounded
+    from bot.infra.current_job import CURRENT_JOB
 
     scheduler = Scheduler(FileState(tmp_path / "slots.json"), 1, quantum_s=0.0)
     analysis_slots._configured = scheduler

@@ -52,6 +52,9 @@ ROLES: dict[str, tuple[str, ...]] = {
     # bot/: the App
     "infrastructure": ("bot", "bot.infra"),
     "adapters": ("bot.store", "bot.github"),
+    # below the worker and on-demand, which both use them: stored durations (ingest, query, export,
+    # the file formats), the tree sources and the bounded analysis
+    "services": ("bot.durations", "bot.analysis"),
     "worker": ("bot.worker", "bot.ondemand"),
     "web": ("bot.web",),
     "command line": ("bot.cli", "bot.commands"),

@@ -416,7 +416,7 @@ def test_the_schedule_never_pushes_over_a_maintainer_on_either_store(github_sim,
     from bot.store import service as store
     from bot.store.db import upgrade
     from bot.worker.calibration_pr import sweep
-    from bot.worker.durations import ingest_json
+    from bot.durations.ingest import ingest_json
     from tests.patience import PATIENCE
 
     sim = github_sim

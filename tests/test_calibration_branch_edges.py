@@ -72,7 +72,7 @@ def test_an_ingest_may_ask_again_exactly_one_interval_later(github_sim, tmp_path
     params = load_config(CONFIG)[0].calibration
     asked = t0 + timedelta(hours=1)
     runs.record(url, REPO, "opened", 1, t0, 7, json.dumps({"minimum": 0, "files": [[BCG, "rocm", 3600, SUITE, False]]}))
-    from bot.worker.durations import ingest_json
+    from bot.durations.ingest import ingest_json
 
     ingest_json(url, _runs(BCG, 5000, t0 + timedelta(minutes=30), run_id=900))
     assert after_ingest(url, REPO, params, now=asked) == [BCG]

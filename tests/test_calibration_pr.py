@@ -183,7 +183,7 @@ def _world(sim, tmp_path):
     import uuid
 
     from app import create_app
-    from bot.worker.durations import ingest_json
+    from bot.durations.ingest import ingest_json
     from bot.worker.queue import QueueConfig, open_queue
     from bot.infra.settings import load_settings
     from bot.store.db import upgrade

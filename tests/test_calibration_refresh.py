@@ -9,7 +9,8 @@ import json
 from datetime import datetime, timedelta, timezone
 
 from bot.worker.calibration_pr import after_ingest, changed_verdicts, sweep
-from bot.worker.durations import export_records, ingest_json
+from bot.durations.export import export_records
+from bot.durations.ingest import ingest_json
 from bot.github.client import GitHub
 from bot.github.retry import RetryPolicy
 from bot.store import calibration as runs

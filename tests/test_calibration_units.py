@@ -1,5 +1,5 @@
 """The calibration policy's pure parts, one behaviour a test (bench/mutation.py measures them):
-checks/calibration/policy.py and the verdict maths of checks/calibration/durations.py."""
+checks/calibration/policy.py and the verdict maths of checks/calibration/estimates.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from msgspec.structs import replace
 
 from checks.calibration import policy as cal
-from checks.calibration import durations as dur
+from checks.calibration import estimates as dur
 from checks.target.config import Calibration
 from checks.model import Backend, Registration
 from checks.scanning.tree import MemoryTree
@@ -42,7 +42,7 @@ def win(records, params=P, **kw):
     return cal.build_windows(records, params, now=NOW, **kw).get((F, Backend.ROCM))
 
 
-# -- checks/calibration/durations.py: bounds, statistics, rounding, the verdict ------------------------------
+# -- checks/calibration/estimates.py: bounds, statistics, rounding, the verdict ------------------------------
 
 
 def test_elapsed_bounds_are_zero_open_and_seven_days_closed():

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.worker import durations as svc
+from bot.durations import ingest
 from bot.infra.settings import load_settings
 from bot.store.measurements import ensure_store
-from checks.calibration.durations import duration_stats
+from checks.calibration.estimates import duration_stats
 from tests.patience import PATIENCE
 from tests.signin_support import SESSION_COOKIE, session_cookie, sign_in
 
@@ -49,7 +49,7 @@ def _seed(url: str) -> int:
         items.append({"repository": REPO, "file": "tests/e2e/test_offload.py", "elapsed_s": 900 + i, "outcome": "PASS",
                       "run_id": 300 + i, "job_id": 1, "measured_at": (NOW - timedelta(days=i + 1)).isoformat(),
                       "hardware": "MI355X", "suite": "nightly-stage-c-2-gpu-mi350", "est_time": 300})
-    result = svc.ingest_json(url, json.dumps(items))
+    result = ingest.ingest_json(url, json.dumps(items))
     assert result.ok and not result.malformed, result
     return 10
 
@@ -159,7 +159,7 @@ def test_names_from_logs_are_escaped_and_no_external_assets(tmp_path):
     evil = "tests/e2e/test_<script>alert(1)</script>.py"
     log = ("2026-11-20T10:00:00.0000000Z [1/1] " + evil + "  PASS  elapsed=5s\n"
            "2026-11-21T10:00:00.0000000Z [1/1] " + evil + "  FAIL  elapsed=7s retry_of=attempt=1\n")
-    svc.ingest_job_log(url, log, repository="o/r", suite="s<b>", runner_labels=["mi350"])
+    ingest.ingest_job_log(url, log, repository="o/r", suite="s<b>", runner_labels=["mi350"])
     settings = load_settings({"CI_REGISTRAR_DATA_DIR": str(tmp_path), "DATABASE_URL": url})
     from bot.store.db import upgrade
 

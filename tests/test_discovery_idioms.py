@@ -178,7 +178,7 @@ def test_a_file_a_workflow_runs_itself_is_a_warning_under_a_warn_only_runner():
 
 
 class UnlistedTree(MemoryTree):
-    """The App's PR base: read at known paths only, no listing (bot.worker.sources.GitHubTree(listed=False))."""
+    """The App's PR base: read at known paths only, no listing (bot.analysis.sources.GitHubTree(listed=False))."""
 
     listed = False
 

@@ -11,7 +11,8 @@ from datetime import datetime, timedelta, timezone
 
 import sqlalchemy as sa
 
-from bot.worker.durations import check_rows, ingest_json
+from bot.durations.query import check_rows
+from bot.durations.ingest import ingest_json
 from bot.worker.handlers.pull_requests import CHECK_NAME, render
 from bot.worker.queue import QueueConfig, open_queue
 from bot.infra.settings import load_settings

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli import main
-from checks.calibration.durations import duration_stats
+from checks.calibration.estimates import duration_stats
 from tests.test_durations_store import make_log
 
 

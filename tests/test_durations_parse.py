@@ -1,4 +1,4 @@
-"""checks/calibration/durations.py and checks/target/hardware.py: the runner's log lines, statistics, calibration verdicts."""
+"""checks/calibration/job_log.py, checks/calibration/estimates.py and checks/target/hardware.py: the runner's log lines, statistics, calibration verdicts."""
 
 from __future__ import annotations
 
@@ -9,14 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checks.calibration.durations import (
+from checks.calibration.job_log import parse_job_log, parse_timestamp
+from checks.calibration.estimates import (
     CalibrationParams,
     DurationStats,
     calibrate,
     duration_stats,
     estimate_from_other_backend,
-    parse_job_log,
-    parse_timestamp,
     percentile,
     runner_timeout,
     suggest_est_time,
@@ -319,10 +318,11 @@ def test_hardware_is_never_guessed_between_two_models():
 
 
 def test_parser_module_is_pure():
-    import checks.calibration.durations as mod
+    import checks.calibration.estimates as estimates
+    import checks.calibration.job_log as job_log
     import checks.target.hardware as hw
 
-    for module in (mod, hw):
+    for module in (job_log, estimates, hw):
         source = open(module.__file__).read()
         assert "import bot" not in source and "sqlalchemy" not in source and "requests" not in source
 

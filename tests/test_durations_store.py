@@ -10,10 +10,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import sqlalchemy as sa
 
-from bot.worker import durations as svc
+from bot.durations import export, file_format, ingest, query
 from bot.store.db import get_engine, session_scope, upgrade
-from bot.store.measurements import Measurement, ensure_store
-from checks.calibration.durations import CalibrationParams, duration_stats
+from bot.store.measurements import Measurement, ensure_store, insert_rows
+from checks.calibration.estimates import CalibrationParams, duration_stats
 from tests.patience import PATIENCE
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
@@ -80,7 +80,7 @@ def test_ingest_job_log_stores_attempts_with_metadata(store, repo):
          ("tests/e2e/test_b.py", "PASS", 900)],
         est={"tests/e2e/test_a.py": 800, "tests/e2e/test_b.py": 2400},
     )
-    result = svc.ingest_job_log(store, log, repository=repo, run_id=111, job_id=222,
+    result = ingest.ingest_job_log(store, log, repository=repo, run_id=111, job_id=222,
                                 runner_labels=["self-hosted", "amd", "mi350", "4gpu"], head_sha="a" * 40,
                                 workflow="pr-test-rocm.yml")
     assert (result.parsed, result.inserted, result.duplicates, result.error) == (3, 3, 0, None)
@@ -100,30 +100,30 @@ def test_ingest_job_log_stores_attempts_with_metadata(store, repo):
 def test_same_job_twice_adds_nothing(store, repo):
     log = make_log([("tests/e2e/test_a.py", "PASS", 10), ("tests/e2e/test_b.py", "PASS", 20)])
     kwargs = dict(repository=repo, run_id=1, job_id=2, runner_labels=["mi350"])
-    assert svc.ingest_job_log(store, log, **kwargs).inserted == 2
-    again = svc.ingest_job_log(store, log, **kwargs)
+    assert ingest.ingest_job_log(store, log, **kwargs).inserted == 2
+    again = ingest.ingest_job_log(store, log, **kwargs)
     assert (again.inserted, again.duplicates) == (0, 2)
     assert count(store, repo) == 2
 
 
 def test_log_without_ids_is_keyed_by_its_content(store, repo):
     log = make_log([("tests/e2e/test_a.py", "PASS", 10)])
-    assert svc.ingest_job_log(store, log, repository=repo).inserted == 1
-    assert svc.ingest_job_log(store, log, repository=repo).inserted == 0
+    assert ingest.ingest_job_log(store, log, repository=repo).inserted == 1
+    assert ingest.ingest_job_log(store, log, repository=repo).inserted == 0
     other = make_log([("tests/e2e/test_a.py", "PASS", 11)])
-    assert svc.ingest_job_log(store, other, repository=repo).inserted == 1
+    assert ingest.ingest_job_log(store, other, repository=repo).inserted == 1
 
 
 def test_unknown_hardware_is_stored_as_unknown(store, repo):
     log = make_log([("tests/e2e/test_a.py", "PASS", 10)])
-    svc.ingest_job_log(store, log, repository=repo, run_id=1, job_id=1, runner_labels=["ubuntu-latest"])
-    svc.ingest_job_log(store, log, repository=repo, run_id=1, job_id=2, runner_labels=["linux-mi35x-gpu-8"])
-    svc.ingest_job_log(store, log, repository=repo, run_id=1, job_id=3, runner_labels=["x"], hardware="MI300X")
+    ingest.ingest_job_log(store, log, repository=repo, run_id=1, job_id=1, runner_labels=["ubuntu-latest"])
+    ingest.ingest_job_log(store, log, repository=repo, run_id=1, job_id=2, runner_labels=["linux-mi35x-gpu-8"])
+    ingest.ingest_job_log(store, log, repository=repo, run_id=1, job_id=3, runner_labels=["x"], hardware="MI300X")
     assert sorted(m.hardware for m in rows(store, repo)) == ["MI300X", "MI355X", "unknown"]
 
 
 def test_log_without_summary_lines_imports_nothing_and_says_so(store, repo):
-    result = svc.ingest_job_log(store, "2026-11-01T00:00:00.0000000Z hello\n", repository=repo, run_id=1, job_id=1)
+    result = ingest.ingest_job_log(store, "2026-11-01T00:00:00.0000000Z hello\n", repository=repo, run_id=1, job_id=1)
     assert result.inserted == 0 and not result.ok and "no per-file summary lines" in result.error
     assert count(store, repo) == 0
 
@@ -139,7 +139,7 @@ def test_an_error_mid_file_leaves_nothing_written(store, repo, monkeypatch):
 
     monkeypatch.setattr(table, "_insert", insert_then_fail)
     with pytest.raises(RuntimeError):
-        svc.ingest_job_log(store, make_log([("tests/e2e/test_a.py", "PASS", 10)]), repository=repo, run_id=1, job_id=1)
+        ingest.ingest_job_log(store, make_log([("tests/e2e/test_a.py", "PASS", 10)]), repository=repo, run_id=1, job_id=1)
     monkeypatch.undo()
     assert count(store, repo) == 0
 
@@ -148,11 +148,11 @@ def test_ingest_in_the_callers_transaction(store, repo):
     log = make_log([("tests/e2e/test_a.py", "PASS", 10)])
     with pytest.raises(KeyError):
         with session_scope(store) as session:
-            assert svc.ingest_job_log(session, log, repository=repo, run_id=1, job_id=1).inserted == 1
+            assert ingest.ingest_job_log(session, log, repository=repo, run_id=1, job_id=1).inserted == 1
             raise KeyError("the caller fails after ingesting")
     assert count(store, repo) == 0
     with session_scope(store) as session:
-        svc.ingest_job_log(session, log, repository=repo, run_id=1, job_id=1)
+        ingest.ingest_job_log(session, log, repository=repo, run_id=1, job_id=1)
     assert count(store, repo) == 1
 
 
@@ -169,10 +169,10 @@ def test_json_import_reports_bad_items_and_is_idempotent(store, repo):
         {"repository": repo, "file": "tests/e2e/test_b.py", "elapsed_s": 5, "outcome": "MAYBE"},
         "not an object",
     ]
-    result = svc.ingest_json(store, json.dumps(items), name="x.json")
+    result = ingest.ingest_json(store, json.dumps(items), name="x.json")
     assert (result.inserted, [n for n, _ in result.malformed]) == (2, [3, 4, 5])
     assert "elapsed_s" in result.malformed[0][1] and "MAYBE" in result.malformed[1][1]
-    assert svc.ingest_json(store, json.dumps({"measurements": items})).inserted == 0
+    assert ingest.ingest_json(store, json.dumps({"measurements": items})).inserted == 0
     stored = rows(store, repo)
     assert [(m.outcome, m.elapsed_s, m.attempt, m.hardware) for m in stored] == [
         ("PASS", 100, 1, "MI355X"), ("FAIL", 120, 2, "unknown")]
@@ -180,16 +180,16 @@ def test_json_import_reports_bad_items_and_is_idempotent(store, repo):
 
 
 def test_invalid_json_imports_nothing(store, repo):
-    assert "not valid JSON" in svc.ingest_json(store, "[{").error
-    assert "must be a list" in svc.ingest_json(store, '{"a": 1}').error
+    assert "not valid JSON" in ingest.ingest_json(store, "[{").error
+    assert "must be a list" in ingest.ingest_json(store, '{"a": 1}').error
 
 
 def test_csv_missing_column_is_named_and_nothing_is_stored(store, repo):
     text = f"repository,file,outcome\n{repo},tests/e2e/test_a.py,PASS\n"
-    result = svc.ingest_csv(store, text, name="x.csv")
+    result = ingest.ingest_csv(store, text, name="x.csv")
     assert result.error == "CSV is missing column: elapsed_s"
     assert count(store, repo) == 0
-    both = svc.ingest_csv(store, "file,status\ntests/a.py,PASS\n")
+    both = ingest.ingest_csv(store, "file,status\ntests/a.py,PASS\n")
     assert both.error == "CSV is missing columns: repository, elapsed_s"
 
 
@@ -202,7 +202,7 @@ def test_csv_malformed_row_has_its_line_number(store, repo):
         "tests/e2e/test_c.py,30,PASS,1,2026-11-20T10:00:00Z,extra\r\n"
         "tests/e2e/test_d.py,40,TIMEOUT,1,2026-11-20T10:00:00Z\r\n"
     )
-    result = svc.ingest_csv(store, text, repository=repo)
+    result = ingest.ingest_csv(store, text, repository=repo)
     assert result.inserted == 2
     assert [n for n, _ in result.malformed] == [3, 5]
 
@@ -210,15 +210,15 @@ def test_csv_malformed_row_has_its_line_number(store, repo):
 def test_export_then_import_round_trips(store, repo, tmp_path):
     log = make_log([("tests/e2e/test_a.py", "PASS", 10), ("tests/e2e/test_a.py", "PASS", 12)],
                    est={"tests/e2e/test_a.py": 20})
-    svc.ingest_job_log(store, log, repository=repo, runner_labels=["mi350"])
-    exported_json = svc.export_text(store, "json", repository=repo)
-    exported_csv = svc.export_text(store, "csv", repository=repo)
-    assert svc.ingest_json(store, exported_json).inserted == 0
-    assert svc.ingest_csv(store, exported_csv).inserted == 0
+    ingest.ingest_job_log(store, log, repository=repo, runner_labels=["mi350"])
+    exported_json = export.export_text(store, "json", repository=repo)
+    exported_csv = export.export_text(store, "csv", repository=repo)
+    assert ingest.ingest_json(store, exported_json).inserted == 0
+    assert ingest.ingest_csv(store, exported_csv).inserted == 0
     fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
     ensure_store(fresh)
-    assert svc.ingest_csv(fresh, exported_csv).inserted == 2
-    assert svc.export_text(fresh, "json", repository=repo) == exported_json
+    assert ingest.ingest_csv(fresh, exported_csv).inserted == 2
+    assert export.export_text(fresh, "json", repository=repo) == exported_json
     assert json.loads(exported_json)[0]["hardware"] == "MI355X"
 
 
@@ -231,7 +231,7 @@ def _job(store, repo, run, when, entries, hardware="MI355X", suite="nightly-stag
          "measured_at": when.isoformat(), "hardware": hardware, "suite": suite, "est_time": est}
         for f, o, e in entries
     ]
-    result = svc.ingest_json(store, json.dumps(items))
+    result = ingest.ingest_json(store, json.dumps(items))
     assert result.ok, result
 
 
@@ -243,7 +243,7 @@ def test_stats_over_the_window_of_passing_runs(store, repo):
     _job(store, repo, 101, NOW - timedelta(days=40), [("tests/e2e/test_b.py", "PASS", 50)])
     _job(store, repo, 102, NOW - timedelta(days=2), [("tests/e2e/test_a.py", "PASS", 77)], hardware="unknown")
 
-    stats = svc.query_stats(store, repository=repo, now=NOW)
+    stats = query.query_stats(store, repository=repo, now=NOW)
     by_key = {(s.file, s.hardware): s for s in stats}
     assert set(by_key) == {("tests/e2e/test_a.py", "MI355X"), ("tests/e2e/test_a.py", "unknown")}
     a = by_key[("tests/e2e/test_a.py", "MI355X")]
@@ -255,28 +255,28 @@ def test_stats_over_the_window_of_passing_runs(store, repo):
                            "hardware": "MI355X", "n": 10, "median": expected.median, "p90": expected.p90,
                            "max": expected.max}
 
-    narrow = svc.query_stats(store, repository=repo, hardware="MI355X", window_runs=3, window_days=5, now=NOW)
+    narrow = query.query_stats(store, repository=repo, hardware="MI355X", window_runs=3, window_days=5, now=NOW)
     assert [(s.n, s.max) for s in narrow] == [(3, 1200)]
-    wide = svc.query_stats(store, repository=repo, file="tests/e2e/test_b.py", window_days=60, now=NOW)
+    wide = query.query_stats(store, repository=repo, file="tests/e2e/test_b.py", window_days=60, now=NOW)
     assert [(s.file, s.n) for s in wide] == [("tests/e2e/test_b.py", 1)]
     params = CalibrationParams(window_runs=4, window_days=100)
-    assert {s.n for s in svc.query_stats(store, repository=repo, hardware="MI355X", params=params, now=NOW)} == {4, 1}
-    assert svc.query_stats(store, repository=repo, suite="other", now=NOW) == []
+    assert {s.n for s in query.query_stats(store, repository=repo, hardware="MI355X", params=params, now=NOW)} == {4, 1}
+    assert query.query_stats(store, repository=repo, suite="other", now=NOW) == []
 
 
 def test_latest_est_times_and_history(store, repo):
     _job(store, repo, 1, NOW - timedelta(days=3), [("tests/e2e/test_a.py", "PASS", 10)], est=100)
     _job(store, repo, 2, NOW - timedelta(days=1), [("tests/e2e/test_a.py", "TIMEOUT", 20)], est=150)
-    assert svc.latest_est_times(store, repo) == {("tests/e2e/test_a.py", "rocm"): 150}
-    hist = svc.history(store, repo, "tests/e2e/test_a.py")
+    assert query.latest_est_times(store, repo) == {("tests/e2e/test_a.py", "rocm"): 150}
+    hist = query.history(store, repo, "tests/e2e/test_a.py")
     assert [(h["outcome"], h["elapsed_s"]) for h in hist] == [("PASS", 10), ("TIMEOUT", 20)]
-    assert repo in svc.repositories(store)
+    assert repo in query.repositories(store)
 
 
 def test_sqlite_window_query_reads_the_partial_index(tmp_path):
     url = f"sqlite:///{tmp_path / 'plan.db'}"
     ensure_store(url)
-    stmt = svc.stats_select(repository="a/b", window_runs=10, window_days=30, now=NOW, dialect="sqlite")
+    stmt = query.stats_select(repository="a/b", window_runs=10, window_days=30, now=NOW, dialect="sqlite")
     engine = get_engine(url)
     compiled = stmt.compile(engine, compile_kwargs={"literal_binds": True})
     with engine.connect() as conn:
@@ -305,18 +305,16 @@ def test_migration_down_and_up_on_sqlite(tmp_path):
 
 
 def _worker(url, repo, job_ids, start, results):
-    from bot.worker import durations as worker_svc
-
     start.wait(PATIENCE)
     inserted = 0
     for job in job_ids:
         log = make_log([(f"tests/e2e/test_{job}_{i}.py", "PASS", 10 + i) for i in range(40)]
                        + [(f"tests/e2e/test_{job}_0.py", "PASS", 9)], noise=False)
-        inserted += worker_svc.ingest_job_log(url, log, repository=repo, run_id=7, job_id=job,
+        inserted += ingest.ingest_job_log(url, log, repository=repo, run_id=7, job_id=job,
                                               runner_labels=["mi350"]).inserted
         # and the shared files every job touches, in a job of their own
         shared = make_log([(f"tests/e2e/test_shared_{i}.py", "PASS", 5) for i in range(30)], noise=False)
-        inserted += worker_svc.ingest_job_log(url, shared, repository=repo, run_id=8, job_id=1).inserted
+        inserted += ingest.ingest_job_log(url, shared, repository=repo, run_id=8, job_id=1).inserted
     results.put(inserted)
 
 
@@ -392,7 +390,7 @@ def test_two_processes_creating_a_fresh_store_at_once(backend, tmp_path):
 
 
 def test_imported_items_follow_the_schema_with_the_runners_spellings(store, repo):
-    """The importer's schema (bot.worker.durations.MeasurementItem): the runner's names and `812s`, a
+    """The importer's schema (bot.durations.file_format.MeasurementItem): the runner's names and `812s`, a
     spreadsheet's `2.0`, and a clear reason for each value it refuses."""
     items = [
         {"repo": repo, "filename": "tests/e2e/test_a.py", "elapsed": "812s", "status": "pass", "attempt": "2.0",
@@ -403,7 +401,7 @@ def test_imported_items_follow_the_schema_with_the_runners_spellings(store, repo
         {"repository": repo, "elapsed_s": 1, "outcome": "PASS"},
         {"repository": repo, "file": "tests/e2e/test_b.py", "elapsed_s": 1, "outcome": "PASS", "measured_at": "soon"},
     ]
-    result = svc.ingest_json(store, json.dumps(items))
+    result = ingest.ingest_json(store, json.dumps(items))
     assert result.inserted == 1
     reasons = dict(result.malformed)
     assert "elapsed_s -1" in reasons[2] and "attempt 0" in reasons[3] and "tpu" in reasons[4]
@@ -428,7 +426,7 @@ def test_calibration_reads_merged_code_its_floor_and_its_timeouts(store, repo):
     items += [item(10, 3000, event="pull_request"), item(11, 2900, source="on-demand:7")]
     items += [item(20, 2600, days=60)]  # outside window_days, inside floor_days
     items += [item(30, 2500, "TIMEOUT", timeout_after_s=2500)]
-    result = svc.ingest_json(store, json.dumps(items))
+    result = ingest.ingest_json(store, json.dumps(items))
     assert result.inserted == len(items), result.malformed
     params = CalibrationParams()
     (every,) = query_stats(store, repository=repo, params=params, now=NOW)
@@ -437,7 +435,7 @@ def test_calibration_reads_merged_code_its_floor_and_its_timeouts(store, repo):
     assert sorted(merged.values) == [601, 602, 603, 604]
     extra = floor_stats(store, repository=repo, params=params, now=NOW)[(repo, "MI355X", "rocm", f)]
     assert extra == {"slowest": 2600, "timeouts": 1, "timed_out_at": 2500}
-    exported = {r["run_id"]: r["event"] for r in svc.export_records(store, repository=repo)}
+    exported = {r["run_id"]: r["event"] for r in export.export_records(store, repository=repo)}
     assert exported[10] == "pull_request" and exported[1] is None
 
 
@@ -446,7 +444,7 @@ def test_a_workflow_run_source_of_the_longest_repository_name_is_stored(store):
     allows owners of 39 characters and names of 100, so the column holds 153 (PostgreSQL enforces it)."""
     repo = "o" * 39 + "/" + "n" * 90 + uuid.uuid4().hex[:10]
     log = make_log([("tests/e2e/test_a.py", "PASS", 10)])
-    result = svc.ingest_job_log(store, log, repository=repo, run_id=5, job_id=6, source=f"workflow_run:{repo}")
+    result = ingest.ingest_job_log(store, log, repository=repo, run_id=5, job_id=6, source=f"workflow_run:{repo}")
     assert (result.inserted, result.error) == (1, None)
     assert [m.source for m in rows(store, repo)] == [f"workflow_run:{repo}"]
 
@@ -456,7 +454,7 @@ def test_an_elapsed_time_outside_zero_to_seven_days_is_refused_where_it_is_read(
     f = "tests/e2e/test_bounds.py"
     log = make_log([(f, "PASS", 10)], noise=False).replace("elapsed=10s", "elapsed=" + "9" * 301 + "s")
     log += make_log([("tests/e2e/test_ok.py", "PASS", 12)], noise=False)
-    result = svc.ingest_job_log(store, log, repository=repo, run_id=1, job_id=1)
+    result = ingest.ingest_job_log(store, log, repository=repo, run_id=1, job_id=1)
     assert result.inserted == 1 and len(result.malformed) == 1
     line, reason = result.malformed[0]
     assert "9" * 301 in log.splitlines()[line - 1] and "outside (0 s, 7 days]" in reason
@@ -469,17 +467,17 @@ def test_an_elapsed_time_outside_zero_to_seven_days_is_refused_where_it_is_read(
         {"repository": repo, "file": f, "elapsed_s": 9, "outcome": "TIMEOUT", "timeout_after_s": 10 ** 400, "run_id": 7},
         {"repository": repo, "file": f, "elapsed_s": 7 * 86400, "outcome": "PASS", "run_id": 8, "head_repository": "evil/fork"},
     ]
-    result = svc.ingest_json(store, json.dumps(items))
+    result = ingest.ingest_json(store, json.dumps(items))
     assert result.inserted == 2
     reasons = dict(result.malformed)
     assert sorted(reasons) == [2, 3, 4, 5, 6]
     assert "outside (0 s, 7 days]" in reasons[2] and "outside (0 s, 7 days]" in reasons[3]
     assert all("elapsed" in reasons[i] or "timeout_after" in reasons[i] for i in reasons)
     exported = {r["run_id"]: (r["event"], r["head_branch"], r["head_repository"], r["elapsed_s"])
-                for r in svc.export_records(store, repository=repo) if r["file"] == f}
+                for r in export.export_records(store, repository=repo) if r["file"] == f}
     assert exported == {2: ("push", "main", None, 5), 8: (None, None, "evil/fork", 7 * 86400)}
     with pytest.raises(ValueError, match="not a finite"):  # the store's own last guard
-        svc.insert_rows(store, [{**svc._row_from_item(items[0], {}, None), "elapsed_s": float("inf")}])
+        insert_rows(store, [{**file_format.row_from_item(items[0], {}, None), "elapsed_s": float("inf")}])
 
 
 def test_migration_0012_deletes_the_values_no_page_may_read(tmp_path):
@@ -502,13 +500,13 @@ def test_migration_0012_deletes_the_values_no_page_may_read(tmp_path):
 def test_a_file_under_a_second_keeps_its_verdict_and_stores_no_duration(store, repo):
     """Runners print whole seconds, so `elapsed=0s` is a file that ran for under one: the parsed
     log keeps its PASS (an on-demand run's verdict), the store gets no 0 s duration, and says why."""
-    from checks.calibration.durations import UNDER_A_SECOND, parse_job_log
+    from checks.calibration.job_log import UNDER_A_SECOND, parse_job_log
 
     log = make_log([("tests/e2e/test_quick.py", "PASS", 0), ("tests/e2e/test_ok.py", "PASS", 12)], noise=False)
     assert [(r.file, r.status, r.elapsed) for r in parse_job_log(log).records] == [
         ("tests/e2e/test_quick.py", "PASS", 0), ("tests/e2e/test_ok.py", "PASS", 12)]
     assert parse_job_log(log).malformed == []
-    result = svc.ingest_job_log(store, log, repository=repo, run_id=1, job_id=1)
+    result = ingest.ingest_job_log(store, log, repository=repo, run_id=1, job_id=1)
     assert result.inserted == 1
     [(line, reason)] = result.malformed
     assert "test_quick.py" in log.splitlines()[line - 1] and reason == UNDER_A_SECOND

@@ -10,7 +10,7 @@ import pytest
 from bot.github.auth import REFRESH_MARGIN_S, AppAuth
 from bot.github.client import GitHub, git_blob_sha
 from bot.github.retry import GitHubError, RateLimited, RetryPolicy, TransientError, rate_limit_wait
-from bot.worker.sources import GitHubTree, changed_paths
+from bot.analysis.sources import GitHubTree, changed_paths
 from tests.patience import PATIENCE
 from tests.simulator.fixtures import github_sim  # noqa: F401
 

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from bot.worker.analysis import AnalysisError, LimitExceeded, budget_from_env, run_check_bounded
-from bot.worker.sources import GitHubTree
+from bot.analysis.bounded import AnalysisError, LimitExceeded, budget_from_env, run_check_bounded
+from bot.analysis.sources import GitHubTree
 from checks.target.config import load_config
 from checks.engine import check_tree
 from checks.limits import Limits

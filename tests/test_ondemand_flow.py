@@ -78,7 +78,7 @@ def test_completion_lands_on_the_pr_and_in_the_store(od):
     summary = run["output"]["summary"]
     assert "within est_time" in summary and "over est_time" in summary and "timed out" in summary
     assert run["output"]["title"].startswith("failure: 2 of 3")
-    from bot.worker.durations import export_records
+    from bot.durations.export import export_records
 
     rows = export_records(od.world.settings.database_url, repository="radixark/miles")
     assert {r["file"] for r in rows} == {"tests/e2e/test_new.py", EXTRA_TEST,
@@ -388,7 +388,7 @@ def test_an_8_gpu_suite_in_two_shards_dispatches_once_and_both_shards_land_in_on
     assert run["output"]["title"] == "failure: 1 of 2 test files passed"
     summary = run["output"]["summary"]
     assert summary.count("| `tests/") == 2 and BIG_TEST in summary and other in summary  # one table, both shards
-    from bot.worker.durations import export_records
+    from bot.durations.export import export_records
 
     rows = export_records(od.world.settings.database_url, repository="radixark/miles")
     assert {(r["file"], r["elapsed_s"], r["outcome"]) for r in rows} == {(BIG_TEST, 1100.0, "PASS"), (other, 760.0, "FAIL")}
@@ -418,7 +418,7 @@ def test_a_shard_that_reported_nothing_leaves_its_files_visible(sharded):
     [run] = od.check_runs("MI350 · ")
     assert run["output"]["title"] == "failure: 1 of 2 test files passed"
     assert f"| `{other}` | NO RESULT |  | 800 s | not in any job's log |" in run["output"]["summary"]
-    from bot.worker.durations import export_records
+    from bot.durations.export import export_records
 
     assert [r["file"] for r in export_records(od.world.settings.database_url, repository="radixark/miles")] == [BIG_TEST]
 
@@ -466,7 +466,7 @@ def test_a_log_that_keeps_answering_500_ends_neutral_after_bounded_retries(shard
     assert "MI350 shard 1 / run" in run["output"]["summary"] and "500" in run["output"]["summary"]
     assert 5 <= fault.hits <= 5 * 3  # every attempt of the job (5) asked, each with its few HTTP retries
     # what was read is kept: shard 0's duration is stored
-    from bot.worker.durations import export_records
+    from bot.durations.export import export_records
 
     assert [r["file"] for r in export_records(od.world.settings.database_url, repository="radixark/miles")] == [BIG_TEST]
 
@@ -508,7 +508,7 @@ def test_a_request_stored_before_plans_were_kept_is_not_dispatched_unplanned(od)
 def no_parsing_here(monkeypatch):
     """ast.parse raises in this process (the worker's threads run here): only the analysis child may parse.
 
-    The child is a fork of the analysis server, an interpreter of its own (bot/worker/analysis_server.py),
+    The child is a fork of the analysis server, an interpreter of its own (bot/analysis/server.py),
     so the patch does not reach it.
     """
     import ast

@@ -479,7 +479,7 @@ for _value in (".nan", ".inf"):
 
 @case("a-stored-p90-does-not-lower-the-charge", dispatches=1, reply="charged 1800 s")
 def _(od):
-    from bot.worker.durations import ingest_job_log
+    from bot.durations.ingest import ingest_job_log
 
     od.push({NEW: _registered("-100000")})
     for run in (1, 2, 3):

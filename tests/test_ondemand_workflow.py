@@ -31,7 +31,7 @@ import yaml
 
 from checks.target.config import Dispatch, load_config
 from checks.target.dispatch_plan import plan
-from checks.calibration.durations import parse_job_log
+from checks.calibration.job_log import parse_job_log
 from checks.target.target_ci import read_target_ci
 from checks.scanning.tree import DirectoryTree
 from tests.patience import PATIENCE

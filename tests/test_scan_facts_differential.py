@@ -144,7 +144,7 @@ def _same(a, b, what: str) -> None:
 
 @pytest.mark.parametrize("root", TREES, ids=lambda p: f"{p.parent.name}-{p.name}")
 def test_cold_warm_and_indexed_reports_are_identical(root, tmp_path):
-    from bot.worker.analysis import run_check_bounded
+    from bot.analysis.bounded import run_check_bounded
     from bot.store.db import upgrade
     from bot.store.index import RegistrationIndex
 
@@ -204,7 +204,7 @@ def test_the_main_block_requirement_holds_on_the_warm_run(tmp_path):
 
 def test_the_index_on_postgresql_answers_the_same_report(pg_url):
     """The same through the store the App scales out on (facts are JSON text in either database)."""
-    from bot.worker.analysis import run_check_bounded
+    from bot.analysis.bounded import run_check_bounded
     from bot.store.db import upgrade
     from bot.store.index import RegistrationIndex
 

@@ -23,8 +23,8 @@ def _fail(message: str) -> None:
 
 
 def _records_from_file(path: str, repository: str | None) -> list[dict]:
-    """The measurements of a `--durations-file` (checks/calibration/durations_file.py reads every shape)."""
-    from checks.calibration.durations_file import DurationsFileError, read_durations_file
+    """The measurements of a `--durations-file` (bot/durations/file_reader.py reads every shape)."""
+    from bot.durations.file_reader import DurationsFileError, read_durations_file
 
     try:
         found = read_durations_file(path)
@@ -39,7 +39,7 @@ def _records_from_file(path: str, repository: str | None) -> list[dict]:
 
 def _records_from_store(repository: str | None) -> list[dict]:
     from bot.commands.check import require_stored_repository
-    from bot.worker.durations import export_records
+    from bot.durations.export import export_records
     from bot.infra.settings import load_settings
     from bot.store.measurements import NO_STORE, open_for_reading, sqlite_path
 
@@ -144,7 +144,7 @@ def calibrate(repo: str | None, from_store: bool, durations_file: str | None, re
     report = check_tree(tree, durations=stats_rows(windows), fixes=False,
                         scan_cache=None if no_cache else scan_cache_for(root, cache_dir), workers=available_workers())
     if records or durations_file:
-        from checks.calibration.durations_file import nothing_read
+        from bot.durations.file_reader import nothing_read
         from checks.calibration.policy import window_for
 
         mine = [r for r in records if repository is None or r.get("repository") in (None, repository)]

@@ -24,8 +24,8 @@ def _fail(message: str) -> None:
 
 
 def _durations_from_file(path: str, repository: str | None):
-    """`check_tree`'s durations from a `--durations-file` (checks/calibration/durations_file.py reads every shape)."""
-    from checks.calibration.durations_file import DurationsFileError, read_durations_file
+    """`check_tree`'s durations from a `--durations-file` (bot/durations/file_reader.py reads every shape)."""
+    from bot.durations.file_reader import DurationsFileError, read_durations_file
 
     try:
         found = read_durations_file(path)
@@ -48,7 +48,7 @@ def _durations_from_file(path: str, repository: str | None):
 
 def _durations_from_store(repository: str | None):
     def rows(config) -> list[dict]:
-        from bot.worker.durations import check_rows
+        from bot.durations.query import check_rows
         from bot.infra.settings import load_settings
         from bot.store.measurements import NO_STORE, open_for_reading, sqlite_path
 

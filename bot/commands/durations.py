@@ -59,7 +59,7 @@ def import_(files, repository, run_id, job_id, hardware, labels, backend, suite,
         logs = [p for p in files if fmt == "log" or (fmt == "auto" and Path(p).suffix.lower() not in (".json", ".csv"))]
         if logs:
             fail("durations import", f"{logs[0]}: a job log needs --repository OWNER/NAME (the repository it belongs to)")
-    from bot.worker.durations import import_file
+    from bot.durations.ingest import import_file
 
     url = _store_url()
     failed = False
@@ -97,7 +97,7 @@ def _fmt(value):
 @click.option("--details", is_flag=True, help="JSON: add repository, since, latest and est_time to each object.")
 def show(file, suite, repository, hardware, backend, window_runs, window_days, fmt, details):
     """n, median, p90, max per (file, backend, hardware) over the window of passing runs."""
-    from bot.worker.durations import query_stats
+    from bot.durations.query import query_stats
 
     url = _store_to_read()
     rows = [] if url is None else query_stats(url, repository=repository, file=file, suite=suite, backend=backend,
@@ -125,7 +125,7 @@ def show(file, suite, repository, hardware, backend, window_runs, window_days, f
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here instead of stdout.")
 def export(fmt, repository, output):
     """Every stored measurement, in the format `durations import` reads."""
-    from bot.worker.durations import export_text
+    from bot.durations.export import export_text
 
     text = export_text(_store_to_read(), fmt, repository=repository)
     if output:

@@ -129,7 +129,7 @@ GRAPHQL_BATCH_BYTES = 8 * 1024 * 1024
 
 
 def _compact_tree(raw: dict) -> dict:
-    """A recursive listing packed into one string: what bot.worker.sources reads of each entry (type,
+    """A recursive listing packed into one string: what bot.analysis.sources reads of each entry (type,
     mode, blob SHA, size, path), entries separated by NUL (which no git path holds).
 
     One str per listing, not a dict per entry: a miles-sized listing is ~0.2 MB either way on the
@@ -204,7 +204,7 @@ class GitHub:
         # times the parsed form's overhead.
         self.etags = _LRU(max_items=4096, max_bytes=32 * 1024 * 1024)
         self.blobs = BlobCache(blob_dir)
-        self.consumers = _LRU(max_items=256, max_bytes=8 * 1024 * 1024)  # bot.worker.sources.external_consumers
+        self.consumers = _LRU(max_items=256, max_bytes=8 * 1024 * 1024)  # bot.analysis.sources.external_consumers
         # Listings packed into one string each (_compact_tree) and bounded by what they really hold:
         # a miles-sized recursive listing is ~1.4 MB as GitHub sends it, ~0.15 MB like this.
         # A head's listing is read again only by that head's re-run or /run-rocm, soon after its

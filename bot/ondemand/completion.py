@@ -14,8 +14,9 @@ from bot.github.retry import GitHubError, TransientError
 from bot.ondemand import texts
 from bot.ondemand.pull import GONE, change, client_for, iso_now, requested_files, selected_rows, tolerate_gone, trusted_config
 from bot.store import ondemand as store
-from bot.worker.durations import ingest_job_log
-from checks.calibration.durations import parse_job_log, runner_timeout
+from bot.durations.ingest import ingest_job_log
+from checks.calibration.estimates import runner_timeout
+from checks.calibration.job_log import parse_job_log
 from checks.target.dispatch_plan import partition
 from checks.wording import plural
 
@@ -167,9 +168,11 @@ def finish(job, request, run: dict, run_client) -> None:
 def follow_evidence(job, pr_client, request) -> None:
     """The PR's "CI registrations" summary follows the run's evidence (in place, when this head is
     still the PR's). After the request's completion: a failure here costs the summary an update
-    (the next push or re-run shows it), never the run's results."""
-    from bot.worker.handlers.pull_requests import refresh_evidence
-
+    (the next push or re-run shows it), never the run's results. The refresh is the worker's PR
+    check, which its job carries (`job.refresh_evidence`): on-demand never imports the worker."""
+    refresh_evidence = getattr(job, "refresh_evidence", None)
+    if refresh_evidence is None:  # a job the worker's runtime did not make: no PR check to follow
+        return
     try:
         refresh_evidence(job, pr_client, request.repository, request.pull_number, request.head_sha)
     except Exception as exc:  # noqa: BLE001 - the results are written; the summary catches up on the next check

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from bot.github.retry import GitHubError, TransientError
 from bot.ondemand import texts
 from bot.ondemand.selection import Outcome, analyse_bounded
+from bot.analysis.sources import GitHubTree
 from bot.store import ondemand as store
-from bot.worker.sources import GitHubTree
 from checks.target.config import CONFIG_PATH, Config, load_config
 from checks.wording import visible
 
@@ -80,7 +80,7 @@ class Pull:
     def analyse(self, suite: str | None = None, files=()) -> Outcome:
         """The head's runnable suites (and `suite`'s selection and plan), read in the bounded
         analysis child, with the default branch's CI and the external consumers' workflows."""
-        from bot.worker.sources import external_consumers
+        from bot.analysis.sources import external_consumers
         from bot.store.index import RegistrationIndex
 
         self._analysis = analyse_bounded(self.tree, self.config, suite=suite, files=files, head_sha=self.head_sha,

@@ -11,7 +11,7 @@ charged is what runs. Read statically through checks/, like the PR check: the re
 is never executed here. `ci-registrar run-plan` calls the same `select`.
 
 Reading the PR's files is analysis of PR content, so it runs where the PR check runs: in the
-bounded analysis child (bot/worker/analysis.py), under the same time and memory limits and the same
+bounded analysis child (bot/analysis/bounded.py), under the same time and memory limits and the same
 checks/limits.py caps, with the same registration index. The worker only sends the job and gets
 back an Outcome (`analyse_bounded`); `analyse` is the child's side. No file of the PR is parsed
 on a worker thread (CPython 3.11's parser is not safe to run in several threads at once).
@@ -163,7 +163,7 @@ class Outcome:
 def analyse(head, base=None, changed=None, *, config_text=None, limits: Limits | None = None, scan_cache=None,
             config: Config, suite: str | None = None, files: tuple[str, ...] = (), head_sha: str = "",
             consumers_from: dict | None = None) -> Outcome:
-    """The child's job (bot.worker.analysis runs it as its engine): read the head's contract and the
+    """The child's job (bot.analysis.bounded runs it as its engine): read the head's contract and the
     default branch's CI (`base`: the default branch, never the PR), then select.
 
     `config` is the trusted configuration (the default branch's, read by the worker); the PR's
@@ -205,11 +205,11 @@ def _read_ahead(head, base, config: Config) -> None:
 def analyse_bounded(tree, config: Config, *, suite: str | None = None, files=(), head_sha: str = "",
                     scan_cache=None, log=None, base=None, consumers_from: dict | None = None) -> Outcome:
     """`analyse` in the bounded analysis child. A limit reached is a refusal that names it.
-    `base`: the default branch's tree (bot.worker.sources.GitHubTree), whose CI the plan copies.
+    `base`: the default branch's tree (bot.analysis.sources.GitHubTree), whose CI the plan copies.
 
-    Raises bot.worker.analysis.AnalysisError when the child raised (a bug: the job's failure handling applies).
+    Raises bot.analysis.bounded.AnalysisError when the child raised (a bug: the job's failure handling applies).
     """
-    from bot.worker.analysis import LimitExceeded, run_check_bounded
+    from bot.analysis.bounded import LimitExceeded, run_check_bounded
 
     result = run_check_bounded(tree, base, None, config_text=None, engine=ENGINE, scan_cache=scan_cache, log=log,
                                consumers_from=consumers_from,

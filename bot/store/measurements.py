@@ -1,7 +1,7 @@
 """The measurements table (migration 0002): one row per attempt of one test file in one job, and
 the SQL that reads and writes it: idempotent inserts, the window and its statistics, lookups.
 
-bot.worker.durations turns logs and files into rows and rows into exports; it never writes SQL itself.
+bot/durations/ (ingest, query, export) turns logs and files into rows and rows into exports; it never writes SQL itself.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from sqlalchemy.types import TypeDecorator
 
 from bot.store.db import Base, session_scope, upgrade
 from checks.calibration.policy import UNMERGED_EVENTS
-from checks.calibration.durations import CalibrationParams, DurationStats, duration_stats, elapsed_problem
+from checks.calibration.estimates import CalibrationParams, DurationStats, duration_stats, elapsed_problem
 
 UNKNOWN_HARDWARE = "unknown"
 NATURAL_KEY = ("repository", "run_id", "job_id", "file", "attempt")

@@ -14,7 +14,7 @@ from markupsafe import Markup, escape
 
 from bot.web.pages import render
 from bot.web.signin import signed_in
-from checks.calibration.durations import CalibrationParams, calibrate, runner_timeout
+from checks.calibration.estimates import CalibrationParams, calibrate, runner_timeout
 
 blueprint = Blueprint("durations_dashboard", __name__)
 
@@ -47,7 +47,7 @@ def _test_url(repository: str, file: str, backend: str, hardware: str) -> str:
 @blueprint.route("/durations")
 @signed_in
 def index(viewer):
-    from bot.worker.durations import latest_est_times, query_stats, repositories
+    from bot.durations.query import latest_est_times, query_stats, repositories
 
     url = _store_url()
     params = _params()
@@ -92,7 +92,7 @@ def _verdict(row, params) -> dict:
 @blueprint.route("/durations/<owner>/<name>/<path:file>")
 @signed_in
 def test_page(owner: str, name: str, file: str, viewer):
-    from bot.worker.durations import history
+    from bot.durations.query import history
 
     repository = f"{owner}/{name}"
     if not viewer.sees(repository):

@@ -144,7 +144,7 @@ def refresh(client, repo: str, records, *, now: datetime | None = None, require_
 
     require_enabled: do nothing (`disabled`) unless the default branch's configuration sets
     `calibration.pull_requests` (tests pass False to exercise the cycle on any configuration)."""
-    from bot.worker.sources import GitHubTree
+    from bot.analysis.sources import GitHubTree
     from checks.calibration.policy import Bounds, Plan, build_suite_windows, decide_all, stats_rows
     from checks.fixing.calibration_edits import plan_edits
     from checks.engine import build_context, check_tree
@@ -400,7 +400,7 @@ def after_ingest(store_url: str, repo: str, params, *, now: datetime | None = No
     once per `ingest_refresh_every_hours`. Returns the changed files when it asked, else []."""
     from datetime import timedelta, timezone
 
-    from bot.worker.durations import export_records
+    from bot.durations.export import export_records
     from bot.store import calibration as runs
 
     if not params.pull_requests or params.ingest_refresh_every_hours <= 0:
@@ -422,7 +422,7 @@ def run(github, store_url: str, installation_id: int, repo: str, *, now: datetim
     """One refresh with the store's durations of `repo`, recorded (the schedule reads the record)."""
     from datetime import timezone
 
-    from bot.worker.durations import export_records
+    from bot.durations.export import export_records
     from bot.store import calibration as runs
 
     now = now or datetime.now(timezone.utc)

@@ -1,6 +1,6 @@
 """Fair shares of a worker process between installations: one installation's jobs never hold every
 worker thread, so an ordinary pull request elsewhere starts within seconds while another
-repository's expensive checks run to their limits (bot/worker/analysis.py bounds each one).
+repository's expensive checks run to their limits (bot/analysis/bounded.py bounds each one).
 
 Per process: each worker process keeps its own count (a scale-out deployment has several, each
 fair on its own). A job over its installation's share steps back before it starts, without

@@ -91,7 +91,7 @@ class _LeaseMixin:
         raise NotImplementedError
 
     def shared_client(self):
-        """The Redis client every worker process shares state through (bot/worker/analysis_slots.py); None
+        """The Redis client every worker process shares state through (bot/analysis/slots.py); None
         for the embedded queue, whose processes share the data directory instead."""
         return None
 

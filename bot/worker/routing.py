@@ -6,13 +6,14 @@ A job gets a JobContext: the delivery, an authenticated client for its installat
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import importlib
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Callable
 
 from gidgethub.routing import Router
 
+from bot.infra.current_job import CURRENT_JOB
 from bot.infra.logging import get_logger
 
 
@@ -21,7 +22,7 @@ from bot.infra.logging import get_logger
 # of bot/worker/handlers is missing from this list.
 HANDLER_MODULES = (
     "bot.worker.handlers.pull_requests",   # the "CI registrations" check run
-    "bot.worker.handlers.durations",       # durations from the CI runs' job logs
+    "bot.worker.handlers.duration_sources",  # durations from the CI runs' job logs
     "bot.worker.handlers.installations",   # installations and their repositories
     "bot.worker.handlers.rocm_commands",   # /run-rocm, /approve-rocm, /deny-rocm, /rocm-status
     "bot.worker.handlers.rocm_approvals",  # the Approve run button; a push makes requests stale
@@ -33,11 +34,6 @@ HANDLER_MODULES = (
 
 def build_router() -> Router:
     return Router(*(importlib.import_module(name).router for name in HANDLER_MODULES))
-
-
-# The job this thread (or its asyncio.run) is running: lets a check's completion disarm the
-# failure reports of that job without threading the context through every call.
-CURRENT_JOB: contextvars.ContextVar["JobContext | None"] = contextvars.ContextVar("ci_registrar_job", default=None)
 
 
 def check_run_completed(run_id: int) -> None:
@@ -60,6 +56,11 @@ class JobContext:
     attempt: int = 1
     failure_reporters: list = field(default_factory=list)
     disarmed: set = field(default_factory=set)
+    # What follows a PR's completed on-demand run: its "CI registrations" check run is checked
+    # again with the new evidence (bot/worker/handlers/pull_requests.refresh_evidence, called as
+    # refresh_evidence(ctx, client, repo, number, head_sha)). The job runtime hands it over
+    # (bot/worker/tasks.py), so bot/ondemand asks its job for it and never imports the worker.
+    refresh_evidence: Callable | None = None
 
     @cached_property
     def client(self):

@@ -82,8 +82,8 @@ class Runtime:
 
     def share_analysis_slots(self) -> None:
         """This process runs jobs: its analyses take their slots from the scheduler every worker
-        process shares (bot/worker/analysis_slots.py), in Redis with a Redis queue, else in the data directory."""
-        from bot.worker import analysis_server, analysis_slots
+        process shares (bot/analysis/slots.py), in Redis with a Redis queue, else in the data directory."""
+        from bot.analysis import server as analysis_server, slots as analysis_slots
 
         analysis_slots.configure(self.settings, self.queue.storage.shared_client(), self.queue.name)
         # The analysis server imports the engine now, not on the first check (it holds no credentials).
@@ -153,7 +153,9 @@ def run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: byte
 def _run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: bytes, data: dict, action,
                   installation_id, repository, store_down_since) -> None:
     from bot.github.retry import RateLimited, TransientError
-    from bot.worker.routing import CURRENT_JOB, JobContext
+    from bot.infra.current_job import CURRENT_JOB
+    from bot.worker.handlers.pull_requests import refresh_evidence
+    from bot.worker.routing import JobContext
     from bot.store import service as store
     from bot.store.locks import Busy
 
@@ -185,7 +187,7 @@ def _run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: byt
             return
         ctx = JobContext(delivery_id=delivery_id, event=event_name, action=action, installation_id=installation_id,
                          repository=repository, settings=runtime.settings, github=github,
-                         store_url=settings.database_url, attempt=attempt)
+                         store_url=settings.database_url, attempt=attempt, refresh_evidence=refresh_evidence)
         started = time.monotonic()
         outcome = "done"
         token = CURRENT_JOB.set(ctx)

@@ -1,7 +1,7 @@
 """Stored durations, indexed for the rules: one row per (file, backend, calibration hardware).
 
 The statistics arrive as plain data (from the store, or a `durations export` file); the verdict
-maths live in checks/calibration/durations.py and the policy in checks/calibration/policy.py.
+maths live in checks/calibration/estimates.py and the policy in checks/calibration/policy.py.
 REG020, REG021 and REG030 (checks/ruleset/) read a registration's row through `DurationsIndex.for_reg`,
 so every rule judges a registration on its suite's calibration hardware; the PR summary does too.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Iterable, Mapping
 
-from checks.calibration.durations import DurationStats, suggest_est_time
+from checks.calibration.estimates import DurationStats, suggest_est_time
 from checks.calibration.policy import Window, calibration_hardware, decide, hardware_for_suite
 from checks.model import Backend, Registration
 from checks.target.hardware import same_hardware_key

@@ -25,7 +25,7 @@ from fnmatch import fnmatchcase
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, Iterable, Mapping
 
-from checks.calibration.durations import NOT_LOWERED, DurationStats, _round_up, calibrate, duration_stats, elapsed_problem
+from checks.calibration.estimates import NOT_LOWERED, DurationStats, _round_up, calibrate, duration_stats, elapsed_problem
 from checks.target.hardware import same_hardware_key
 from checks.model import Backend, Registration
 from checks.wording import plural

@@ -85,7 +85,7 @@ def check(reg, window, params, bounds=None) -> list:
 def lowering(reg, d, params):
     """A change that lowers est_time below passing runs of the window: a failure naming how many."""
     from checks.calibration.policy import hardware_for_suite
-    from checks.calibration.durations import suggest_est_time
+    from checks.calibration.estimates import suggest_est_time
     from checks.rules import make_finding
 
     base = reg.base

@@ -35,7 +35,7 @@ def check_registration(facts, reg) -> list:
     the rest, and a change lowering it below a stored run)."""
     if facts.durations is None:
         return []  # no durations given: nothing to judge (and the calibration modules stay unloaded)
-    from checks.calibration.durations import DurationStats, calibrate, estimate_from_other_backend
+    from checks.calibration.estimates import DurationStats, calibrate, estimate_from_other_backend
     from checks.calibration.durations_index import judged
     from checks.calibration.policy import hardware_for_suite
     from checks.rules import make_finding

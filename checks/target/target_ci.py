@@ -101,7 +101,7 @@ def read_jobs(tree, config: Config, contract: Contract, own: dict[str, str], ext
 def read_target_ci(tree, config: Config, budget: Budget | None = None, consumers_from: dict | None = None) -> TargetCI:
     """The default branch's CI as an on-demand plan copies it. `tree`: that branch (listed);
     `consumers_from`: the external consumers' workflows (`owner/repo:path` -> bytes), as the PR
-    check gets them (bot/worker/sources.py)."""
+    check gets them (bot/analysis/sources.py)."""
     budget = budget or Budget()
     contract = read_contract(tree, config, budget)
     own: dict[str, str] = {}

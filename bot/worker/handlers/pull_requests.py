@@ -6,13 +6,14 @@ import datetime as dt
 
 from gidgethub.routing import Router
 
-from bot.worker.analysis import LimitExceeded, run_check_bounded
+from bot.analysis.bounded import LimitExceeded, run_check_bounded
 from bot.worker.checkruns import DEAD_TITLE, FAILED_TITLE, STALE_TITLE
-from bot.worker.durations import check_rows
+from bot.durations.query import check_rows
 from bot.github.retry import GitHubError
 from bot.infra import payloads
-from bot.worker.routing import CURRENT_JOB, check_run_completed
-from bot.worker.sources import GitHubTree, changed_paths, external_consumers
+from bot.infra.current_job import CURRENT_JOB
+from bot.worker.routing import check_run_completed
+from bot.analysis.sources import GitHubTree, changed_paths, external_consumers
 from bot.store import evidence as evidence_store
 from bot.store import heads
 from bot.store import service as store

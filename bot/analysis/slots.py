@@ -1,6 +1,6 @@
 """Analysis slots shared fairly between installations, across every worker process.
 
-Each analysis of PR content runs in a child process (bot/worker/analysis.py) and costs a core for as long
+Each analysis of PR content runs in a child process (bot/analysis/bounded.py) and costs a core for as long
 as it runs. Without a common bound, one installation's on-demand commands or PR checks kept every
 core busy and another installation's ordinary check waited for CPU behind them (8.5 to 74 s under
 the /run-rocm attack of issue 23, against about 1 s alone). So every analysis first takes one of
@@ -9,7 +9,7 @@ CI_REGISTRAR_ANALYSIS_SLOTS slots (default: the machine's cores), and the slots 
 - A free slot goes to the waiting installation that holds the fewest slots (among equals, the one
   served longest ago); within one installation, first come first served.
 - A holder that has run for its quantum (CI_REGISTRAR_ANALYSIS_QUANTUM_S, 0.25 s) while an
-  installation holding fewer slots than its own waits yields: bot/worker/analysis.py pauses its child
+  installation holding fewer slots than its own waits yields: bot/analysis/bounded.py pauses its child
   (SIGSTOP, nothing lost), the slot goes to the waiter, and the paused job queues again behind
   its own installation's line. With one slot, two installations take turns a quantum each.
 - Jobs of one installation never preempt each other (that would only add switches).
@@ -40,7 +40,7 @@ SLOTS_ENV = "CI_REGISTRAR_ANALYSIS_SLOTS"
 QUANTUM_ENV = "CI_REGISTRAR_ANALYSIS_QUANTUM_S"
 LEASE_ENV = "CI_REGISTRAR_ANALYSIS_SLOT_LEASE_S"
 # A waiter waits at most about one quantum for a slot (plus the holder's next look, YIELD_CHECK_S
-# in bot/worker/analysis.py). An ordinary check's analysis takes a few hundredths of a second
+# in bot/analysis/bounded.py). An ordinary check's analysis takes a few hundredths of a second
 # since the analysis server (issue 38), so a 1 s quantum was most of its time under a flood
 # (0.2 s of 1.8 s spent analysing, 1.0 s waiting for a slot); a switch costs two signals.
 DEFAULT_QUANTUM_S = 0.25

@@ -1,12 +1,12 @@
 """The analysis server: one interpreter, started once, that holds the engine and no credentials,
-and forks a bounded child for every analysis (bot/worker/analysis.py runs the job in the child).
+and forks a bounded child for every analysis (bot/analysis/bounded.py runs the job in the child).
 
 Why: a fresh interpreter per analysis (`python -m ...`) re-imported the engine every time, about
 0.25 CPU-s of a warm PR check whose engine work is a tenth of that. A fork of a process that has
 imported the engine already starts in about a millisecond.
 
 Isolation is the fresh interpreter's, kept by how the server starts and what it holds:
-- it is exec'd (`python -m bot.worker.analysis_server FD`), never forked from the worker: none of
+- it is exec'd (`python -m bot.analysis.server FD`), never forked from the worker: none of
   the worker's memory (the App's private key, installation tokens, caches), threads or sockets
   exists in it, whenever it is started;
 - its environment is scrubbed (ENV_KEPT: the interpreter's own variables and the analysis'
@@ -15,11 +15,11 @@ Isolation is the fresh interpreter's, kept by how the server starts and what it 
   socket closes and the server leaves.
 
 A job is three file descriptors the worker passes over that socket (SCM_RIGHTS): the job's own
-socket (the analysis protocol of bot/worker/analysis.py), a status socket and a one-page shared
+socket (the analysis protocol of bot/analysis/bounded.py), a status socket and a one-page shared
 memory (memfd) where the child writes the file it is reading. For each, the server forks a
 monitor, which forks the child:
 - the child sets its memory (RLIMIT_AS) and CPU (RLIMIT_CPU) limits before it runs the engine
-  (bot.worker.analysis.child_job), exactly as the fresh interpreter did;
+  (bot.analysis.child.child_job), exactly as the fresh interpreter did;
 - the monitor tells the worker the child's pid, relays the signals the worker asks for (SIGSTOP
   and SIGCONT when the job yields its slot, SIGKILL at its time limit: only the process that reaps
   the child signals it, so a pid is never signalled after its reuse), and reports its exit status
@@ -125,7 +125,7 @@ class Server:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "bot.worker.analysis_server", str(theirs.fileno())],
+                [sys.executable, "-m", "bot.analysis.server", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),), close_fds=True, env=scrubbed_env(), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL)
         finally:
@@ -211,7 +211,7 @@ def _preload() -> None:
     """Imports what every job uses, so that a child starts with it (copy-on-write, never again)."""
     import checks.engine  # noqa: F401 - the default engine and everything it imports
     import checks.reporting.render  # noqa: F401 - a LimitExceeded's and the report's pickles
-    import bot.worker.analysis_child  # noqa: F401 - the child's side of the protocol
+    import bot.analysis.child  # noqa: F401 - the child's side of the protocol
     import checks.calibration.shards  # noqa: F401 - imported by the engine on its first check
     import checks.reporting.pr_summary  # noqa: F401
     import symtable  # noqa: F401
@@ -269,7 +269,7 @@ def _monitor(job_fd: int, status_fd: int, mark_fd: int) -> None:
         code = 1
         try:
             os.close(status_fd)
-            from bot.worker.analysis_child import child_job
+            from bot.analysis.child import child_job
 
             child_job(job_fd, mark_fd)
             code = 0

@@ -8,7 +8,7 @@ computation that takes too long, or cap its memory, from inside the same process
 `check_tree` in a child process with RLIMIT_AS (memory) and RLIMIT_CPU (a backstop should the
 worker die) set in the child before it runs the engine, and stops it when its time is up.
 
-The child is a fork of the analysis server (bot/worker/analysis_server.py): an interpreter exec'd
+The child is a fork of the analysis server (bot/analysis/server.py): an interpreter exec'd
 once per worker process with a scrubbed environment, which has imported the engine and holds
 nothing of the worker's (no token, no key, no socket but its own). A fork of it starts in about a
 millisecond where a fresh interpreter spent a quarter of a CPU-second importing the engine.
@@ -16,7 +16,7 @@ Messages go both ways as pickles (multiprocessing.connection framing) over the j
 
 Design: the child reads files through the worker. It gets the two listings (head and base paths)
 and a Tree whose `read`/`prefetch` ask the worker, which answers from the real Tree
-(bot/worker/sources.py GitHubTree: GitHub calls, retries, the blob cache). The engine announces
+(bot/analysis/sources.py GitHubTree: GitHub calls, retries, the blob cache). The engine announces
 the files it will read (`prefetch`); the worker reads those in bulk and sends their bytes back in
 one message, so an announced read costs no round trip; an unannounced one asks for its file.
 Why this over the two alternatives:
@@ -42,7 +42,7 @@ import time
 from dataclasses import dataclass
 from typing import Mapping
 
-from bot.worker.analysis_child import EXIT_OUT_OF_MEMORY
+from bot.analysis.child import EXIT_OUT_OF_MEMORY
 from checks.limits import Limits
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -138,7 +138,7 @@ def run_check_bounded(
     child reaches it over the pipe. It is a cache: an error in it is logged (`log`) and treated
     as a miss, never as the check's failure.
     `consumers_from`: the external consumers' workflows the parent read
-    (bot.worker.sources.external_consumers), passed on as they are.
+    (bot.analysis.sources.external_consumers), passed on as they are.
     `arguments`: more keyword arguments for `engine` (pickled: plain data), e.g. the on-demand
     selection's trusted configuration and command (bot/ondemand/selection.py).
     """
@@ -154,15 +154,15 @@ def run_check_bounded(
         consumers_from = {k: v[: limits.file_bytes + 1] if isinstance(v, bytes) else v for k, v in consumers_from.items()}
     trees = {"head": head, "base": base}
     # The head is listed up front (discovery needs every path); a base only where it has a listing
-    # already (bot.worker.sources reads an unlisted base at the paths the engine asks for).
+    # already (bot.analysis.sources reads an unlisted base at the paths the engine asks for).
     head_paths = list(head.paths())
     head_blob_sha = getattr(head, "blob_sha", None)
     head_shas = {p: sha for p in head_paths if (sha := head_blob_sha(p))} if scan_cache is not None and head_blob_sha else None
     listings = {"head": head_paths,
                 "base": list(base.paths()) if base is not None and getattr(base, "listed", True) else None}
-    from bot.worker import analysis_slots
+    from bot.analysis import slots as analysis_slots
 
-    # One of the analysis slots shared between installations (bot/worker/analysis_slots.py): taken before
+    # One of the analysis slots shared between installations (bot/analysis/slots.py): taken before
     # the child starts, paused (SIGSTOP) and taken again when the job must yield, freed at the end.
     with analysis_slots.held(_installation(), log=log) as slot:
         started, timing = time.monotonic(), {}
@@ -179,7 +179,7 @@ def run_check_bounded(
 
 
 def _installation():
-    from bot.worker.routing import CURRENT_JOB
+    from bot.infra.current_job import CURRENT_JOB
 
     job = CURRENT_JOB.get()
     return job.installation_id if job is not None else None
@@ -190,7 +190,7 @@ YIELD_CHECK_S = 0.1  # how often a running analysis asks whether it must give it
 
 def _run_child(slot, engine, listings, base, head_shas, changed, config_text, limits, memory_bytes, timeout_s,
                consumers_from, arguments, trees, scan_cache, log, timing):
-    from bot.worker import analysis_server
+    from bot.analysis import server as analysis_server
 
     job = analysis_server.server().submit()  # a fork of the pre-imported server, waiting for its job
     computing = 0.0

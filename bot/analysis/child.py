@@ -1,5 +1,5 @@
-"""The analysis child's side (a fork of bot/worker/analysis_server.py): it sets its limits, runs the
-engine, and reads files and the scan cache through the worker (the protocol of bot/worker/analysis.py).
+"""The analysis child's side (a fork of bot/analysis/server.py): it sets its limits, runs the
+engine, and reads files and the scan cache through the worker (the protocol of bot/analysis/bounded.py).
 
 Nothing here imports the worker's modules: the child holds the engine, the job and the files it
 was handed, nothing else.
@@ -79,7 +79,7 @@ class _ProxyScanCache:
 
 
 def child_job(job_fd: int, mark_fd: int) -> None:
-    """In a child of the analysis server (bot/worker/analysis_server.py): the job comes on `job_fd`,
+    """In a child of the analysis server (bot/analysis/server.py): the job comes on `job_fd`,
     answers go back on it; the file being read is written into the shared page `mark_fd`."""
     import mmap
 
