@@ -45,7 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from checks.calibration.policy import build_windows, decide  # noqa: E402
-from checks.target.config import Calibration  # noqa: E402
+from checks.config.schema import Calibration  # noqa: E402
 from checks.calibration.estimates import duration_stats, runner_timeout  # noqa: E402
 from checks.model import Argument, Backend, Registration, Span  # noqa: E402
 

@@ -178,7 +178,7 @@ def report_diff(cold: dict, other: dict) -> dict:
 
 def era_of(tree: str, config_text: str | None) -> str:
     """The runner's discovery idiom and suite validation at this commit, as the engine reads them."""
-    from checks.target.config import load_config
+    from checks.config.schema import load_config
     from checks.target.contract import read_contract
     from checks.scanning.tree import DirectoryTree
 

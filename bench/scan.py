@@ -94,7 +94,7 @@ def build_tree(target: Path, files: int = 400, seed: int = 7, fixes: int = 5) ->
 
 
 def discovered_files(repo: Path) -> list[Path]:
-    from checks.target.config import load_config
+    from checks.config.schema import load_config
     from checks.engine import discover
     from checks.scanning.tree import DirectoryTree
 

@@ -22,21 +22,21 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from checks.target.config import CONFIG_PATH, Config, load_config
+from checks.config.schema import CONFIG_PATH, Config, load_config
 from checks.target.contract import Contract, read_contract
 from checks.limits import FILE_CHECKS, Budget, Limits
 from checks.model import Change, Finding, Registration, Report, Severity
 from checks.scanning.parallel import map_forked
 from checks.scanning.registrations import FileScan, implicit_registration, scan_file
 from checks.target.runner import anchor_sources
-from checks.rules import RULES
-from checks.ruleset import reg002_rejected_registration as reg002, rule_modules
+from checks.rules import RULES, rule_modules
+from checks.ruleset.reading import reg002_rejected_registration as reg002
 from checks.ruleset.facts import TreeFacts
 from checks.source import decode_source
 from checks.scanning.suppressions import apply_suppressions
 from checks.target import suite_runs
 from checks.target.suite_runs import SuiteRuns
-from checks.target.workflows import SuiteUse, is_workflow_path, read_consumers
+from checks.workflows.runs import SuiteUse, is_workflow_path, read_consumers
 
 _FROM_TREE = object()
 ANY_BACKEND = frozenset({"*"})  # Context.emptied_suites: the diff's change concerns every backend
@@ -285,6 +285,7 @@ def check_tree(
     consumers_from: dict | None = None,
     workers: int = 1,
     head_runs: dict | None = None,
+    context: tuple | None = None,
 ) -> Report:
     """Check `head`; with `base` and `changed` (head path -> base path), check the diff.
 
@@ -305,6 +306,10 @@ def check_tree(
     The report is the same whatever the number.
     `head_runs`: {"head_sha", "runs"}: the on-demand runs the App dispatched for this pull request
     (bot/store/evidence.py), evidence at its head (checks/calibration/evidence.py).
+    `context`: what `build_context(head, config)` returned for this same head and configuration
+    (default limits, no `consumers_from`), when the caller needed it first (`calibrate` reads
+    each suite's calibration hardware from it): the check takes it over instead of reading the
+    contract and the workflows again.
     """
     limits = limits or Limits()
     budget = Budget(limits)
@@ -312,7 +317,11 @@ def check_tree(
         config_text = head.read(CONFIG_PATH)
     config, config_findings = load_config(config_text, limits=limits)
     _read_ahead(head, base, changed, config)
-    ctx, all_paths, findings = build_context(head, config, budget, consumers_from)
+    if context is None:
+        ctx, all_paths, findings = build_context(head, config, budget, consumers_from)
+    else:
+        ctx, all_paths, findings = context
+        budget, findings = ctx.budget, list(findings)
     ctx.scan_cache = scan_cache
     ctx.workers = workers
     findings = config_findings + list(ctx.contract.findings) + findings

@@ -99,7 +99,7 @@ class Budget:
         if (limit, file) in self._reported:
             return
         self._reported.add((limit, file))
-        from checks.ruleset.reg902_analysis_limit_reached import limit_reached
+        from checks.ruleset.reading.reg902_analysis_limit_reached import limit_reached
 
         self.findings.append(limit_reached(limit, getattr(self.limits, limit), Limits.env_var(limit), file, consequence,
                                            measured=measured, span=span, severity=severity, at=at))

@@ -2,17 +2,22 @@
 
 Each rule is a module of checks/ruleset/ (one module per rule: code, name, severity, summary,
 whether it is fixable, its docs, its messages and its check); they all register here, in RULES, which the
-engine (`make_finding`), the configuration (`rules:` overrides), docs/rules.md, SARIF rule help
+engine, the configuration (`rules:` overrides), docs/rules.md, SARIF rule help
 and `ci-registrar rule CODE` read. `rule(code, name, severity, summary)` still registers a rule
 directly; such a rule's "How to fix" is then ADVICE[code] in checks/rule_docs.py.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from dataclasses import dataclass
+from types import ModuleType
 
+from checks import ruleset
+from checks.findings import FindingMaker
 from checks.model import Finding, Fix, Severity, Span
-from checks.ruleset import REQUIRED_SECTIONS, doc_sections, rule_modules
+from checks.ruleset import REQUIRED_SECTIONS, RULE_MODULE, doc_sections, reading
 
 
 @dataclass(frozen=True)
@@ -54,8 +59,20 @@ def register_module(module) -> Rule:
     short = module.__name__.rsplit(".", 1)[-1]
     if not short.startswith(module.CODE.lower() + "_"):
         raise ValueError(f"{module.__name__}: a rule module is named after its code ({module.CODE.lower()}_...)")
+    if short != f"{module.CODE.lower()}_{module.NAME.replace('-', '_')}":
+        # checks/ruleset.rule_names reads the rules' names from their file names
+        raise ValueError(f"{module.__name__}: a rule module is named after its code and name "
+                         f"({module.CODE.lower()}_{module.NAME.replace('-', '_')})")
     return rule(module.CODE, module.NAME, Severity(module.SEVERITY), module.SUMMARY, fixable=bool(module.FIXABLE),
                 docs=docs, module=module.__name__)
+
+
+def rule_modules() -> list[ModuleType]:
+    """Every rule module, of checks/ruleset and checks/ruleset/reading, by module name (regNNN_...
+    sorts by code): the registry loads them by name, so it sits above every rule."""
+    found = sorted((m.name, f"{package.__name__}.{m.name}") for package in (ruleset, reading)
+                   for m in pkgutil.iter_modules(package.__path__) if RULE_MODULE.match(m.name))
+    return [importlib.import_module(name) for _, name in found]
 
 
 F, W, N = Severity.FAILURE, Severity.WARNING, Severity.NOTICE
@@ -76,22 +93,10 @@ def make_finding(
     suggestion: str | None = None,
     fix: Fix | None = None,
 ) -> Finding:
+    """A finding of any registered rule, by its code (a rule's own module makes its findings with
+    its own checks/findings.FindingMaker, without importing this registry)."""
     r = RULES[code]
-    return Finding(
-        rule=code,
-        severity=severity or r.severity,
-        file=file,
-        span=span,
-        message=message,
-        suggestion=suggestion,
-        fix=fix,
-        title=f"{code} {r.name}",
-    )
-
-
-# Findings that say the result cannot be trusted (invalid configuration, an unreadable contract,
-# an analysis limit): never taken out of a report by --select/--ignore.
-UNSELECTABLE = ("REG900", "REG901", "REG902")
+    return FindingMaker(code, r.name, r.severity)(code, file, span, message, severity=severity, suggestion=suggestion, fix=fix)
 
 
 def resolve_rules(selectors) -> tuple[set[str], list[str]]:

@@ -311,7 +311,7 @@ HUGE = "9" * 5000
 
 @pytest.mark.parametrize("where", ["budgets.daily_gpu_hours", "calibration.window_runs", "dispatch.gpus"])
 def test_a_5000_digit_integer_in_the_configuration_is_a_located_reg900(where):
-    from checks.target.config import load_config
+    from checks.config.schema import load_config
 
     text = {"budgets.daily_gpu_hours": f"budgets:\n  daily_gpu_hours: {HUGE}\n",
             "calibration.window_runs": f"calibration:\n  margin: 1.2\n  window_runs: -{HUGE}\n",

@@ -18,7 +18,7 @@ from checks.calibration.policy import (
     build_windows, decide, decide_all, origin_of, stats_rows,
 )
 from checks.fixing.calibration_edits import edit_source
-from checks.target.config import Calibration, Config, load_config
+from checks.config.schema import Calibration, Config, load_config
 from checks.engine import check_tree
 from checks.model import Backend
 from checks.calibration.shards import Item, heaviest, partition

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from bot.worker.calibration_pr import BRANCH, after_ingest, refresh
 from bot.store import calibration as runs
-from checks.target.config import load_config
+from checks.config.schema import load_config
 from tests.simulator.fixtures import github_sim  # noqa: F401
 from tests.test_calibration_pr import CONFIG, KIMI, NOW, QWEN, REPO, _calls, _setup, records
 from tests.test_calibration_refresh import BCG, SUITE, _opened, _runs

@@ -157,7 +157,7 @@ def test_a_raise_driven_by_one_run_says_so_with_its_link(checkout):
     assert (change["old"], change["new"]) == (500, 5250)  # 5,000 x 1.05: the p90 alone would say 560
     from bot.worker.calibration_pr import render_body
     from checks.calibration.policy import Plan, build_suite_windows, decide_all
-    from checks.target.config import Calibration
+    from checks.config.schema import Calibration
     from checks.engine import check_tree
     from checks.scanning.tree import DirectoryTree
 
@@ -245,3 +245,52 @@ def test_calibrate_reads_the_scan_cache_check_left_and_proposes_the_same(checkou
     cold = calibrate(checkout, records, "--format", "json", "--no-cache")
     assert cold.returncode == 0, cold.stderr
     assert json.loads(warm.stdout) == json.loads(cold.stdout) and json.loads(cold.stdout)["changes"]
+
+
+def test_calibrate_reads_the_contract_and_the_runners_timeout_once(checkout, tmp_path, monkeypatch):
+    """The check takes over the context calibrate read each suite's hardware from: one read of the
+    contract and of the workflows' jobs, one parse of the runner's ci_utils module (issue 38)."""
+    from click.testing import CliRunner
+
+    import checks.engine
+    import checks.target.timeout_model as timeout_model
+    from bot.cli import main
+
+    reads = {"contract": 0}
+    read_contract = checks.engine.read_contract
+
+    def counted(*args, **kwargs):
+        reads["contract"] += 1
+        return read_contract(*args, **kwargs)
+
+    monkeypatch.setattr(checks.engine, "read_contract", counted)
+    timeout_model.read_timeout_model.cache_clear()
+    (tmp_path / "durations.json").write_text(json.dumps(nightly(CKPT, [500, 510, 505, 520, 515, 498, 502, 511, 507, 509])))
+    done = CliRunner().invoke(main, ["calibrate", "--repo", str(checkout), "--durations-file", str(tmp_path / "durations.json"),
+                                     "--as-of", AS_OF.isoformat(), "--format", "json", "--no-cache"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["changes"]
+    info = timeout_model.read_timeout_model.cache_info()
+    assert reads["contract"] == 1 and (info.misses, info.hits) == (1, 1)
+
+
+def test_window_lookup_finds_what_window_for_finds():
+    from types import SimpleNamespace
+
+    from checks.calibration.policy import build_suite_windows, window_for, window_lookup
+    from checks.model import Backend
+    from checks.config.schema import Calibration
+
+    params = Calibration(hardware="MI355X", hardware_by_suite={"*mi30x*": "MI300X"})
+    records = nightly(CKPT, [500, 510, 505]) + [{**r, "hardware": "mi300x"} for r in nightly(LORA, [300, 310], first_run=2000)]
+    records += [{**r, "hardware": "MI300X"} for r in nightly(CKPT, [50, 51], first_run=3000)]
+    windows = build_suite_windows(records, params, now=AS_OF, default_branch="main")
+    assert len(windows) == 3
+    lookup = window_lookup(windows, params)
+    regs = [SimpleNamespace(file=f, backend=b, suite=s) for f in (CKPT, LORA, "tests/other.py")
+            for b in (Backend.ROCM, Backend.CUDA) for s in ("nightly-stage-c-8-gpu-mi350", "stage-x-mi30x", None)]
+    found = [(lookup(r), window_for(windows, r, params)) for r in regs]
+    assert all(a is b for a, b in found)
+    assert sum(a is not None for a, _ in found) == 4  # CKPT on either hardware (3 suites), LORA on MI300X only
+    legacy = {(CKPT, Backend.ROCM.family): windows[next(iter(windows))]}  # build_windows' (file, family) keys
+    assert window_lookup(legacy, params)(regs[0]) is window_for(legacy, regs[0], params) is not None

@@ -15,7 +15,7 @@ from bot.github.client import GitHub
 from bot.github.retry import RetryPolicy
 from bot.store import calibration as runs
 from bot.store import service as store
-from checks.target.config import load_config
+from checks.config.schema import load_config
 from tests.patience import PATIENCE
 from tests.simulator.fixtures import github_sim  # noqa: F401
 from tests.test_calibration_pr import BRANCH, CONFIG, REPO, _world

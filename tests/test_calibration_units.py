@@ -12,7 +12,7 @@ from msgspec.structs import replace
 
 from checks.calibration import policy as cal
 from checks.calibration import estimates as dur
-from checks.target.config import Calibration
+from checks.config.schema import Calibration
 from checks.model import Backend, Registration
 from checks.scanning.tree import MemoryTree
 from tests.fixtures.miles import miles_tree, test_file

@@ -52,7 +52,7 @@ def test_every_run_plan_of_both_targets_reads_right(tmp_path, source, config):
     from bot.ondemand.selection import rocm_suites
     from checks.limits import Budget
     from checks.scanning.tree import DirectoryTree
-    from checks.target.config import load_config
+    from checks.config.schema import load_config
     from checks.target.contract import read_contract
     from checks.target.target_ci import read_target_ci
 

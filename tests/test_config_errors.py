@@ -1,6 +1,6 @@
 """`config validate` reports every error of the file in one run, each at its own line.
 
-Errors of type (what msgspec refuses) and of value (checks/target/config.py `_semantic_errors`) come
+Errors of type (what msgspec refuses) and of value (checks/config/schema.py `_semantic_errors`) come
 together, in line order; a `yes`, `no`, `on` or `off` that YAML 1.1 would read as a boolean gets a
 hint (this file is read as YAML 1.2); a rule written by its name is reported at its own line.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import subprocess
 
-from checks.target.config import load_config
+from checks.config.schema import load_config
 from tests.conftest import CLI
 
 FILE = """\

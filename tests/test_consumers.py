@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from checks.target.config import Config, Consumer, load_config
+from checks.config.schema import Config, Consumer, load_config
 from checks.engine import check_tree
 from checks.limits import Budget, Limits
 from checks.model import Severity
 from checks.scanning.tree import MemoryTree
-from checks.target.workflows import read_consumers, read_workflow
+from checks.workflows.runs import read_consumers, read_workflow
 from tests.fixtures import miles
 from tests.fixtures.miles import miles_tree, test_file
 from tests.simulator.fixtures import github_sim  # noqa: F401  (the simulated GitHub, validated against its REST description)
@@ -530,7 +530,7 @@ def test_another_repositorys_runner_of_the_same_name_is_not_a_consumer():
     """sglang's nightly runs miles' runner (`tests/ci/run_suite.py`, in a miles checkout) for miles'
     suites: checked as sglang (runner `test/run_suite.py`), those are not sglang's consumers; an
     absolute path to the same runner (a checkout elsewhere) and `cd test && python3 run_suite.py` are."""
-    from checks.target.config import load_config
+    from checks.config.schema import load_config
 
     wf = ("on: push\njobs:\n  j:\n    steps:\n"
           "      - run: python3 tests/ci/run_suite.py --hw rocm --suite miles-suite\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from checks.target.workflows import _direct_runs, direct_run_of
+from checks.workflows.runs import _direct_runs, direct_run_of
 
 COVERAGE = """\
 jobs:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.target.config import load_config
+from checks.config.schema import load_config
 from checks.target.contract import read_contract
 from checks.engine import check_tree
 from checks.scanning.tree import DirectoryTree, MemoryTree

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from checks.target.config import Dispatch, load_config
-from checks.target.ci_jobs import read_suite_jobs
+from checks.config.schema import Dispatch, load_config
+from checks.workflows.jobs import read_suite_jobs
 from checks.target.dispatch_plan import NoRunner, gpus_of_labels, partition, plan
 from checks.target.runner import RunnerOption, read_runner
 
@@ -238,7 +238,7 @@ def test_a_star_entry_dispatches_every_suite_and_a_suites_own_entry_wins():
 
 # -- issue 37: pins for what a mutation sample found open ---------------------------------------------
 def _job(workflow: str, job: str, line: int = 10, **kw):
-    from checks.target.ci_jobs import SuiteJob
+    from checks.workflows.jobs import SuiteJob
 
     fields = dict(suite="nightly-stage-c-8-gpu-mi350", workflow=workflow, job=job, line=line, external=False,
                   pool=("linux-mi35x-gpu-8",), hw="rocm", cadence="nightly", pull_request=False, scheduled=True,

@@ -17,8 +17,8 @@ import yaml
 from click.testing import CliRunner
 
 from bot.cli import main
-from checks.target.config import Config, load_config
-from checks.target.config_docs import defaults, defaults_yaml, json_schema, json_schema_text, missing_descriptions, reference_markdown
+from checks.config.schema import Config, load_config
+from checks.config.reference import defaults, defaults_yaml, json_schema, json_schema_text, missing_descriptions, reference_markdown
 from checks.rule_docs import ADVICE, documented, rules_markdown
 from checks.rules import RULES
 from bot.store.ondemand_states import markdown as ondemand_states_markdown
@@ -53,7 +53,8 @@ def test_every_rule_has_docs_and_a_section():
 def test_every_rule_module_is_complete():
     """One module per rule: code, name, severity, summary, fixable, and the Why/Example/How to fix docs."""
     from checks.model import Severity
-    from checks.ruleset import REQUIRED_SECTIONS, rule_modules
+    from checks.rules import rule_modules
+    from checks.ruleset import REQUIRED_SECTIONS
 
     modules = rule_modules()
     assert len({m.CODE for m in modules}) == len(modules)

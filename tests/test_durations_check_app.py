@@ -17,7 +17,7 @@ from bot.worker.handlers.pull_requests import CHECK_NAME, render
 from bot.worker.queue import QueueConfig, open_queue
 from bot.infra.settings import load_settings
 from bot.store.db import get_engine, upgrade
-from checks.target.config import load_config
+from checks.config.schema import load_config
 from checks.engine import check_tree
 from checks.scanning.tree import MemoryTree
 from tests.conftest import CLI

@@ -16,7 +16,7 @@ import pytest
 from checks.calibration import evidence
 from checks.calibration.durations_index import durations_index
 from checks.model import Change
-from checks.target.config import Calibration
+from checks.config.schema import Calibration
 from tests.test_cli import cli
 from tests.test_pr_summary import NIGHTLY, seed_pr  # noqa: F401 - the seed PR's repository (module fixture)
 from tests.test_seed_pr import git

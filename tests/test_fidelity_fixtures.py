@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.target.config import Config
+from checks.config.schema import Config
 from checks.target.contract import read_contract
 from checks.engine import check_tree
 from checks.model import Backend

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from checks.target.ci_images import Shell, start_script_rule
-from checks.target.ci_jobs import gpus_of_labels, read_suite_jobs
-from checks.target.config import Config, Dispatch, load_config
+from checks.workflows.images import Shell, start_script_rule
+from checks.workflows.jobs import gpus_of_labels, read_suite_jobs
+from checks.config.schema import Config, Dispatch, load_config
 from checks.target.dispatch_plan import NoRunner, choose_job, plan
-from checks.target.gh_expressions import UNKNOWN, Scope, evaluate, substitute
+from checks.workflows.expressions import UNKNOWN, Scope, evaluate, substitute
 from checks.target.runner_policy import read_label_policy
 from checks.target.target_ci import read_target_ci
 from checks.scanning.tree import DirectoryTree

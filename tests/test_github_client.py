@@ -351,3 +351,67 @@ def test_tokens_and_keys_never_reach_the_logs(capsys, rsa_key):
     assert "ghs_abcdefghijklmnop" not in err and "PRIVATE KEY" not in err
     assert line["event"] == "calling"
     assert redact("x eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiIxIn0.c2lnbmF0dXJl y") == "x [redacted] y"
+
+
+def test_a_file_on_a_branch_comes_with_the_branchs_commit_in_one_request(gh):
+    """branch_file: the file at the branch's head and that head in one GraphQL request; the next
+    branch_head of that branch in this client is that commit (no ref request), the one after asks."""
+    sim, github, client, repo, sha = gh
+    sim.graphql.text_limit = 64
+    head = repo.commit({"cfg.yml": b"a: 1\n", "long.py": b"y = 1\n" * 40, "bin.dat": b"\x00\x01"}, branch="main")
+    ops = lambda: [r["operation"] for r in sim.requests_log if not r["operation"].startswith("apps/")]  # noqa: E731
+    assert client.branch_file("radixark/miles", "cfg.yml", "main") == b"a: 1\n"
+    assert ops() == ["graphql"]
+    repo.commit({"cfg.yml": b"a: 2\n"}, branch="main")  # the branch moves on after the read
+    assert client.branch_head("radixark/miles", "main") == head  # the commit the file was read at
+    assert ops() == ["graphql"]
+    assert client.branch_head("radixark/miles", "main") != head  # once: then GitHub is asked again
+    assert ops() == ["graphql", "git/get-ref"]
+    # the default branch by name None; what GraphQL cannot carry exactly comes from the blob
+    assert client.branch_file("radixark/miles", "long.py", None) == b"y = 1\n" * 40
+    assert client.branch_file("radixark/miles", "bin.dat", None) == b"\x00\x01"
+    assert ops()[2:] == ["graphql", "git/get-blob", "graphql", "git/get-blob"]
+    # absent: a path, a directory, a branch, a repository this installation cannot read
+    assert client.branch_file("radixark/miles", "missing.yml", "main") is None
+    assert client.branch_file("radixark/miles", "dir", "main") is None
+    assert client.branch_file("radixark/miles", "cfg.yml", "no-such-branch") is None
+    sim.create_repo("radixark/private")
+    assert client.branch_file("radixark/private", "cfg.yml", None) is None
+    assert client.branch_file("radixark/miles", "cfg.yml", "main") == client.file_at("radixark/miles", "cfg.yml", "main") == b"a: 2\n"
+
+
+def test_threads_wanting_one_tree_list_it_once(gh):
+    """A /run-rocm handled beside its PR's running check lists the head once between them."""
+    import threading
+
+    sim, github, client, repo, sha = gh
+    sim.inject_fault("GET", r"/git/trees/", "slow", times=None, delay=0.3)
+    trees = [GitHubTree(github.for_installation(client.installation_id), "radixark/miles", sha) for _ in range(3)]
+    results = []
+    threads = [threading.Thread(target=lambda t=t: results.append(sorted(t.paths()))) for t in trees]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(PATIENCE)
+    assert results == [["a.py", "dir/b.py", "dir/c.py"]] * 3
+    assert len([r for r in sim.requests_log if "/git/trees/" in r["path"]]) == 1
+    assert github._flights == {}
+
+
+def test_a_file_longer_than_graphql_cuts_comes_from_its_blob_alone(gh):
+    """Once GraphQL has cut a text, files known (from the listing) to be longer are read from
+    their blobs, raw, without first coming cut through GraphQL."""
+    sim, github, client, repo, sha = gh
+    sim.graphql.text_limit = 64
+    first = repo.commit({"long1.py": b"y = 1\n" * 40, "ok.py": b"z = 2\n"}, branch="main")
+    GitHubTree(client, "radixark/miles", first).prefetch(["long1.py", "ok.py"])
+    assert github.graphql_cut == 64
+    before = len(sim.requests_log)
+    files = {"long2.py": b"y = 2\n" * 40, "long3.py": b"y = 3\n" * 40, "ok2.py": b"z = 3\n", "ok3.py": b"z = 4\n"}
+    second = repo.commit(files, branch="main")
+    tree = GitHubTree(client, "radixark/miles", second)
+    tree.paths()
+    tree.prefetch(list(files))
+    ops = [r["operation"] for r in sim.requests_log[before:] if r["operation"] not in ("git/get-tree", "apps/create-installation-access-token")]
+    assert sorted(ops) == ["git/get-blob", "git/get-blob", "graphql"]
+    assert {p: tree.read(p) for p in files} == files

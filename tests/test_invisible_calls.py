@@ -1,11 +1,11 @@
 """REG003's walk visits only the top-level statements whose lines name a register function
-(checks/ruleset/reg003_invisible_registration.py). A derived answer must equal the source answer:
+(checks/ruleset/reading/reg003_invisible_registration.py). A derived answer must equal the source answer:
 here the narrowed walk is compared with the whole module's walk on many composed modules."""
 
 import ast
 import random
 
-from checks.ruleset import reg003_invisible_registration as reg003
+from checks.ruleset.reading import reg003_invisible_registration as reg003
 
 FUNCTIONS = {"register_cuda_ci", "register_cpu_ci", "register_amd_ci"}
 

@@ -14,7 +14,7 @@ import pytest
 
 from bot.analysis.bounded import AnalysisError, LimitExceeded, budget_from_env, run_check_bounded
 from bot.analysis.sources import GitHubTree
-from checks.target.config import load_config
+from checks.config.schema import load_config
 from checks.engine import check_tree
 from checks.limits import Limits
 from checks.model import Severity, code
@@ -162,7 +162,7 @@ def test_two_thousand_star_references_after_a_comment_block():
 
 
 def test_starred_references_keep_the_comment_above_each_entry():
-    from checks.target.config import Config
+    from checks.config.schema import Config
     from checks.target.contract import read_contract
 
     contract = read_contract(MemoryTree(attacks.starred_references(references=3, comment_lines=2)), Config())

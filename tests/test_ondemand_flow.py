@@ -220,21 +220,23 @@ def test_requests_on_postgresql_keep_one_run_in_flight(pg_url):
     assert store.claim_step(pg_url, "k", "reply") and not store.claim_step(pg_url, "k", "reply")
 
 
-def test_a_warm_maintainer_command_costs_eleven_github_calls(od):
+def test_a_warm_maintainer_command_costs_ten_github_calls(od):
     """Pinned: the PR's check has read the head; the command then needs its head, the trusted
-    configuration, the comment re-read just before acting on it (issue 25: deleted or edited, it acts
-    on nothing), the default branch's commit and tree (whose CI the run plan copies: its files
-    are the blobs the check read already, and the external consumer is cached), the permission,
-    the dispatch, and the four writes the PR sees."""
+    configuration read with the default branch's commit in one GraphQL request (issue 38: that
+    commit is the one whose CI the run plan copies, so no ref request), the comment re-read just
+    before acting on it (issue 25: deleted or edited, it acts on nothing), the default branch's
+    tree (its files are the blobs the check read already, and the external consumer is cached),
+    the permission, the dispatch, and the four writes the PR sees."""
     od.world.deliver(od.sim.webhook("pull_request", "opened", app=od.world.app, repo=od.repo, pull=od.pr, sender="bob"))
     od.world.drain()
     before = len(od.sim.requests_log)
     od.comment(f"/run-rocm {SUITE}", author="maint")
     calls = [r["operation"] for r in od.sim.requests_log[before:]]
-    assert calls == ["pulls/get", "reactions/create-for-issue-comment", "repos/get-content", "issues/get-comment",
-                     "git/get-ref",
+    assert calls == ["pulls/get", "reactions/create-for-issue-comment", "graphql", "issues/get-comment",
                      "git/get-tree", "repos/get-collaborator-permission-level", "actions/create-workflow-dispatch", "checks/create",
                      "reactions/create-for-issue-comment", "issues/create-comment"]
+    [d] = od.dispatches()
+    assert d["ref"] == "main"
 
 
 def test_a_command_that_is_the_first_delivery_for_its_pr_reads_its_contract_and_ci_in_bulk(od):
@@ -245,8 +247,8 @@ def test_a_command_that_is_the_first_delivery_for_its_pr_reads_its_contract_and_
     before = len(od.sim.requests_log)
     od.comment(f"/run-rocm {SUITE}", author="maint")
     calls = [r["operation"] for r in od.sim.requests_log[before:] if r["operation"] != "apps/create-installation-access-token"]
-    assert calls == ["pulls/get", "reactions/create-for-issue-comment", "repos/get-content", "issues/get-comment",
-                     "git/get-ref", "repos/get-content", "git/get-tree", "git/get-tree", "graphql", "graphql",
+    assert calls == ["pulls/get", "reactions/create-for-issue-comment", "graphql", "issues/get-comment",
+                     "repos/get-content", "git/get-tree", "git/get-tree", "graphql", "graphql",
                      "repos/get-collaborator-permission-level", "actions/create-workflow-dispatch", "checks/create",
                      "reactions/create-for-issue-comment", "issues/create-comment"]
     assert len(od.dispatches()) == 1
@@ -540,7 +542,7 @@ def test_command_selection_parses_nothing_in_the_worker(od, no_parsing_here):
 def test_the_patch_would_catch_a_worker_that_parses(no_parsing_here):
     # the child's side of a selection, run in this process as the worker once did: the patch trips
     from bot.ondemand.selection import analyse
-    from checks.target.config import load_config
+    from checks.config.schema import load_config
     from checks.scanning.tree import MemoryTree
     from tests.ondemand_support import CONFIG, ondemand_files
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from checks.target.config import Dispatch, load_config
+from checks.config.schema import Dispatch, load_config
 from checks.target.dispatch_plan import plan
 from checks.calibration.job_log import parse_job_log
 from checks.target.target_ci import read_target_ci

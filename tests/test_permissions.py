@@ -12,7 +12,7 @@ import pytest
 from bot.github.client import GitHub
 from bot.github.retry import GitHubError, RetryPolicy, TransientError
 from bot.ondemand.permissions import TEAMS_NEED_MEMBERS_READ, Authority, authority, role_of
-from checks.target.config import Approvers
+from checks.config.schema import Approvers
 from tests.patience import PATIENCE
 from tests.simulator.fixtures import github_sim  # noqa: F401
 

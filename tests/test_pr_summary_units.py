@@ -194,3 +194,78 @@ def test_a_file_the_runner_registered_implicitly_counts_before_its_registration(
     (row,) = summary.rows
     assert (row.suite, row.files_added, row.files_before, row.files_after) == ("stage-a-cpu", [], 2, 2)
     assert (row.est_before, row.est_after) == (2.0, 31.0)  # miles' other tests/fast file is implicit too
+
+
+# -- same_code compares statement by statement: the verdict of the whole files' shapes -----------------
+DIFFERENTIAL = b'''# -*- a comment -*-
+"""Doc."""
+import os
+from tests.ci.ci_register import register_cuda_ci, register_rocm_ci as rr
+from tests.ci.ci_register import register_amd_ci
+
+register_cuda_ci(est_time=60, suite="stage-b-test-1-gpu-small")
+x = 1; register_amd_ci(est_time=5, suite="s")
+CI_SUITES = {"a": [1, 2]}
+
+
+@pytest.mark.parametrize("v", ["\xc3\xa9t\xc3\xa9"])
+def test_x(v):
+    from tests.ci.ci_register import register_cuda_ci
+    if v:
+        register_cuda_ci(est_time=1, suite="nested")
+    assert os.sep
+
+
+class T:
+    def test_y(self):
+        return "\xe2\x9c\x93"
+'''
+_EDITS = [
+    (b"", b""),
+    (b'est_time=60', b'est_time=90'),
+    (b'"stage-b-test-1-gpu-small")\n', b'"stage-b-test-1-gpu-small")\nregister_rocm_ci(est_time=9, suite="r")\n'),
+    (b"register_cuda_ci, register_rocm_ci as rr", b"register_cuda_ci, register_rocm_ci as rr, register_npu_ci"),
+    (b"register_cuda_ci, register_rocm_ci as rr", b"register_cuda_ci, os_sep"),
+    (b"x = 1;", b"x = 2;"),
+    (b"x = 1; register_amd_ci(est_time=5, suite=\"s\")", b"x = 1"),
+    (b'CI_SUITES = {"a": [1, 2]}', b'CI_SUITES = {"a": [1, 2, 3]}'),
+    (b'CI_SUITES = {"a": [1, 2]}', b'CI_SUITES = compute()'),
+    (b'["\xc3\xa9t\xc3\xa9"]', b'["ete"]'),
+    (b"@pytest.mark.parametrize", b"@pytest.mark.skip\n@pytest.mark.parametrize"),
+    (b"register_cuda_ci(est_time=1, suite=\"nested\")", b"register_cuda_ci(est_time=2, suite=\"nested\")"),
+    (b"register_cuda_ci(est_time=1, suite=\"nested\")", b"pass"),
+    (b"register_cuda_ci(est_time=1, suite=\"nested\")", b"os.sep"),
+    (b"    assert os.sep\n", b"    assert os.sep  # a comment\n\n"),
+    (b'"""Doc."""', b'"""Other doc."""'),
+    (b"def test_x(v):", b"def test_x(v) :"),
+    (b"class T:", b"class U:"),
+    (b"\n", b"\r\n"),  # the parser's own line endings: compared whole
+    (b"# -*- a comment -*-", b"# -*- coding: latin-1 -*-"),  # compared whole
+    (b"return", b"return ("),  # does not parse
+]
+
+
+@pytest.mark.parametrize("inventory", [False, True])
+@pytest.mark.parametrize("old, new", _EDITS)
+def test_same_code_is_the_verdict_of_the_whole_shapes(old, new, inventory):
+    from checks.reporting.pr_summary import _shape
+
+    def whole(a, b):  # the definition: the whole files' shapes, compared
+        x, y = _shape(a, inventory=inventory), _shape(b, inventory=inventory)
+        return x is not None and x == y
+
+    edited = DIFFERENTIAL.replace(old, new) if old else DIFFERENTIAL
+    assert same_code(DIFFERENTIAL, edited, inventory=inventory) is whole(DIFFERENTIAL, edited)
+    assert same_code(edited, DIFFERENTIAL, inventory=inventory) is whole(edited, DIFFERENTIAL)
+
+
+def test_same_code_verdicts_the_differential_covers():
+    """The edits above reach both verdicts, through both the statement-wise and the whole path."""
+    from checks.reporting.pr_summary import _plain
+
+    assert _plain(DIFFERENTIAL) and not _plain(DIFFERENTIAL.replace(b"\n", b"\r\n"))
+    assert same_code(DIFFERENTIAL, DIFFERENTIAL.replace(b"est_time=60", b"est_time=90"))
+    assert same_code(DIFFERENTIAL, DIFFERENTIAL.replace(b"    assert os.sep\n", b"    assert os.sep  # c\n\n"))
+    assert not same_code(DIFFERENTIAL, DIFFERENTIAL.replace(b"x = 1;", b"x = 2;"))
+    assert same_code(DIFFERENTIAL, DIFFERENTIAL.replace(b"\n", b"\r\n"))
+    assert not same_code(DIFFERENTIAL, DIFFERENTIAL.replace(b"class T:", b"class U:").replace(b"\n", b"\r\n"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checks.target.config import Config
+from checks.config.schema import Config
 from checks.target.contract import read_contract
 from checks.engine import check_tree
 from checks.scanning.registrations import scan_file

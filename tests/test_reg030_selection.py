@@ -11,8 +11,8 @@ from checks.calibration.shards import Item, heaviest, partition
 from checks.engine import build_context, check_tree
 from checks.limits import Budget
 from checks.scanning.tree import DirectoryTree, MemoryTree
-from checks.target.config import load_config
-from checks.target.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES
+from checks.config.schema import load_config
+from checks.workflows.runs import GITHUB_DEFAULT_TIMEOUT_MINUTES
 
 TARGETS = Path(__file__).parent / "fixtures" / "targets"
 SGLANG = TARGETS / "sglang" / "ci-382343f"

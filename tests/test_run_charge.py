@@ -19,7 +19,7 @@ from checks.engine import check_tree
 from checks.limits import Budget
 from checks.reporting.render import check_run_summary, suggested_runs
 from checks.scanning.tree import DirectoryTree, MemoryTree
-from checks.target.config import load_config
+from checks.config.schema import load_config
 from checks.target.target_ci import read_target_ci
 from tests.test_cli import cli
 from tests.test_pr_summary import NIGHTLY, _check, seed_pr  # noqa: F401 - the seed PR fixture

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from checks.target.config import load_config
+from checks.config.schema import load_config
 from checks.target.contract import read_contract
 from checks.engine import check_tree, discover
 from checks.model import Backend

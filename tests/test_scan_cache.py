@@ -10,7 +10,7 @@ import json
 import os
 
 from checks.target.contract import read_contract
-from checks.target.config import Config
+from checks.config.schema import Config
 from checks.engine import check_tree
 from checks.scanning.registrations import scan_file
 from checks.scanning.scan_cache import DiskScanCache
@@ -223,7 +223,7 @@ def test_the_contract_fingerprint_is_the_same_in_every_process():
     root = Path(__file__).resolve().parent.parent
     script = (
         "from pathlib import Path\n"
-        "from checks.target.config import load_config\n"
+        "from checks.config.schema import load_config\n"
         "from checks.target.contract import read_contract\n"
         "from checks.scanning.scan_facts import contract_fingerprint\n"
         "from checks.scanning.tree import DirectoryTree\n"

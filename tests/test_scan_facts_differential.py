@@ -223,7 +223,7 @@ def test_the_index_on_postgresql_answers_the_same_report(pg_url):
 def test_an_edit_of_the_runner_that_moves_its_lines_keeps_the_index_warm():
     """sglang edits test/run_suite.py every few days; the scans of its test files do not change,
     so the contract fingerprint (the index key) must not either."""
-    from checks.target.config import load_config
+    from checks.config.schema import load_config
     from checks.target.contract import read_contract
     from checks.scanning.tree import MemoryTree
 

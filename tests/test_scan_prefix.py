@@ -10,7 +10,7 @@ import random
 
 from checks.scanning import registrations
 from checks.scanning.registrations import scan_file
-from checks.target.config import Config
+from checks.config.schema import Config
 from checks.target.contract import read_contract
 from checks.scanning.tree import MemoryTree
 from tests.fixtures.miles import miles_tree

@@ -2,8 +2,8 @@
 both targets (tests/fixtures/targets/*/ci-*) and on small trees that pin each reading rule.
 
 The model joins two readings of the same workflows: the consumer reading the rules point with
-(checks/target/workflows.py) and the job reading `run-plan` copies a job with
-(checks/target/ci_jobs.py). The differential tests below hold them to the same answer: every
+(checks/workflows/runs.py) and the job reading `run-plan` copies a job with
+(checks/workflows/jobs.py). The differential tests below hold them to the same answer: every
 (suite, backend) one finds, the other finds.
 """
 
@@ -18,7 +18,7 @@ import yaml
 from checks.engine import build_context
 from checks.model import Backend
 from checks.limits import Budget
-from checks.target.config import load_config
+from checks.config.schema import load_config
 from checks.scanning.tree import DirectoryTree, MemoryTree
 
 TARGETS = Path(__file__).parent / "fixtures" / "targets"

@@ -17,7 +17,7 @@ from checks.engine import build_context, check_tree
 from checks.limits import Budget
 from checks.reporting.render import check_run_actions
 from checks.scanning.tree import DirectoryTree, MemoryTree
-from checks.target.config import load_config
+from checks.config.schema import load_config
 from tests.fixtures.miles import miles_tree, test_file
 
 TARGETS = Path(__file__).parent / "fixtures" / "targets"

@@ -147,7 +147,7 @@ def run_check_bounded(
     memory_bytes = env_memory if memory_bytes is None else memory_bytes
     limits = limits or Limits.from_env(os.environ)
     if config_text is _FROM_TREE:
-        from checks.target.config import CONFIG_PATH
+        from checks.config.schema import CONFIG_PATH
 
         config_text = head.read(CONFIG_PATH)
     if consumers_from:  # enough of an oversized file for the engine to see it is over the cap

@@ -113,6 +113,8 @@ def prefetch_trees(pairs) -> None:
     wanted: dict[str, tuple[GitHubTree, str]] = {}
     sizes: dict[str, int] = {}
     listed_shas: set[str] = set()
+    cut = client.github.graphql_cut
+    whole: list[str] = []  # blobs longer than GraphQL has cut a text: read over REST at once
     for tree, paths in pairs:
         if tree.client is not client or tree.repo != repo:
             raise ValueError("prefetch_trees reads one repository with one client")
@@ -122,12 +124,17 @@ def prefetch_trees(pairs) -> None:
                 if sha is None or sha in listed_shas or cache.get(sha) is not None:
                     continue  # absent or a link (read on demand), asked already, or cached
                 listed_shas.add(sha)
+                if cut is not None and tree._sizes.get(path, 0) > cut:
+                    whole.append(sha)
+                    continue
             elif path in tree._by_path:
                 continue
             expression = f"{tree.sha}:{path}"
             wanted.setdefault(expression, (tree, path))
             if tree.listed and path in tree._sizes:
                 sizes[expression] = tree._sizes[path]
+    for sha in whole:
+        client.blob(repo, sha)
     if not wanted:
         return
     if len(wanted) == 1:

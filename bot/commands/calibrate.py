@@ -100,8 +100,7 @@ def calibrate(repo: str | None, from_store: bool, durations_file: str | None, re
               no_cache: bool = False) -> None:
     """Propose est_time values from stored durations (docs/calibration.md). Exit 2: usage or environment error."""
     from checks.calibration.policy import Bounds, Plan, build_suite_windows, decide_all, stats_rows
-    from checks.target.config import CONFIG_PATH, load_config
-    from checks.target.contract import read_contract
+    from checks.config.schema import CONFIG_PATH, load_config
     from checks.engine import check_tree
     from checks.scanning.tree import DirectoryTree
 
@@ -133,8 +132,11 @@ def calibrate(repo: str | None, from_store: bool, durations_file: str | None, re
 
     from checks.engine import build_context
 
-    # each suite's calibration hardware from the pool its jobs run on (configuration first)
-    config = build_context(tree, config)[0].config
+    # each suite's calibration hardware from the pool its jobs run on (configuration first); the
+    # check below takes this context over (the contract and the workflows are read once)
+    context = build_context(tree, config)
+    ctx = context[0]
+    config = ctx.config
     params = with_runner_timeout(config.calibration, tree.read, config.paths.register_module)
     windows = build_suite_windows(records, params, now=now, repository=repository, default_branch=default_branch)
     from bot.commands.root import scan_cache_for
@@ -142,19 +144,21 @@ def calibrate(repo: str | None, from_store: bool, durations_file: str | None, re
 
     # The checkout's scan cache, as `check` reads it: a file checked before is not parsed again.
     report = check_tree(tree, durations=stats_rows(windows), fixes=False,
-                        scan_cache=None if no_cache else scan_cache_for(root, cache_dir), workers=available_workers())
+                        scan_cache=None if no_cache else scan_cache_for(root, cache_dir), workers=available_workers(),
+                        context=context)
     if records or durations_file:
         from bot.durations.file_reader import nothing_read
-        from checks.calibration.policy import window_for
+        from checks.calibration.policy import window_lookup
 
         mine = [r for r in records if repository is None or r.get("repository") in (None, repository)]
         # used: windows some registration reads (its suite's hardware), not windows of a hardware
         # no suite here calibrates on
-        used = sum(1 for r in report.registrations if not r.implicit and window_for(windows, r, params) is not None)
+        window = window_lookup(windows, params)
+        used = sum(1 for r in report.registrations if not r.implicit and window(r) is not None)
         notice = nothing_read(durations_file or "the store", mine, used, params.hardware, repository)
         if notice:
             click.echo(f"ci-registrar calibrate: {notice}", err=True)
-    bounds = Bounds.of(read_contract(tree, config))
+    bounds = Bounds.of(ctx.contract)
     plan = Plan(decide_all(report.registrations, windows, params, bounds))
     suites = [f.message for f in report.findings if f.rule == "REG030"]
 

@@ -225,7 +225,7 @@ def check(paths: tuple[str, ...], repo: str | None, base: str | None, head: str 
         if reported is not None:
             report.findings = [f for f in report.findings if reported(f.rule)]
         if named is not None:
-            from checks.rules import UNSELECTABLE
+            from checks.ruleset import UNSELECTABLE
 
             report.findings = [f for f in report.findings if f.rule in UNSELECTABLE or any(
                 f.file == p or f.file.startswith(p.rstrip("/") + "/") for p in named)]
@@ -319,7 +319,8 @@ def _rule_filter(select: tuple[str, ...], ignore: tuple[str, ...]):
     """Which rule codes a report keeps, from --select and --ignore/--extend-ignore (None: all)."""
     if not select and not ignore:
         return None
-    from checks.rules import RULES, UNSELECTABLE, resolve_rules
+    from checks.rules import RULES, resolve_rules
+    from checks.ruleset import UNSELECTABLE
 
     def codes(option: str, values: tuple[str, ...]) -> set[str]:
         found, unknown = resolve_rules(part for value in values for part in value.split(","))

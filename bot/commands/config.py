@@ -22,7 +22,7 @@ def validate(path: str | None, repo: str | None) -> None:
     """Validate PATH (default: the checkout's .github/ci-registrar.yml; a checkout without one uses the
     defaults, which are valid). Exit 0 valid, 1 invalid, 2 unreadable."""
     from bot.commands.root import checkout
-    from checks.target.config import CONFIG_PATH, load_config
+    from checks.config.schema import CONFIG_PATH, load_config
 
     if path:
         target = Path(path)
@@ -54,7 +54,7 @@ def validate(path: str | None, repo: str | None) -> None:
 @config.command()
 def defaults() -> None:
     """Print the default configuration as YAML (every key, every default)."""
-    from checks.target.config_docs import defaults_yaml
+    from checks.config.reference import defaults_yaml
 
     click.echo(defaults_yaml(), nl=False)
 
@@ -62,7 +62,7 @@ def defaults() -> None:
 @config.command()
 def reference() -> None:
     """Print docs/configuration.md: every key, its type, default and meaning."""
-    from checks.target.config_docs import reference_markdown
+    from checks.config.reference import reference_markdown
 
     click.echo(reference_markdown(), nl=False)
 
@@ -70,6 +70,6 @@ def reference() -> None:
 @config.command()
 def schema() -> None:
     """Print docs/ci-registrar.schema.json, the JSON Schema of the file for editors."""
-    from checks.target.config_docs import json_schema_text
+    from checks.config.reference import json_schema_text
 
     click.echo(json_schema_text(), nl=False)

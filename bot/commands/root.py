@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-CONFIG_PATH = ".github/ci-registrar.yml"  # checks.target.config.CONFIG_PATH, without importing the checks here
-REGISTER_MODULE = "tests/ci/ci_register.py"  # checks.target.config.Paths.register_module's default
+CONFIG_PATH = ".github/ci-registrar.yml"  # checks.config.schema.CONFIG_PATH, without importing the checks here
+REGISTER_MODULE = "tests/ci/ci_register.py"  # checks.config.schema.Paths.register_module's default
 
 
 def _marks_root(candidate: Path) -> bool:
@@ -42,7 +42,7 @@ def checkout(command: str, repo: str | None, start: Path | None = None) -> Path:
 
 def is_target(tree) -> bool:
     """A repository the commands apply to: it has the configuration or the register module."""
-    from checks.target.config import CONFIG_PATH, load_config
+    from checks.config.schema import CONFIG_PATH, load_config
 
     if tree.read(CONFIG_PATH) is not None:
         return True
@@ -59,7 +59,7 @@ def uncommitted_mark(root, revision) -> str | None:
     """The file that makes the working tree at `root` a target repository while the commit `revision`
     (a tree) lacks it: the configuration, or the register module it or the defaults name."""
     from checks.scanning.tree import DirectoryTree
-    from checks.target.config import CONFIG_PATH, load_config
+    from checks.config.schema import CONFIG_PATH, load_config
 
     work = DirectoryTree(root)
     if not is_target(work):

@@ -44,7 +44,7 @@ def run_plan(suite: str, more_files: tuple[str, ...], repo: str | None, files: t
     image, shards, timeouts, command, files, GPUs, GPU-hours and the job it copies."""
     from bot.commands.root import checkout
     from bot.ondemand.selection import NotSelectable, select
-    from checks.target.config import CONFIG_PATH, load_config
+    from checks.config.schema import CONFIG_PATH, load_config
     from checks.target.contract import read_contract
     from checks.target.dispatch_plan import plan_lines
     from checks.target.run_cost import charge

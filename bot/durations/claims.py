@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 
 from bot.store import service as store
-from checks.target.config import CONFIG_PATH, Config, load_config
+from checks.config.schema import CONFIG_PATH, Config, load_config
 
 CLAIMS_ENV = "CI_REGISTRAR_DURATION_CLAIMS"
 

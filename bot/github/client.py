@@ -211,6 +211,10 @@ class GitHub:
         # check: about 25 miles-sized listings are kept. 16 MB (a hundred) was most of a worker's
         # growth over 200 checks (issue 38: +26 MB, still growing from 100 checks to 200).
         self.trees = _LRU(max_items=256, max_bytes=4 * 1024 * 1024)
+        # The longest text GraphQL has cut (isTruncated) in this process: a file known to be longer is
+        # read from its blob at once (bot.analysis.sources.prefetch_trees), not sent cut first. GitHub
+        # does not publish where it cuts; None until it has cut one.
+        self.graphql_cut: int | None = None
         self._flights: dict[str, list] = {}  # blob sha -> [lock, waiters]: one fetch per blob at a time
         self._flights_lock = threading.Lock()
         self._blocked: dict[int | None, float] = {}  # installation -> rate limited until (epoch s)
@@ -368,6 +372,9 @@ class InstallationClient:
         self.installation_id = installation_id
         self._token: str | None = None
         self.gh = github.pygithub(_CurrentToken(self._auth_token))
+        # (repo, branch) -> the commit branch_file read the branch at: this client's (this job's)
+        # next branch_head answer for that branch, once
+        self._branch_seen: dict[tuple[str, str | None], str] = {}
 
     def _auth_token(self) -> str:
         if self.github.auth is None:
@@ -429,13 +436,20 @@ class InstallationClient:
         key = (repo, sha)
         cached = self.github.trees.get(key)
         if cached is None:
-            # As JSON, not as PyGithub's GitTree: a miles-sized listing is 1,700 entries, and an
-            # object per entry cost more CPU than the rest of a warm PR check in this process.
-            raw = self.get_json(f"/repos/{repo}/git/trees/{quote(sha, safe='')}", "/repos/{owner}/{repo}/git/trees/{tree_sha}",
-                                {"recursive": "1"})
-            cached = _compact_tree(raw)
-            self.github.trees.put(key, cached, len(cached["packed"]) + 200)
+            with self.github.single_flight(f"tree:{repo}:{sha}"):  # a /run-rocm beside its PR's running check
+                cached = self.github.trees.get(key)  # listed by another thread while this one waited
+                if cached is None:
+                    cached = self._list_tree(repo, sha, key)
         return _unpack_tree(cached)
+
+    def _list_tree(self, repo: str, sha: str, key) -> dict:
+        # As JSON, not as PyGithub's GitTree: a miles-sized listing is 1,700 entries, and an
+        # object per entry cost more CPU than the rest of a warm PR check in this process.
+        raw = self.get_json(f"/repos/{repo}/git/trees/{quote(sha, safe='')}", "/repos/{owner}/{repo}/git/trees/{tree_sha}",
+                            {"recursive": "1"})
+        cached = _compact_tree(raw)
+        self.github.trees.put(key, cached, len(cached["packed"]) + 200)
+        return cached
 
     def tree_level(self, repo: str, sha: str) -> dict:
         """One level of a tree (when the recursive listing came back truncated)."""
@@ -449,14 +463,38 @@ class InstallationClient:
             data = self.github.blobs.get(sha)  # fetched by another thread while this one waited
             if data is not None:
                 return data
-            blob = self.call("GET", "/repos/{owner}/{repo}/git/blobs/{file_sha}",
-                             lambda: self._repo(repo).get_git_blob(sha))
-            if blob.encoding == "base64":
-                data = base64.b64decode(blob.content or "")
-            else:
-                data = (blob.content or "").encode()
+            data = self.call("GET", "/repos/{owner}/{repo}/git/blobs/{file_sha}",
+                             lambda: self._raw_blob(repo, sha))
             self.github.blobs.put(sha, data)
             return data
+
+    def _raw_blob(self, repo: str, sha: str) -> bytes:
+        """A blob's bytes as GitHub stores them (`Accept: application/vnd.github.raw`): they come off
+        the socket as they are. The JSON form is base64 in JSON, and decoding it held the GIL
+        (issue 38: a flood of 3.5 MB files cost the worker 0.74 CPU-s per 20 files, most of it
+        base64 and JSON, while other installations' checks waited for the interpreter). Bytes whose
+        git blob SHA is not `sha` (a body cut short) are a dropped connection: retried."""
+        call = transport.current()
+        url = f"{self.github.api_url}/repos/{repo}/git/blobs/{quote(sha, safe='')}"
+        headers = {"Accept": "application/vnd.github.raw", "Authorization": f"token {self._auth_token()}"}
+        try:
+            resp = transport.session().get(url, headers=headers, timeout=self.github.policy.timeout, allow_redirects=False)
+        except requests.RequestException as exc:
+            if call is not None:
+                call.observe("GET", type(exc).__name__, None)
+            raise
+        if call is not None:
+            call.observe("GET", str(resp.status_code), resp.headers)
+        if resp.status_code >= 300:
+            try:
+                body = resp.json()
+            except ValueError:
+                body = {"message": resp.text[:200]}
+            raise GithubException(resp.status_code, body, {k.lower(): v for k, v in resp.headers.items()})
+        data = resp.content
+        if git_blob_sha(data) != sha:
+            raise requests.exceptions.ChunkedEncodingError(f"blob {sha}: the body is not that blob")
+        return data
 
     def read_paths(self, repo: str, expressions: list[str], sizes: dict[str, int] | None = None) -> dict[str, tuple[str, bytes] | None]:
         """Many files in few requests: {"<commit sha>:<path>": (blob sha, bytes) or None if absent}.
@@ -505,6 +543,9 @@ class InstallationClient:
                     continue
                 oid, text = obj["oid"], obj.get("text")
                 data_bytes = text.encode("utf-8") if isinstance(text, str) else None
+                if obj.get("isTruncated") and data_bytes is not None:
+                    cut = self.github.graphql_cut
+                    self.github.graphql_cut = len(data_bytes) if cut is None else min(cut, len(data_bytes))
                 if data_bytes is None or obj.get("isBinary") or obj.get("isTruncated") or git_blob_sha(data_bytes) != oid:
                     data_bytes = self.blob(repo, oid)
                 else:
@@ -519,7 +560,11 @@ class InstallationClient:
                              "/repos/{owner}/{repo}/compare/{basehead}")
 
     def branch_head(self, repo: str, branch: str) -> str:
-        """The commit a branch points to now (GET git/ref/heads/{branch})."""
+        """The commit a branch points to now (GET git/ref/heads/{branch}); right after a
+        branch_file of that branch in this job, the commit that file was read at (once)."""
+        seen = self._branch_seen.pop((repo, branch), None)
+        if seen is not None:
+            return seen
         data = self.get_json(f"/repos/{repo}/git/ref/heads/{quote(branch)}", "/repos/{owner}/{repo}/git/ref/{ref}")
         return data["object"]["sha"]
 
@@ -542,6 +587,54 @@ class InstallationClient:
         if content.encoding == "base64":
             return content.decoded_content
         return self.blob(repo, content.sha)
+
+    def branch_file(self, repo: str, path: str, branch: str | None) -> bytes | None:
+        """A file's bytes at a branch's head (None: the default branch), None if absent, read with
+        the commit the branch points to in one GraphQL request. That commit is this client's next
+        answer to branch_head(repo, branch): a /run-rocm then plans from the default branch's CI at
+        the commit its trusted configuration came from, and spends no request on the ref (issue 38).
+
+        Text GraphQL gives whole and exact lands in the blob cache; other content (binary, cut,
+        over GitHub's text limit) is read from its blob over REST, as read_paths does.
+        """
+        owner, _, name = repo.partition("/")
+        target = ("target { oid ... on Commit { file(path: $path) { mode object { ... on Blob { oid isBinary isTruncated text } } } } }")
+        if branch is None:
+            query = ("query($owner: String!, $name: String!, $path: String!) { repository(owner: $owner, name: $name) {"
+                     f" ref: defaultBranchRef {{ name {target} }} }} }}")
+            variables = {"owner": owner, "name": name, "path": path}
+        else:
+            query = ("query($owner: String!, $name: String!, $ref: String!, $path: String!) {"
+                     f" repository(owner: $owner, name: $name) {{ ref(qualifiedName: $ref) {{ name {target} }} }} }}")
+            variables = {"owner": owner, "name": name, "ref": f"refs/heads/{branch}", "path": path}
+        try:
+            _, data = self.call("POST", "/graphql", lambda: self.gh.requester.graphql_query(query, variables),
+                                idempotent=True)  # a read: safe to send again
+        except GitHubError as exc:
+            if exc.status == 404:
+                return None  # a repository this installation cannot read: as file_at's 404
+            raise
+        found = ((data or {}).get("data") or {}).get("repository")
+        ref = (found or {}).get("ref")
+        commit = (ref or {}).get("target") or {}
+        if not commit.get("oid"):
+            return None  # no such repository (for this installation) or branch: as file_at's 404
+        self._branch_seen[(repo, branch)] = commit["oid"]
+        if branch is None and ref.get("name"):
+            self._branch_seen[(repo, ref["name"])] = commit["oid"]
+        entry = commit.get("file") or {}
+        if entry.get("mode") == 0o120000:  # a symbolic link: the contents API reads the file it leads to
+            return self.file_at(repo, path, commit["oid"])
+        blob = entry.get("object") or {}
+        oid = blob.get("oid")
+        if not oid or "isTruncated" not in blob:
+            return None  # nothing at that path, or a directory or a submodule: not a file's bytes
+        text = blob.get("text")
+        data_bytes = text.encode("utf-8") if isinstance(text, str) else None
+        if data_bytes is None or blob.get("isBinary") or blob.get("isTruncated") or git_blob_sha(data_bytes) != oid:
+            return self.blob(repo, oid)
+        self.github.blobs.put(oid, data_bytes)
+        return data_bytes
 
     def pull_files(self, repo: str, number: int, expected: int | None = None) -> list[dict]:
         return self.paginate(f"/repos/{repo}/pulls/{number}/files", "/repos/{owner}/{repo}/pulls/{pull_number}/files",

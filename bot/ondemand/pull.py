@@ -20,7 +20,7 @@ from bot.ondemand import texts
 from bot.ondemand.selection import Outcome, analyse_bounded
 from bot.analysis.sources import GitHubTree
 from bot.store import ondemand as store
-from checks.target.config import CONFIG_PATH, Config, load_config
+from checks.config.schema import CONFIG_PATH, Config, load_config
 from checks.wording import visible
 
 BUDGET_WINDOW = dt.timedelta(hours=24)
@@ -35,7 +35,7 @@ def iso_now() -> str:
 class Pull:
     """One pull request as every stage needs it: GitHub's answer now, the trusted configuration, the store."""
 
-    job: object  # bot.worker.routing.JobContext
+    job: object  # bot.worker.job.JobContext
     repo: str
     number: int
     data: dict  # GET pulls/{n}
@@ -176,7 +176,8 @@ def change(job, request, event: str, audit: dict | None = None, **values):
 
 def trusted_config(client, repo: str, default_branch: str) -> tuple[Config | None, list[str]]:
     """The configuration on the default branch (never the PR's copy); (None, problems) when invalid."""
-    config, findings = load_config(client.file_at(repo, CONFIG_PATH, default_branch))
+    # with the default branch's commit, in one request: the command's plan then copies that commit's CI
+    config, findings = load_config(client.branch_file(repo, CONFIG_PATH, default_branch))
     if findings:
         return None, [f"line {f.span.line}: {f.message}" for f in findings]
     return config, []

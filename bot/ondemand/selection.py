@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from checks.target.config import Config, Dispatch
+from checks.config.schema import Config, Dispatch
 from checks.target.contract import Contract, read_contract
 from checks.target.dispatch_plan import NoRunner, RunPlan, plan
 from checks.engine import Context, _scan, discover
@@ -192,7 +192,7 @@ def _read_ahead(head, base, config: Config) -> None:
     and workflows, whose CI the plan copies. Read one by one, a command that was the first delivery
     for its PR cost a blob request each."""
     from checks.scanning.tree import prefetch
-    from checks.target.workflows import is_workflow_path
+    from checks.workflows.runs import is_workflow_path
 
     p = config.paths
     contract = sorted({p.register_module, p.suites_module, p.labels_module})

@@ -418,7 +418,7 @@ def query_stats(
 ) -> list[StatRow]:
     """n, median, p90, max per (repository, file, backend, hardware) over the last window_runs
     passing runs within window_days days (defaults from params, else the `calibration:` defaults
-    of checks/target/config.py: 10 runs, 30 days).
+    of checks/config/schema.py: 10 runs, 30 days).
 
     The database filters, ranks (ROW_NUMBER over the partial PASS index) and aggregates; rows
     come sorted by repository, file, backend, hardware.

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from bot.github.retry import GitHubError
 from bot.infra.logging import get_logger
-from checks.target.config import CONFIG_PATH, load_config
+from checks.config.schema import CONFIG_PATH, load_config
 from checks.model import code
 from checks.wording import REFUSED, amount, plural, usable, visible
 

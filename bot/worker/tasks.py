@@ -155,7 +155,7 @@ def _run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: byt
     from bot.github.retry import RateLimited, TransientError
     from bot.infra.current_job import CURRENT_JOB
     from bot.worker.handlers.pull_requests import refresh_evidence
-    from bot.worker.routing import JobContext
+    from bot.worker.job import JobContext
     from bot.store import service as store
     from bot.store.locks import Busy
 

@@ -56,7 +56,7 @@ def durations_index(rows: Iterable[Mapping], params) -> DurationsIndex:
     """Index `durations show --format json` rows by (file, backend, hardware), on every calibration
     hardware the `calibration:` section names (a bare hardware name: that one only)."""
     if isinstance(params, str):
-        from checks.target.config import Calibration
+        from checks.config.schema import Calibration
 
         params = Calibration(hardware=params, hardware_by_suite={})
     wanted = {same_hardware_key(h) for h in calibration_hardware(params)}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
-from checks.target.config import Calibration as _ConfigCalibration
+from checks.config.schema import Calibration as _ConfigCalibration
 from checks.target.timeout_model import MILES, of_params
 from checks.wording import plural
 

@@ -361,6 +361,25 @@ def window_for(windows: Mapping[tuple, Window], reg: Registration, params: Any) 
     return windows.get((reg.file, reg.backend.family))
 
 
+def window_lookup(windows: Mapping[tuple, Window], params: Any):
+    """`window_for(windows, reg, params)` as a function of `reg`, for many registrations: the same
+    window (the first key in the windows' order that matches), found in one dictionary lookup
+    instead of a pass over every window."""
+    index: dict[tuple, Window] = {}
+    for key, window in windows.items():
+        if len(key) == 3:
+            index.setdefault((key[0], key[1], same_hardware_key(key[2])), window)
+    hardware: dict[str | None, str] = {}
+
+    def lookup(reg: Registration) -> Window | None:
+        if reg.suite not in hardware:
+            hardware[reg.suite] = same_hardware_key(hardware_for_suite(reg.suite, params))
+        found = index.get((reg.file, reg.backend.family, hardware[reg.suite]))
+        return found if found is not None else windows.get((reg.file, reg.backend.family))
+
+    return lookup
+
+
 def build_suite_windows(records: Iterable[Mapping[str, Any]], params: Any, **kwargs) -> dict[tuple[str, Backend, str], Window]:
     """build_windows on every calibration hardware the configuration names, keyed (file, family, hardware)."""
     records = list(records)
@@ -376,7 +395,8 @@ def decide_all(registrations: Iterable[Registration], windows: Mapping[tuple, Wi
     """Decisions for every explicit registration of the calibrated family, in file and line order."""
     regs = [r for r in registrations if not r.implicit and r.backend.family in CALIBRATED_FAMILIES]
     regs.sort(key=lambda r: (r.file, r.span.line, r.span.column))
-    return [decide(r, window_for(windows, r, params), params, bounds) for r in regs]
+    window = window_lookup(windows, params)
+    return [decide(r, window(r), params, bounds) for r in regs]
 
 
 @dataclass

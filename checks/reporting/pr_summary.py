@@ -10,6 +10,7 @@ print. Nothing here reads a store or the network: stored runs arrive as the dura
 from __future__ import annotations
 
 import ast
+import gc
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -154,15 +155,83 @@ def _shape(source: bytes | None, *, inventory: bool = False) -> str | None:
         return None
     tree = _SetAside().visit(tree)
     if inventory:
-        tree.body = [s for s in tree.body if not (isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None and _literal(s.value))]
+        tree.body = [s for s in tree.body if not _literal_table(s)]
     return ast.dump(tree, include_attributes=False)
+
+
+def _literal_table(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and _literal(stmt.value)
+
+
+def _set_aside_at_top(stmt: ast.stmt, inventory: bool) -> bool:
+    """What _SetAside (and, for an inventory, the literal tables) takes out of a module's body."""
+    if _is_register_call(stmt):
+        return True
+    if isinstance(stmt, ast.ImportFrom) and all(_REGISTER.fullmatch(a.name) for a in stmt.names):
+        return True
+    return inventory and _literal_table(stmt)
+
+
+def _kept_statements(source: bytes, inventory: bool) -> list[tuple[tuple[bytes, ...], ast.stmt]] | None:
+    """The module's top-level statements that _shape keeps, each with its own source text (its
+    decorators' and its own span, byte for byte); None when the file does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    starts = [0]  # byte offset of each line (the parser's lines: only b"\n" ends one, see _plain)
+    find = source.find
+    at = find(b"\n")
+    while at >= 0:
+        starts.append(at + 1)
+        at = find(b"\n", at + 1)
+
+    def text(node) -> bytes:
+        return source[starts[node.lineno - 1] + node.col_offset:starts[node.end_lineno - 1] + node.end_col_offset]
+
+    return [(tuple(text(d) for d in getattr(s, "decorator_list", ())) + (text(s),), s)
+            for s in tree.body if not _set_aside_at_top(s, inventory)]
+
+
+def _plain(source: bytes) -> bool:
+    """Source whose parser offsets are offsets into its bytes: UTF-8 (no other coding declared,
+    no byte-order mark) with lines ended by b"\n" only."""
+    if b"\r" in source or source.startswith(b"\xef\xbb\xbf"):
+        return False
+    if b"coding" in b"\n".join(source.split(b"\n", 2)[:2]):  # a coding declaration: PEP 263's two lines
+        return False
+    try:
+        source.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def same_code(before: bytes | None, after: bytes | None, *, inventory: bool = False) -> bool:
     """True when two versions of a Python file differ only in registrations (and their imports),
-    and for an inventory module, in its literal tables."""
-    a, b = _shape(before, inventory=inventory), _shape(after, inventory=inventory)
-    return a is not None and a == b
+    and for an inventory module, in its literal tables.
+
+    The same verdict as comparing the two files' whole _shape, for a fraction of its cost (a PR's
+    changed files were most of its check's CPU): each file is parsed once, and only the top-level
+    statements whose source text differs are set aside and dumped. A statement's syntax tree is a
+    function of its text, so two statements of the same text need no comparison."""
+    if before is None or after is None:  # an absent file is only ever the same as another absent one
+        return before is None and after is None
+    if not (_plain(before) and _plain(after)):
+        a, b = _shape(before, inventory=inventory), _shape(after, inventory=inventory)
+        return a is not None and a == b
+    a, b = _kept_statements(before, inventory), _kept_statements(after, inventory)
+    if a is None or b is None or len(a) != len(b):
+        return False
+    for (text_a, stmt_a), (text_b, stmt_b) in zip(a, b):
+        if text_a != text_b and _dump(stmt_a) != _dump(stmt_b):
+            return False
+    return True
+
+
+def _dump(stmt: ast.stmt) -> str:
+    kept = _SetAside().visit(stmt)
+    return ast.dump(kept, include_attributes=False)
 
 
 # -- the per-suite table -------------------------------------------------------------------------
@@ -246,7 +315,7 @@ def build(ctx, base_ctx, changed: dict[str, str | None], report_regs: list[Regis
     """The summary of a diff check (head path -> base path in `changed`; a path the head lacks
     maps to its base path with the head gone); `contract`: the inventory, register module, labels
     and configuration paths (checks.engine.contract_paths)."""
-    from checks.target.workflows import is_workflow_path
+    from checks.workflows.runs import is_workflow_path
 
     config = ctx.config
     inventories = {config.paths.suites_module, config.paths.register_module, config.paths.labels_module}
@@ -267,26 +336,34 @@ def build(ctx, base_ctx, changed: dict[str, str | None], report_regs: list[Regis
         if len(summary.reasons) < 5:
             summary.reasons.append(f"{path}: {why}")
 
-    for path, base_path in sorted(changed.items()):
-        gone = path not in head_paths
-        if path.endswith(_DOC_SUFFIXES) or path.startswith("docs/"):
-            summary.docs += 1
-        elif is_workflow_path(path, config):
-            summary.workflows += 1
-        elif path in contract:
-            if path.endswith(".py") and path in inventories and not same_code(read(base, base_path), None if gone else read(head, path), inventory=True):
-                not_only(path, "code outside the suite inventory changed")
+    # Parsing allocates many objects and frees them all (no cycles): the cyclic collector would
+    # walk them for nothing, as in the engine's scan (checks/engine.py _scan). Off meanwhile.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for path, base_path in sorted(changed.items()):
+            gone = path not in head_paths
+            if path.endswith(_DOC_SUFFIXES) or path.startswith("docs/"):
+                summary.docs += 1
+            elif is_workflow_path(path, config):
+                summary.workflows += 1
+            elif path in contract:
+                if path.endswith(".py") and path in inventories and not same_code(read(base, base_path), None if gone else read(head, path), inventory=True):
+                    not_only(path, "code outside the suite inventory changed")
+                else:
+                    summary.inventories += 1
+            elif path in discovered or base_path in base_discovered:
+                if gone or not base_path:
+                    not_only(path, "test file removed" if gone else "test file added")
+                elif same_code(read(base, base_path), read(head, path)):
+                    summary.test_files += 1
+                else:
+                    not_only(path, "test code changed, not only its registrations")
             else:
-                summary.inventories += 1
-        elif path in discovered or base_path in base_discovered:
-            if gone or not base_path:
-                not_only(path, "test file removed" if gone else "test file added")
-            elif same_code(read(base, base_path), read(head, path)):
-                summary.test_files += 1
-            else:
-                not_only(path, "test code changed, not only its registrations")
-        else:
-            not_only(path, "not a test file, suite inventory, workflow or documentation")
+                not_only(path, "not a test file, suite inventory, workflow or documentation")
+    finally:
+        if collecting:
+            gc.enable()
 
     touched = touched_suites(report_regs, ctx.contract.suites, base_ctx.contract.suites)
     after = ctx.registrations()
@@ -307,8 +384,8 @@ def _plan_runs(rows: list[SuiteRow], ctx, base_ctx, after: list[Registration]) -
     the job is planned as it changes it), the base's runner options and the `dispatch:`
     configuration. Where no `dispatch:` entry covers the suite, the job that runs it is what the
     row offers, planned with the job's own settings."""
-    from checks.target.ci_jobs import fleet_of
-    from checks.target.config import Dispatch
+    from checks.workflows.jobs import fleet_of
+    from checks.config.schema import Dispatch
     from checks.target.dispatch_plan import NoRunner, plan
     from checks.target.hardware import hardware_for_labels
     from checks.target.run_cost import charge, planned_selection

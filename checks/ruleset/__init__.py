@@ -16,7 +16,11 @@ A rule module holds everything about its rule (docs, messages, check), and nothi
                     a limit) has functions its reader calls instead, as ruff's AST checker calls
                     its rules' functions
 
-checks/rules.py registers every module found here (`RULES`); docs/rules.md, SARIF rule help and
+The rules applied while files are read live in the subpackage reading/ (checks/ruleset/reading/),
+below their readers; the others here, above what they check. checks/rules.py registers every module
+of both (`RULES`); this package itself names them (`rule_names`) without loading them, for the
+readers that must know every rule's code and name (the configuration's `rules:`, suppression
+comments) and sit below the rules; docs/rules.md, SARIF rule help and
 `ci-registrar rule CODE` are generated from the registry (checks/rule_docs.py). Adding a rule:
 add its module here, its fixtures under tests/fixtures/rules/<CODE>/ (tests/test_rule_fixtures.py
 runs them), then `make docs`. Helpers two rules share live in named modules beside them
@@ -25,21 +29,30 @@ runs them), then `make docs`. Helpers two rules share live in named modules besi
 
 from __future__ import annotations
 
-import importlib
+import functools
 import pkgutil
 import re
-from types import ModuleType
+from pathlib import Path
 
 REQUIRED_SECTIONS = ("Why", "Example", "How to fix")
 _SECTION = re.compile(r"^## (.+?)\s*$", re.MULTILINE)
 # a rule's own module; any other module of the package (a helper two rules share) is not a rule
-_RULE_MODULE = re.compile(r"^reg\d{3}_")
+RULE_MODULE = re.compile(r"^reg\d{3}_")
 
 
-def rule_modules() -> list[ModuleType]:
-    """Every rule module of this package, by module name (regNNN_... sorts by code)."""
-    return [importlib.import_module(f"{__name__}.{m.name}") for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
-            if _RULE_MODULE.match(m.name)]
+# Findings that say the result cannot be trusted (invalid configuration, an unreadable contract,
+# an analysis limit): never taken out of a report by --select/--ignore, nor by a suppression.
+UNSELECTABLE = ("REG900", "REG901", "REG902")
+
+
+@functools.lru_cache(maxsize=1)
+def rule_names() -> dict[str, str]:
+    """code -> name of every rule, read from its module's file name, regNNN_<name>.py (REG010 is
+    reg010_unknown_suite.py: unknown-suite; the registry refuses a module whose NAME differs), by
+    code. Nothing is imported: the catalogue for the readers below the rules."""
+    here = Path(__file__).parent
+    found = [m.name for folder in (here, here / "reading") for m in pkgutil.iter_modules([str(folder)]) if RULE_MODULE.match(m.name)]
+    return {short[:6].upper(): short[7:].replace("_", "-") for short in sorted(found)}
 
 
 def doc_sections(docstring: str | None) -> tuple[tuple[str, str], ...]:

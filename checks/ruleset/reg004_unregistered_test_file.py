@@ -21,6 +21,7 @@ Add a registration for every backend the test should run on, e.g.
 out of the discovery roots if it is not a test the CI should run.
 """
 
+from checks.findings import FindingMaker
 from checks.model import Severity, Span, code
 
 CODE = "REG004"
@@ -28,13 +29,12 @@ NAME = "unregistered-test-file"
 SEVERITY = Severity.FAILURE
 SUMMARY = "A test file in a discovery root with no registration (outside the implicit-CPU roots): the runner never runs it."
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 def check_tree(facts) -> list:
     """Each checked file that declares no registration and is not one the runner registers
     implicitly (an implicit-CPU root); a file that does not parse is REG001's."""
-    from checks.rules import make_finding
-
     ctx, contract, config = facts.ctx, facts.contract, facts.config
     out = []
     for path in sorted(facts.checked):

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from checks.findings import FindingMaker
 from checks.model import Registration, Severity, code
 from checks.wording import article, backend_name
 
@@ -52,10 +53,10 @@ NAME = "unknown-suite"
 SEVERITY = Severity.FAILURE
 SUMMARY = "The suite is not in the inventory for that backend (did-you-mean, and the backend that owns the name)."
 FIXABLE = True
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 def check_registration(facts: TreeFacts, reg: Registration) -> list:
-    from checks.rules import make_finding
     from checks.ruleset.facts import quoted, suite_span
 
     contract = facts.contract

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from checks.findings import FindingMaker
 from checks.model import Registration, Severity, code
 
 if TYPE_CHECKING:
@@ -35,10 +36,10 @@ SUMMARY = (
     "an -h200 suite in register_rocm_ci)."
 )
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 def check_registration(facts: TreeFacts, reg: Registration) -> list:
-    from checks.rules import make_finding
     from checks.target.suites import parse_suite_name
     from checks.ruleset.facts import suite_span
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from checks.findings import FindingMaker
 from checks.model import Change, Registration, Severity, code
 
 if TYPE_CHECKING:
@@ -33,11 +34,11 @@ NAME = "nightly-namespace-move"
 SEVERITY = Severity.NOTICE
 SUMMARY = "A registration moved between a PR-gate suite and a nightly- suite; says who consumes each."
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 def check_registration(facts: TreeFacts, reg: Registration) -> list:
     """A changed registration whose suite crossed the `nightly-` namespace (either way)."""
-    from checks.rules import make_finding
     from checks.target.suites import is_nightly
     from checks.ruleset.facts import suite_span
 

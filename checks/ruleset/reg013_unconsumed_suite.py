@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from checks.findings import FindingMaker
 from checks.model import Registration, Severity, code
 from checks.wording import backend_name
 
@@ -47,6 +48,7 @@ NAME = "unconsumed-suite"
 SEVERITY = Severity.FAILURE
 SUMMARY = "This test never runs: no job runs its suite for its backend (`--hw`) and, for nightly=True, with a nightly cadence; no configured consumer does; no workflow runs the file itself."
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 def message(suite: str, backend: str, detail: str) -> str:
@@ -56,7 +58,6 @@ def message(suite: str, backend: str, detail: str) -> str:
 
 def check_registration(facts: TreeFacts, reg: Registration) -> list:
     """Only where every consumer was read: one not read may be the job that runs it."""
-    from checks.rules import make_finding
     from checks.ruleset.facts import suite_span
 
     suite = reg.suite

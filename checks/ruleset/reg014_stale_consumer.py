@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from checks.findings import FindingMaker
 from checks.model import Severity, code
 
 if TYPE_CHECKING:
@@ -38,13 +39,12 @@ NAME = "stale-consumer"
 SEVERITY = Severity.WARNING
 SUMMARY = "A workflow runs a suite that is not in the inventory: that job selects nothing (or fails)."
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 def check_tree(facts: TreeFacts) -> list:
     """Each workflow step that runs a suite the inventory does not hold, once per (file, suite),
     where the runner of this revision raises for it (its era and the job's `--hw`)."""
-    from checks.rules import make_finding
-
     contract = facts.contract
     if not contract.inventory_known:
         return []

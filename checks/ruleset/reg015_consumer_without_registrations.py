@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from checks.findings import FindingMaker
 from checks.model import Severity, code
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ NAME = "consumer-without-registrations"
 SEVERITY = Severity.WARNING
 SUMMARY = 'A consumer (a workflow of the repository, or a configured external one read from its file) runs a suite of the inventory that no registration names, for the backend it passes with `--hw`: that job selects no test.'
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 def check_tree(facts: TreeFacts) -> list:
@@ -45,8 +47,6 @@ def check_tree(facts: TreeFacts) -> list:
     changed, and consumers of a suite whose last registrations for the consumer's --hw the diff
     removed or moved elsewhere (the workflow is untouched, the PR empties its suite), or that the
     diff added to the inventory; every consumer when the diff changes how registrations read."""
-    from checks.rules import make_finding
-
     ctx = facts.ctx
     if not getattr(ctx, "registrations_complete", False):
         return []

@@ -30,6 +30,7 @@ out within `floor_days`. `ci-registrar calibrate --write` applies it to every fl
 the figures with `ci-registrar durations show --file <path>`.
 """
 
+from checks.findings import FindingMaker
 from checks.model import Severity
 
 CODE = "REG020"
@@ -44,6 +45,7 @@ SUMMARY = (
     "est_time below passing runs of the window."
 )
 FIXABLE = True
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 def check_registration(facts, reg) -> list:
@@ -69,7 +71,6 @@ def check_registration(facts, reg) -> list:
 def check(reg, window, params, bounds=None) -> list:
     """REG020 for one registration with enough runs: calibrate's decision, flagged when it changes est_time."""
     from checks.calibration.policy import Bounds, decide
-    from checks.rules import make_finding
 
     decision = decide(reg, window, params, bounds or Bounds())
     if not decision.changed:
@@ -86,7 +87,6 @@ def lowering(reg, d, params):
     """A change that lowers est_time below passing runs of the window: a failure naming how many."""
     from checks.calibration.policy import hardware_for_suite
     from checks.calibration.estimates import suggest_est_time
-    from checks.rules import make_finding
 
     base = reg.base
     if d is None or base is None or base.est_time is None or reg.est_time is None or reg.est_time >= base.est_time:

@@ -17,6 +17,7 @@ Import durations for the file (`ci-registrar durations import`) or keep the esti
 suggests until enough passing runs are stored (`calibration.min_samples`).
 """
 
+from checks.findings import FindingMaker
 from checks.model import Backend, Severity
 
 CODE = "REG021"
@@ -28,6 +29,7 @@ SUMMARY = (
     "both."
 )
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 def check_registration(facts, reg) -> list:
@@ -38,7 +40,6 @@ def check_registration(facts, reg) -> list:
     from checks.calibration.estimates import DurationStats, calibrate, estimate_from_other_backend
     from checks.calibration.durations_index import judged
     from checks.calibration.policy import hardware_for_suite
-    from checks.rules import make_finding
     from checks.ruleset.reg020_est_time_miscalibrated import lowering
 
     if not judged(reg):

@@ -23,6 +23,7 @@ follow when the run completes. A file that failed or timed out needs fixing (or 
 after it). By default this is a notice; `verification: required` makes it a failure.
 """
 
+from checks.findings import FindingMaker
 from checks.model import Severity
 
 CODE = "REG022"
@@ -34,6 +35,7 @@ SUMMARY = (
     "`verification: required`)."
 )
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 def check_registration(facts, reg) -> list:
@@ -45,8 +47,6 @@ def check_registration(facts, reg) -> list:
         return []
     if not evidence.wanted(facts.durations, facts.head_runs, facts.config):
         return []  # nothing known of runs and nothing required: no notice on every ROCm registration
-    from checks.rules import make_finding
-
     judged = evidence.judge(reg, facts.durations, facts.head_runs or evidence.HeadRuns(None), facts.config.calibration)
     if judged.verified:
         return []

@@ -29,6 +29,7 @@ raise the consumer job's `timeout-minutes`, or move files to another suite, so e
 its job timeout.
 """
 
+from checks.findings import FindingMaker
 from checks.model import Severity, code
 from checks.wording import plural
 
@@ -38,6 +39,7 @@ SEVERITY = Severity.WARNING
 SUMMARY = ("A suite's heaviest shard, as the runner splits it by est_time, exceeds its consumer's job timeout "
            "(predicted from measured durations where they are stored).")
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 def check_tree(facts) -> list:
@@ -47,9 +49,8 @@ def check_tree(facts) -> list:
     job it overruns (the defect is the suite's size, whichever jobs run it)."""
     from collections import defaultdict
 
-    from checks.rules import make_finding
     from checks.calibration.shards import Item, heaviest, minutes, partition, rebalance, shards_needed
-    from checks.target.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES
+    from checks.workflows.runs import GITHUB_DEFAULT_TIMEOUT_MINUTES
 
     ctx, checked, consumers_of, durations_index = facts.ctx, facts.checked, facts.consumers_of, facts.durations
     out = []

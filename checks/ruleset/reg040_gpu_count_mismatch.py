@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from checks.findings import FindingMaker
 from checks.model import Registration, Severity, code
 from checks.wording import plural
 
@@ -36,10 +37,10 @@ SUMMARY = (
     "constant)."
 )
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 def check_registration(facts: TreeFacts, reg: Registration) -> list:
-    from checks.rules import make_finding
     from checks.scanning.registrations import gpu_count_from_name
     from checks.target.suites import parse_suite_name
     from checks.ruleset.facts import suite_span

@@ -18,6 +18,7 @@ Nothing to fix if intended: the notice records that coverage on that backend dro
 registration if the removal was an accident.
 """
 
+from checks.findings import FindingMaker
 from checks.model import Severity, Span, code
 
 CODE = "REG050"
@@ -25,14 +26,13 @@ NAME = "registration-removed"
 SEVERITY = Severity.NOTICE
 SUMMARY = "A registration was removed: coverage drops on that backend."
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 def check_tree(facts) -> list:
     """Each registration a diff took out (facts.removed, in the engine's classification order):
     at the registration in a file that remains (line 1 of the head file it was renamed to), at the
     registration of a file deleted or renamed away."""
-    from checks.rules import make_finding
-
     out = []
     for head_path, gone in facts.removed:
         backend = gone.backend.value

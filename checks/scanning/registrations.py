@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from checks.target.contract import REGISTER_FUNCTIONS, Contract, Signature
 from checks.limits import FILE_CHECKS, Budget
 from checks.model import Argument, Backend, Finding, Registration, Span
-from checks.ruleset import reg001_unparsable_file as reg001
-from checks.ruleset import reg002_rejected_registration as reg002
-from checks.ruleset import reg003_invisible_registration as reg003
+from checks.ruleset.reading import reg001_unparsable_file as reg001
+from checks.ruleset.reading import reg002_rejected_registration as reg002
+from checks.ruleset.reading import reg003_invisible_registration as reg003
 from checks.source import decode_source, node_span, source_segment
 from checks.scanning.suppressions import marks as suppression_marks
 

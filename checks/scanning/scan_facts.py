@@ -101,11 +101,11 @@ def _canonical(value):
 
 # The modules whose code decides what scan_file returns: their source is part of every key, so an
 # engine change (an upgrade, or an edit in a development checkout) never reads facts of another.
-_ENGINE_MODULES = ("checks.scanning.registrations", "checks.model", "checks.source", "checks.target.contract", "checks.rules",
+_ENGINE_MODULES = ("checks.scanning.registrations", "checks.model", "checks.source", "checks.target.contract", "checks.findings",
                    "checks.target.suites", "checks.limits", "checks.scanning.scan_facts", "checks.scanning.suppressions",
                    # the rules the scanner applies as it reads (their findings are facts of the scan)
-                   "checks.ruleset.reg001_unparsable_file", "checks.ruleset.reg002_rejected_registration",
-                   "checks.ruleset.reg003_invisible_registration")
+                   "checks.ruleset.reading.reg001_unparsable_file", "checks.ruleset.reading.reg002_rejected_registration",
+                   "checks.ruleset.reading.reg003_invisible_registration")
 
 
 @functools.lru_cache(maxsize=1)
@@ -138,9 +138,11 @@ def contract_fingerprint(contract) -> str:
     else:
         parts["contract"] = repr(contract)
     parts["register_functions"] = _canonical(getattr(registrations, "REGISTER_FUNCTIONS", {}))
-    from checks.rules import RULES
+    from checks.ruleset import rule_names
 
-    parts["rules"] = [[code, r.name, r.severity.value] for code, r in RULES.items()]  # finding titles, severities
+    # the rules' codes and names (finding titles); the scan's own rules' severities are in their
+    # modules' source, which engine_fingerprint reads
+    parts["rules"] = [[code, name] for code, name in rule_names().items()]
     blob = json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()
 

@@ -5,7 +5,7 @@ elsewhere in a test file) and names rule codes or rule names, comma-separated, a
 `# type: ignore[code]` and pyright's `# pyright: ignore[rule]` do. A suppressed finding leaves the
 report's findings for `report.suppressed`, with the comment's reason: renderers show it as
 suppressed (JSON `suppressed`, SARIF `suppressions`), and it counts toward no exit status. A code
-in a comment that suppresses nothing is a REG005 notice (its messages: checks/ruleset/reg005_unused_suppression.py). Findings that say the result cannot be
+in a comment that suppresses nothing is a REG005 notice (its messages: checks/ruleset/reading/reg005_unused_suppression.py). Findings that say the result cannot be
 trusted (REG900-REG902) are never suppressed.
 
 Only whole codes and names are taken: a code prefix (`ignore[REG01]`, which `--select` accepts)
@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 
 from checks.model import Finding, Report, Span
-from checks.rules import RULES, UNSELECTABLE
-from checks.ruleset import reg005_unused_suppression as reg005
+from checks.ruleset import UNSELECTABLE, rule_names
+from checks.ruleset.reading import reg005_unused_suppression as reg005
 
 MARK = "ci-registrar:"
 # `ignore[...]` with its reason; a bare or malformed `ignore` too (its body None), to explain it.
@@ -57,9 +57,9 @@ def marks(text: str) -> list[list]:
 def _rule_code(selector: str) -> str | None:
     """The code a whole code or rule name stands for (case-insensitive), else None."""
     upper = selector.upper()
-    if upper in RULES:
+    if upper in rule_names():
         return upper
-    return next((code for code, r in RULES.items() if r.name.lower() == selector.lower()), None)
+    return next((code for code, name in rule_names().items() if name.lower() == selector.lower()), None)
 
 
 def _suppressions(path: str, found: list[list]) -> tuple[list[Suppression], list[Finding]]:
@@ -78,7 +78,7 @@ def _suppressions(path: str, found: list[list]) -> tuple[list[Suppression], list
             if code is not None:
                 codes.append(code)
             else:
-                problems.append(reg005.not_a_rule(path, at, selector, RULES))
+                problems.append(reg005.not_a_rule(path, at, selector, rule_names()))
         out.append(Suppression(path, int(number), int(column), tuple(dict.fromkeys(codes)), written, str(reason)))
     return out, problems
 

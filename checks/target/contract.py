@@ -21,11 +21,11 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
-from checks.target.config import Config, Paths
+from checks.config.schema import Config, Paths
 from checks.limits import Budget, count_tokens
 from checks.model import code, Backend, Finding, Span
 from checks.target.runner import RunnerFacts, Source, anchor_sources, module_bindings as _module_bindings, read_runner
-from checks.ruleset import reg901_unreadable_contract as reg901
+from checks.ruleset.reading import reg901_unreadable_contract as reg901
 from checks.source import decode_source, node_span
 from checks.target.suites import NearNames
 

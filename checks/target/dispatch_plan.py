@@ -2,7 +2,7 @@
 `ci-registrar run-plan` prints.
 
 An on-demand run is the target's own CI run of that suite, so the plan is the job that runs it
-(checks/target/ci_jobs.py, read on the default branch): its runner pool, its container image and how
+(checks/workflows/jobs.py, read on the default branch): its runner pool, its container image and how
 it resolves a dated tag, its partitions, its per-file and job timeouts, its install steps and its
 runner flags. When several jobs run a suite, the nightly job is copied for a nightly suite and
 the PR job otherwise; the plan names its source. The `dispatch:` configuration (also the default
@@ -24,11 +24,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-from checks.target.ci_jobs import SuiteJob, gpus_of_labels
-from checks.target.config import Dispatch
+from checks.workflows.jobs import SuiteJob, gpus_of_labels
+from checks.config.schema import Dispatch
 from checks.target.runner import RunnerOption
 from checks.target.suites import parse_suite_name
-from checks.target.workflows import NIGHTLY_CADENCES
+from checks.workflows.runs import NIGHTLY_CADENCES
 from checks.wording import plural
 
 __all__ = ["NoRunner", "RunPlan", "gpus_of_labels", "partition", "plan", "choose_job", "suite_gpus"]

@@ -4,12 +4,12 @@ buttons, the run plan, the budget and calibration read.
 Built once per revision (the default branch's for the App's plans and budget, the pull request
 head's and base's for its check) from that revision's workflows and runner only:
 
-- the jobs that run each (backend, suite), read by checks/target/ci_jobs.py (the reader `run-plan`
+- the jobs that run each (backend, suite), read by checks/workflows/jobs.py (the reader `run-plan`
   copies a job with): the workflow line of the step, the job, its workflow's triggers, its runner
   pool, container (image, the start script, options, environment, mounts), every invocation (a
   job may run a suite twice with another environment), its selection flags (cadence, labels,
   partitions) and its per-file and job timeouts;
-- where each one is written, read by checks/target/workflows.py (the consumer reading the rules
+- where each one is written, read by checks/workflows/runs.py (the consumer reading the rules
   have always pointed at: `--suite` on a step, a matrix value, a caller's `with:`), so a finding
   still points at the text a reviewer edits;
 - the pool's GPU count (from its labels) and hardware (the `hardware:` label globs);
@@ -27,9 +27,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from checks.model import Registration, Span
-from checks.target.ci_jobs import SuiteJob, gpus_of_labels
+from checks.workflows.jobs import SuiteJob, gpus_of_labels
 from checks.target.hardware import hardware_for_labels
-from checks.target.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES, NIGHTLY_CADENCES, SuiteUse, direct_run_of
+from checks.workflows.runs import GITHUB_DEFAULT_TIMEOUT_MINUTES, NIGHTLY_CADENCES, SuiteUse, direct_run_of
 
 @dataclass(frozen=True)
 class Pool:
@@ -222,7 +222,7 @@ def _span_of_line(text_lines: dict[str, list[str]], path: str, line: int, suite:
 def build(uses: list[SuiteUse], jobs: list[SuiteJob], *, direct_runs: dict[str, str] | None = None,
           unknown: dict[str, str] | None = None, partial: bool = False, hardware: dict | None = None,
           label_policy=None, texts: dict[str, str] | None = None) -> SuiteRuns:
-    """Join the two readings of one revision: each job invocation (ci_jobs) becomes a run, pointed at
+    """Join the two readings of one revision: each job invocation (checks/workflows/jobs.py) becomes a run, pointed at
     the place the consumer reading found (the `--suite` or matrix value nearest the job's step);
     a consumer whose job the job reader could not copy (a configured `suites:` list, a command it
     cannot parse) is still a run, with its pool unknown."""
@@ -265,7 +265,7 @@ def build(uses: list[SuiteUse], jobs: list[SuiteJob], *, direct_runs: dict[str, 
 def read(tree, config, contract, uses: list[SuiteUse], texts: dict[str, str], direct_runs: dict[str, str],
          consumers_from: dict | None, budget) -> SuiteRuns:
     """The model of one revision: `uses`, `texts` (the workflows that run or call a suite) and
-    `direct_runs` as the consumer reading (checks/target/workflows.read_consumers) left them."""
+    `direct_runs` as the consumer reading (checks/workflows/runs.read_consumers) left them."""
     from checks.target.runner_policy import read_label_policy
     from checks.target.target_ci import NOT_GIVEN, _SKIPPED, external_workflows, read_jobs
 

@@ -4,7 +4,7 @@ One reading of the trusted tree (the default branch: the App reads it through th
 from the checkout), never of the pull request:
 
 - the runner's command-line options (checks/target/runner.py), so no flag it rejects is passed;
-- the jobs that run each suite (checks/target/ci_jobs.py), from the repository's workflows and the
+- the jobs that run each suite (checks/workflows/jobs.py), from the repository's workflows and the
   configured external consumers' (miles' nightly suites run in sglang's workflow);
 - the fleet: the runner pools the repository's own jobs run ROCm suites on, that the `hardware:`
   mapping names as the calibration hardware (MI355X), largest first;
@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from checks.target.ci_jobs import SuiteJob, fleet_of, read_suite_jobs
-from checks.target.config import Config
+from checks.workflows.jobs import SuiteJob, fleet_of, read_suite_jobs
+from checks.config.schema import Config
 from checks.target.contract import Contract, read_contract
 from checks.target.hardware import hardware_for_labels
 from checks.limits import Budget
 from checks.model import Backend
 from checks.target.runner_policy import LabelPolicy, read_label_policy
-from checks.target.workflows import _given, _label, is_workflow_path
+from checks.workflows.runs import _given, _label, is_workflow_path
 
 _SKIPPED = "its jobs are not read, so an on-demand run of the suites it runs cannot copy them"
 

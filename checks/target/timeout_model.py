@@ -16,6 +16,7 @@ this reader does not recognise falls back to miles' model, and says so in `sourc
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,6 +95,7 @@ def _number(node: ast.AST, constants: dict[str, float]) -> float | None:
     return None
 
 
+@functools.lru_cache(maxsize=4)  # a check and `calibrate` ask twice of one revision's module (the model is frozen)
 def read_timeout_model(source: bytes | str | None, where: str = "ci_utils.py") -> TimeoutModel | None:
     """The model a runner's ci_utils module implements, or None when it says nothing recognisable."""
     if not source:

@@ -39,6 +39,9 @@ class GraphQLEndpoint:
         self.schema = build_schema(SCHEMA_PATH.read_text())
         self.schema.type_map["Query"].fields["repository"].resolve = self._repository
         self.schema.type_map["Repository"].fields["object"].resolve = self._object
+        self.schema.type_map["Repository"].fields["ref"].resolve = self._ref
+        self.schema.type_map["Repository"].fields["defaultBranchRef"].resolve = self._default_branch_ref
+        self.schema.type_map["Commit"].fields["file"].resolve = self._file
         self.schema.type_map["GitObject"].resolve_type = lambda obj, info, abstract: obj["__typename"]
 
     # -- resolvers (state is read under the simulator's lock, held by handle) --------------------
@@ -76,6 +79,38 @@ class GraphQLEndpoint:
         if kind == "blob":
             return self._blob(repo, sha)
         return {"__typename": "Tree", **self._common(repo, sha, "Tree")} if kind == "tree" else None
+
+    def _ref(self, parent, info, qualifiedName: str):  # noqa: N803
+        """A branch (`refs/heads/x`, or `x` as GitHub also takes it) and its commit; tags are not modelled."""
+        name = qualifiedName[len("refs/heads/"):] if qualifiedName.startswith("refs/heads/") else qualifiedName
+        return self._branch(parent["repo"], name)
+
+    def _default_branch_ref(self, parent, info):
+        return self._branch(parent["repo"], parent["repo"].default_branch)
+
+    def _branch(self, repo, name: str) -> dict | None:
+        sha = repo.branches.get(name)
+        if sha is None:
+            return None
+        commit = {"__typename": "Commit", **self._common(repo, sha, "Commit"), "tree": repo.store.commits[sha].tree,
+                  "repo": repo}
+        return {"id": _node_id("Ref", f"{repo.full_name}:refs/heads/{name}"), "name": name, "prefix": "refs/heads/",
+                "target": commit}
+
+    def _file(self, commit, info, path: str):
+        """Commit.file(path): the tree entry at `path` of the commit (None when there is none)."""
+        if info.context["token"]["permissions"].get("contents") not in ("read", "write"):
+            raise PermissionError("Resource not accessible by integration")
+        repo = commit["repo"]
+        found = repo.store.subtree(commit["tree"], path)
+        if found is None or path.strip("/") == "":
+            return None
+        kind, sha = found
+        obj = self._blob(repo, sha) if kind == "blob" else {"__typename": "Tree", **self._common(repo, sha, "Tree")}
+        name = path.strip("/").rsplit("/", 1)[-1]
+        size = len(repo.store.blobs[sha]) if kind == "blob" else 0
+        return {"name": name, "path": path.strip("/"), "oid": sha, "mode": 0o100644 if kind == "blob" else 0o40000,
+                "type": kind, "size": size, "object": obj}
 
     def _common(self, repo, sha: str, kind: str) -> dict:
         return {"oid": sha, "abbreviatedOid": sha[:7], "id": _node_id(kind, sha),

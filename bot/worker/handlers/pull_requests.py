@@ -12,14 +12,14 @@ from bot.durations.query import check_rows
 from bot.github.retry import GitHubError
 from bot.infra import payloads
 from bot.infra.current_job import CURRENT_JOB
-from bot.worker.routing import check_run_completed
+from bot.worker.job import check_run_completed
 from bot.analysis.sources import GitHubTree, changed_paths, external_consumers
 from bot.store import evidence as evidence_store
 from bot.store import heads
 from bot.store import service as store
 from bot.store.index import RegistrationIndex
 from bot.worker.suggestions import post_suggestions
-from checks.target.config import CONFIG_PATH, load_config  # read from the default branch, never from the PR
+from checks.config.schema import CONFIG_PATH, load_config  # read from the default branch, never from the PR
 from checks.reporting.render import ANNOTATIONS_PER_REQUEST, CHECK_RUN_NAME as CHECK_NAME
 
 router = Router()

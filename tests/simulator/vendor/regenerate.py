@@ -38,10 +38,15 @@ PACKAGES = {
 }
 
 # GraphQL type -> the fields kept (None: every field whose type is kept too). The App reads many
-# files in one request with `repository { f0: object(expression: "<sha>:<path>") { ... on Blob } }`.
+# files in one request with `repository { f0: object(expression: "<sha>:<path>") { ... on Blob } }`,
+# and a branch's commit with one file of it (its trusted configuration) with
+# `repository { ref(qualifiedName:) { target { oid ... on Commit { file(path:) { object { ... on Blob } } } } } }`.
 GRAPHQL_FIELDS = {
     "Query": ["repository"],
-    "Repository": ["id", "nameWithOwner", "object"],
+    "Repository": ["id", "nameWithOwner", "object", "ref", "defaultBranchRef"],
+    "Ref": ["id", "name", "prefix", "target"],
+    "Commit": ["abbreviatedOid", "commitResourcePath", "commitUrl", "id", "oid", "repository", "file"],
+    "TreeEntry": ["mode", "name", "object", "oid", "path", "size", "type"],
     "GitObject": None,
     "Blob": None,
     "Tree": None,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from checks.findings import FindingMaker
 from checks.model import Finding, Severity, code
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ NAME = "invisible-registration"
 SEVERITY = Severity.WARNING
 SUMMARY = "A registration the runner silently ignores: aliased import, attribute call, call not a top-level expression statement, call inside `if`."
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 # Applied while reading (checks/scanning/registrations.py _FileReader.run calls these).
@@ -44,7 +46,6 @@ def aliased_import(path: str, lines: list[str], alias: ast.alias) -> Finding | N
     """`from ... import register_x_ci as other`: calls through the alias are never collected."""
     if not alias.asname or alias.asname == alias.name:
         return None
-    from checks.rules import make_finding
     from checks.source import node_span
 
     return make_finding(
@@ -59,7 +60,6 @@ def invisible_calls(path: str, lines: list[str], tree: ast.Module, functions, al
     functions' names; `aliases`: alias -> the function it was imported as."""
     import ast
 
-    from checks.rules import make_finding
     from checks.source import node_span
 
     found: list[Finding] = []

@@ -22,6 +22,7 @@ the codes (or rule names) it hides, in brackets, optionally followed by the reas
 
 from __future__ import annotations
 
+from checks.findings import FindingMaker
 from checks.model import Finding, Severity, Span
 
 CODE = "REG005"
@@ -29,6 +30,7 @@ NAME = "unused-suppression"
 SEVERITY = Severity.NOTICE
 SUMMARY = "A `# ci-registrar: ignore[...]` comment that suppresses no finding."
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 # How a suppression is written, as the messages explain it.
 SYNTAX = ("`# ci-registrar: ignore[REG010]` or `ignore[unknown-suite]`: whole rule codes or names, "
@@ -40,16 +42,12 @@ SYNTAX = ("`# ci-registrar: ignore[REG010]` or `ignore[unknown-suite]`: whole ru
 
 def bare(path: str, at: Span) -> Finding:
     """`# ci-registrar: ignore` without brackets: a blanket ignore would hide the next finding too."""
-    from checks.rules import make_finding
-
     return make_finding(CODE, path, at, "unused suppression: a bare `ci-registrar: ignore` "
                         f"suppresses nothing; name what it ignores: {SYNTAX}")
 
 
 def names_nothing(path: str, at: Span) -> Finding:
     """`ignore[]`."""
-    from checks.rules import make_finding
-
     return make_finding(CODE, path, at, f"unused suppression: `ignore[]` names no rule; write {SYNTAX}")
 
 
@@ -57,8 +55,6 @@ def not_a_rule(path: str, at: Span, selector: str, codes) -> Finding:
     """A selector that is no whole rule code or name (`codes`: every rule's code): a code prefix,
     which `--select` takes but a suppression does not (it would silence rules nobody named), or
     nothing at all."""
-    from checks.rules import make_finding
-
     prefix = [c for c in codes if c.startswith(selector.upper())] if selector.upper().startswith("REG") else []
     if prefix:
         return make_finding(CODE, path, at, f"unused suppression: `{selector}` is a code prefix "
@@ -69,6 +65,4 @@ def not_a_rule(path: str, at: Span, selector: str, codes) -> Finding:
 
 def unused(path: str, line: int, column: int, rule: str) -> Finding:
     """A code of a suppression comment that took no finding of that rule out of the report."""
-    from checks.rules import make_finding
-
     return make_finding(CODE, path, Span(line, column, line, column + 1), f"unused suppression: no {rule} finding on this registration")

@@ -25,6 +25,7 @@ check can read without running code, or point `paths:` in `.github/ci-registrar.
 
 from __future__ import annotations
 
+from checks.findings import FindingMaker
 from checks.model import Finding, Severity, Span, code
 
 CODE = "REG901"
@@ -32,15 +33,14 @@ NAME = "unreadable-contract"
 SEVERITY = Severity.WARNING
 SUMMARY = "The suite inventory, register signatures or labels cannot be read statically; rules that depend on the unreadable part are skipped (a failure when it is the runner's discovery, or when that discovery reads no file while test files exist)."
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 # Applied while reading: the contract's reader (checks/target/contract.py) and the workflows'
-# (checks/target/workflows.py) call these where what they read cannot be read statically.
+# (checks/workflows/runs.py) call these where what they read cannot be read statically.
 
 
 def _at(path: str, span: Span | int, message: str, **kw) -> Finding:
-    from checks.rules import make_finding
-
     return make_finding(CODE, path, Span.at_line(span) if isinstance(span, int) else span, message, **kw)
 
 

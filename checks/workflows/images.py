@@ -23,7 +23,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from checks.target.gh_expressions import UNKNOWN, Scope, substitute
+from checks.workflows.expressions import UNKNOWN, Scope, substitute
 
 DATE, VERSION = "{date}", "{version}"
 # NAME= at the start of a command: a line's start, after `;`, `&&`, `||`, `then`, `else`, `do`,

@@ -25,6 +25,7 @@ locally; docs/configuration.md lists every key). The check does not fall back to
 
 from __future__ import annotations
 
+from checks.findings import FindingMaker
 from checks.model import Finding, Severity, Span
 
 CODE = "REG900"
@@ -32,7 +33,8 @@ NAME = "invalid-configuration"
 SEVERITY = Severity.FAILURE
 SUMMARY = "`.github/ci-registrar.yml` is invalid: the check says what is wrong and where; defaults are not silently used instead."
 FIXABLE = False
-# Applied while reading: the configuration loader (checks/target/config.py load_config) parses
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
+# Applied while reading: the configuration loader (checks/config/schema.py load_config) parses
 # the file and validates it against its schema, and asks this module whether each number is in
 # range (number_errors) and for each finding (not_utf8, not_yaml, schema_error, invalid).
 
@@ -40,7 +42,7 @@ FIXABLE = False
 # The range of each number a configuration may hold, by its path (a dispatch entry's by
 # `$.dispatch.*`, a consumer's by `$.consumers[]`): (least, most), both inclusive. The upper ends
 # are far past any real value; they keep a typo (or a 400-digit number) from becoming a budget,
-# a day count or a shard count nobody meant. Ranges checked elsewhere (checks/target/config.py: a
+# a day count or a shard count nobody meant. Ranges checked elsewhere (checks/config/schema.py: a
 # dispatch entry's shards and timeouts, the calibration's lower bounds) are not repeated here, and
 # a consumer's shards and timeout and a dispatch entry's GPUs are checked here only (one error each).
 MAX_DAYS = 3650
@@ -104,8 +106,6 @@ def number_errors(config) -> list[tuple[str, str]]:
 
 def _at(path: str, node, message: str) -> Finding:
     """A REG900 finding at a YAML node of the file (its first line when there is none)."""
-    from checks.rules import make_finding
-
     if node is None:
         return make_finding(CODE, path, Span.at_line(1), message)
     s, e = node.start_mark, node.end_mark
@@ -114,16 +114,12 @@ def _at(path: str, node, message: str) -> Finding:
 
 
 def not_utf8(path: str, reason: str) -> Finding:
-    from checks.rules import make_finding
-
     return make_finding(CODE, path, Span.at_line(1), f"{path} is not UTF-8: {reason}")
 
 
 def not_yaml(path: str, line: int, column: int, problem: str, *, number_too_long: bool = False) -> Finding:
     """The YAML parser refused the file at (line, column); a number too long to read is the
     configuration's limit, not a YAML error."""
-    from checks.rules import make_finding
-
     what = "invalid configuration: " if number_too_long else f"{path} is not valid YAML: "
     return make_finding(CODE, path, Span(line, column, line, column), what + problem)
 
@@ -154,7 +150,7 @@ def schema_error(path: str, node, message: str, err_path: str | None, shown: str
 
 def _boolean_hint(node, detail: str) -> str:
     """Why a `yes`, `no`, `on` or `off` was refused, for a person used to YAML 1.1, where they are
-    booleans: this file reads YAML 1.2 (checks/target/yamlload.py), where only true and false are."""
+    booleans: this file reads YAML 1.2 (checks/config/yamlload.py), where only true and false are."""
     import yaml
 
     written = node.value if isinstance(node, yaml.ScalarNode) and not node.style else None  # plain, not quoted

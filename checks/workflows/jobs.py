@@ -10,14 +10,14 @@ a job that starts the suite runner (`python3 [dir/]run_suite.py ... --suite X`),
 - the per-file timeout: `--timeout-per-file N` (else the runner's own default, read by the caller);
 - the job timeout: the step's `timeout-minutes`, else the job's, else GitHub's 360;
 - the runner flags: the rest of the command line, with `${{ }}` evaluated as for a manual
-  dispatch (checks/target/gh_expressions.py); a flag whose condition only the run knows is kept apart;
+  dispatch (checks/workflows/expressions.py); a flag whose condition only the run knows is kept apart;
 - the nightly flag: `--nightly`, `--cadence nightly|weekly|release`;
 - the install steps before it (a step that runs an `*install*` script or `pip install`);
-- the container image and how it is resolved (checks/target/ci_images.py);
+- the container image and how it is resolved (checks/workflows/images.py);
 - the directory the runner starts in and the environment the job's exec wrapper sets (`-e K=V`).
 
 Each SuiteJob names its source (workflow, job, line). What is read is bounded like the PR check's
-workflow reading (checks/target/yamlload.py: the `yaml_nodes` cap; at most MAX_ROWS matrix rows a job).
+workflow reading (checks/config/yamlload.py: the `yaml_nodes` cap; at most MAX_ROWS matrix rows a job).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from checks.target import yamlload
-from checks.target.ci_images import ImageRule, Shell, rule_from_image, start_script_rule
-from checks.target.gh_expressions import UNKNOWN, Scope, substitute, substitute_known
-from checks.target.workflows import NIGHTLY_CADENCES, _rows, _same_script
+from checks.config import yamlload
+from checks.workflows.images import ImageRule, Shell, rule_from_image, start_script_rule
+from checks.workflows.expressions import UNKNOWN, Scope, substitute, substitute_known
+from checks.workflows.runs import NIGHTLY_CADENCES, _rows, _same_script
 
 GITHUB_DEFAULT_TIMEOUT_MINUTES = 360
 MAX_ROWS = 64  # matrix rows read per job (the targets' MI35x jobs have at most 6)

@@ -21,6 +21,7 @@ huge test file), or, if the file is legitimate, raise that limit for the deploym
 
 from __future__ import annotations
 
+from checks.findings import FindingMaker
 from checks.model import Finding, Severity, Span
 
 CODE = "REG902"
@@ -28,10 +29,11 @@ NAME = "analysis-limit-reached"
 SEVERITY = Severity.WARNING
 SUMMARY = "A file is larger or more expanded than an analysis limit allows (bytes, syntax nodes, YAML nodes after aliases, names, shards, matrix values, files): it is analysed no further, and the finding names the limit, its value, the file and the checks skipped."
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 # Applied while reading: checks/limits.py (Budget.hit, for every cap a read hits) and
-# checks/target/config.py (a configuration over a cap) call this.
+# checks/config/schema.py (a configuration over a cap) call this.
 
 
 def limit_reached(limit: str, value: int, env_var: str, file: str, consequence: str, *, measured: str | None = None,
@@ -39,8 +41,6 @@ def limit_reached(limit: str, value: int, env_var: str, file: str, consequence: 
     """The cap `limit` (its `value`, set by `env_var`) stopped the reading of `file`; `consequence`
     says what was not checked. `at`: the file the finding points to when `file` is not in the
     repository (an external consumer's workflow, named in the message)."""
-    from checks.rules import make_finding
-
     what = f" ({measured})" if measured else ""
     return make_finding(
         CODE,

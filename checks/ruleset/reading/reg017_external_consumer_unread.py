@@ -24,6 +24,7 @@ never available.
 
 from __future__ import annotations
 
+from checks.findings import FindingMaker
 from checks.model import Finding, Severity, Span
 
 CODE = "REG017"
@@ -31,17 +32,16 @@ NAME = "external-consumer-unread"
 SEVERITY = Severity.WARNING
 SUMMARY = "A configured external consumer's workflow could not be read (not given to the CLI, not readable by the App, not UTF-8 or not YAML): the suites it runs are unknown, so the checks that need them (REG013, REG016) are skipped for this check."
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
-# Applied while reading: the external consumers' reader (checks/target/workflows.py) calls these.
+# Applied while reading: the external consumers' reader (checks/workflows/runs.py) calls these.
 # The finding points to `anchor` (the configuration, else the suite inventory): the workflow
 # itself is not in this repository.
 
 
 def unread(anchor: str, label: str, why: str) -> Finding:
     """No copy of consumer `label` (`owner/repo:path`) was given, or it could not be read (`why`)."""
-    from checks.rules import make_finding
-
     how = ("the App reads it at that repository's default branch; locally, pass a copy with "
            "`ci-registrar check --consumers-from PATH`")
     return make_finding(CODE, anchor, Span.at_line(1),
@@ -52,6 +52,4 @@ def unread(anchor: str, label: str, why: str) -> Finding:
 
 def not_yaml(anchor: str, label: str, line: int) -> Finding:
     """The copy given of consumer `label` is not valid YAML (at `line` of it)."""
-    from checks.rules import make_finding
-
     return make_finding(CODE, anchor, Span.at_line(1), f"external consumer {label} is not valid YAML (line {line}): its suites are not counted as consumers")

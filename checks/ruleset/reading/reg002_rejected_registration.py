@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from checks.findings import FindingMaker
 from checks.model import Argument, Finding, Registration, Severity, Span, code
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ SUMMARY = (
     " or disabled."
 )
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 # Applied while reading: checks/scanning/registrations.py (_FileReader.read_registration) calls
@@ -48,7 +50,6 @@ FIXABLE = False
 
 def _finding(path: str, lines: list[str], where, message: str, **kw) -> Finding:
     """A REG002 finding at an ast node (positions from `lines`) or a Span."""
-    from checks.rules import make_finding
     from checks.source import node_span
 
     span = where if isinstance(where, Span) else node_span(where, lines)

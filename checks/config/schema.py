@@ -14,13 +14,13 @@ from typing import Literal
 import msgspec
 import yaml
 
-from checks.target import yamlload
+from checks.config import yamlload
 
 from checks.limits import Limits
 from checks.model import Finding
 from checks.wording import did_you_mean
-from checks.rules import RULES
-from checks.ruleset import reg900_invalid_configuration as reg900
+from checks.ruleset import rule_names
+from checks.ruleset.reading import reg900_invalid_configuration as reg900
 
 CONFIG_PATH = ".github/ci-registrar.yml"
 
@@ -127,7 +127,7 @@ class DurationSource(_Struct):
 
 class Dispatch(_Struct):
     """Where and how one suite runs on demand. Every None is read from the job of the target's own
-    CI that runs the suite, on the default branch (checks/target/ci_jobs.py, checks/target/dispatch_plan.py)."""
+    CI that runs the suite, on the default branch (checks/workflows/jobs.py, checks/target/dispatch_plan.py)."""
 
     workflow: str
     repository: str | None = None
@@ -235,7 +235,7 @@ def _node_for_path(root: yaml.Node | None, path: str) -> yaml.Node | None:
 def _names_key(written, key: str) -> bool:
     """The YAML key `written` is the one an error path calls `key`: itself, or a rule's name for its
     code (`rules:` keys are read by name too, and validated as codes)."""
-    return written == key or (key in RULES and written == RULES[key].name)
+    return written == key or written == rule_names().get(key)
 
 
 def _navigate(data, path: str):
@@ -297,10 +297,10 @@ def _semantic_errors(config: Config) -> list[tuple[str, str]]:
     """Checks the type system cannot express: (error path, message)."""
     errors = []
     for code in config.rules:
-        if code not in RULES:
-            names = [*RULES, *(r.name for r in RULES.values())]
+        if code not in rule_names():
+            names = [*rule_names(), *rule_names().values()]
             errors.append((f"$.rules.{code}", f"unknown rule code `{code}`{did_you_mean(code, names)} "
-                                              f"(known: {', '.join(sorted(RULES))})"))
+                                              f"(known: {', '.join(sorted(rule_names()))})"))
     for i, consumer in enumerate(config.consumers):
         if not _REPOSITORY.fullmatch(consumer.repository):
             errors.append((f"$.consumers[{i}].repository", "consumers[].repository must be `owner/name`"))
@@ -456,9 +456,9 @@ def _original_index(err_path: str, kept: dict[str, list[int]]) -> str:
 def _yaml11_severities(data):
     """`rules:` as a person writes it: a rule by its code or its name (as `check --select` takes
     it), and `false` for off. (`off`, `on`, `yes` and `no` are words here, not booleans: this file
-    is read with YAML 1.2 booleans, checks/target/yamlload.py.)"""
+    is read with YAML 1.2 booleans, checks/config/yamlload.py.)"""
     if isinstance(data, dict) and isinstance(data.get("rules"), dict):
-        names = {r.name: code for code, r in RULES.items()}
+        names = {name: code for code, name in rule_names().items()}
         data = {**data, "rules": {names.get(k, k) if isinstance(k, str) else k: "off" if v is False else v
                                   for k, v in data["rules"].items()}}
     return data
@@ -543,7 +543,7 @@ def _schema_finding(path: str, root, data, message: str, shift: tuple[str, int] 
 
 def _limit_finding(path: str, limits: Limits, limit: str, measured: str) -> Finding:
     from checks.model import Severity
-    from checks.ruleset.reg902_analysis_limit_reached import limit_reached
+    from checks.ruleset.reading.reg902_analysis_limit_reached import limit_reached
 
     return limit_reached(limit, getattr(limits, limit), Limits.env_var(limit), path,
                          "the configuration is not read, and the check fails rather than use the defaults in its place",

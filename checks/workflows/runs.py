@@ -39,12 +39,12 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from checks.target import yamlload
-from checks.target.config import Config, Consumer
+from checks.config import yamlload
+from checks.config.schema import Config, Consumer
 from checks.limits import Budget
 from checks.model import code, Finding, Span
-from checks.ruleset import reg017_external_consumer_unread as reg017
-from checks.ruleset import reg901_unreadable_contract as reg901
+from checks.ruleset.reading import reg017_external_consumer_unread as reg017
+from checks.ruleset.reading import reg901_unreadable_contract as reg901
 
 GITHUB_DEFAULT_TIMEOUT_MINUTES = 360
 NIGHTLY_CADENCES = frozenset({"nightly", "weekly", "release"})  # cadences that admit nightly=True registrations
@@ -778,7 +778,7 @@ def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budg
     why it could not be read. A copy that matches no configured consumer is read as one more.
     `anchor`: the file findings about external consumers point to (default: the configuration).
     """
-    from checks.target.config import CONFIG_PATH
+    from checks.config.schema import CONFIG_PATH
 
     anchor = anchor or CONFIG_PATH
     budget = budget or Budget()

@@ -24,6 +24,7 @@ parses, the runner cannot collect any registration from it.
 
 from __future__ import annotations
 
+from checks.findings import FindingMaker
 from checks.model import Finding, Severity, Span
 
 CODE = "REG001"
@@ -31,6 +32,7 @@ NAME = "unparsable-file"
 SEVERITY = Severity.FAILURE
 SUMMARY = "The file does not parse (syntax error, not UTF-8, too deep): the runner cannot read it."
 FIXABLE = False
+make_finding = FindingMaker(CODE, NAME, SEVERITY)
 
 
 # Applied while reading (checks/scanning/registrations.py scan_file calls these).
@@ -38,15 +40,11 @@ FIXABLE = False
 
 def undecodable(path: str, error: str) -> Finding:
     """The file's bytes are not Python source (checks/source.decode_source says why)."""
-    from checks.rules import make_finding
-
     return make_finding(CODE, path, Span.at_line(1), f"the file cannot be read as Python source: {error}")
 
 
 def unparsable(path: str, text: str, exc: Exception) -> Finding:
     """`ast.parse(text)` raised `exc` (SyntaxError, ValueError, RecursionError or MemoryError)."""
-    from checks.rules import make_finding
-
     if isinstance(exc, SyntaxError):
         line = exc.lineno or 1
         col = exc.offset or 1
