@@ -314,7 +314,7 @@ def test_a_dispatch_whose_worker_died_does_not_block_the_suite_for_ever(od):
 def test_the_workers_periodic_pass_expires_old_requests_everywhere(od):
     import datetime as dt
 
-    from bot.ondemand.flow import sweep_expired
+    from bot.ondemand.housekeeping import sweep_expired
     from bot.store import service
 
     od.world.deliver(od.sim.webhook("installation", "created", app=od.world.app, installation=od.world.installation))
@@ -356,7 +356,7 @@ def sharded(github_sim, tmp_path, monkeypatch):
 
 
 def _eight_gpu_files(od) -> dict[str, float]:
-    from bot.ondemand.flow import selected_rows
+    from bot.ondemand.pull import selected_rows
 
     [request] = store.requests_for_pull(od.world.settings.database_url, "radixark/miles", od.pr.number)
     return dict(selected_rows(request))
@@ -563,3 +563,25 @@ def test_a_selection_past_the_analysis_limits_is_refused_with_the_limit(od, monk
     assert od.dispatches() == []
     for reply in od.replies()[-2:]:
         assert f"not dispatched: `{padded}` was not read at" in reply and "file_bytes" in reply, reply
+
+
+def test_the_budget_refusal_shows_the_cost_notes_at_the_command_and_at_the_dispatch(github_sim, tmp_path, monkeypatch):
+    """The budget's refusal is one text (bot/ondemand/texts.py over_budget): refused at once, or by
+    the dispatch when the budget was spent while the request waited, it lists each file's charge."""
+    from tests.ondemand_support import CONFIG
+
+    monkeypatch.setenv("CI_REGISTRAR_HTTP_BACKOFF_S", "0.01")
+    monkeypatch.setenv("CI_REGISTRAR_JOB_BACKOFF_S", "0.01")
+    od = build_ondemand(github_sim, tmp_path, config=CONFIG.replace("daily_gpu_hours: 64", "daily_gpu_hours: 10"))
+    od.comment(f"/run-rocm {SUITE}", author="bob")  # 7.20 h, waits
+    od.comment("/run-rocm nightly-stage-c-8-gpu-mi350", author="maint")  # 8.00 h, dispatched at once
+    od.comment(f"/run-rocm {SUITE}", author="triager")  # answered at once: 8.00 + 7.20 > 10
+    od.comment("/approve-rocm", author="maint")  # bob's request: refused by the dispatch's reservation
+    refusals = [r for r in od.replies() if "daily GPU-hours have been dispatched" in r]
+    assert [r.split()[0] for r in refusals] == ["@triager", "@maint"]
+    early, at_dispatch = refusals
+    [request] = [r for r in store.requests_for_pull(od.world.settings.database_url, "radixark/miles", od.pr.number)
+                 if r.requester == "bob"]
+    notes = request.details["cost_notes"]
+    assert notes and all(n in early and n in at_dispatch for n in notes)
+    assert "\n\nCost: " in early and "\n\nCost: " in at_dispatch

@@ -168,7 +168,9 @@ def test_the_status_literal_check_would_catch_one(tmp_path):
     assert _status_literals(sample) == [(1, "approved"), (2, "failed")]
 
 
-@pytest.mark.parametrize("path", ["bot/ondemand/flow.py", "bot/worker/handlers/rocm_commands.py",
+@pytest.mark.parametrize("path", ["bot/ondemand/pull.py", "bot/ondemand/request.py", "bot/ondemand/dispatch.py",
+                                  "bot/ondemand/completion.py", "bot/ondemand/housekeeping.py",
+                                  "bot/worker/handlers/rocm_commands.py",
                                   "bot/worker/handlers/rocm_approvals.py", "bot/worker/handlers/rocm_runs.py",
                                   "bot/store/ondemand.py"])
 def test_no_status_is_spelled_outside_the_table(path):

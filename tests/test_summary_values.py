@@ -112,7 +112,7 @@ def test_replies_and_their_tables_show_names_escaped_and_amounts_refused():
 
 
 def test_a_reply_is_escaped_whatever_text_interpolated_the_name(monkeypatch):
-    from bot.ondemand import flow
+    from bot.ondemand import pull as steps
 
     sent = []
 
@@ -123,8 +123,8 @@ def test_a_reply_is_escaped_whatever_text_interpolated_the_name(monkeypatch):
     class Pull:
         client, repo, number, store_url = Client(), "o/r", 1, None
 
-    monkeypatch.setattr(flow, "once", lambda pull, key, step, action: action() or True)
-    flow.reply(Pull(), "k", f"@bob `tests/{RLO}x.py` is not selected")
+    monkeypatch.setattr(steps, "once", lambda pull, key, step, action: action() or True)
+    steps.reply(Pull(), "k", f"@bob `tests/{RLO}x.py` is not selected")
     assert sent == ["@bob `tests/<U+202E>x.py` is not selected"]
 
 

@@ -1,7 +1,7 @@
 """Durations into the measurements store: job logs, and the JSON and CSV of the durations file format.
 
 The automatic path (workflow_run completed -> jobs -> logs, bot/worker/handlers/duration_sources.py;
-a finished on-demand run, bot/ondemand/flow.py) hands `ingest_job_log` a log text and the job's
+a finished on-demand run, bot/ondemand/completion.py) hands `ingest_job_log` a log text and the job's
 metadata; `durations import` does the same for files on disk. Each file or log is one
 transaction: it is stored whole or not at all, and storing it again adds nothing.
 """

@@ -1,4 +1,4 @@
-"""What the PR sees from the on-demand flow: replies, check-run names and texts, next to each other.
+"""What the PR sees from on-demand runs: replies, check-run names and texts, next to each other.
 
 Mentions are deliberate: the commenter a reply answers, requesters whose request went stale or was
 refused; a status table or an "already running" note names people without notifying them.
@@ -127,10 +127,12 @@ def cost_notes(notes: list[str]) -> str:
     return "\n\nCost: " + ("; ".join(notes) if len(notes) == 1 else "\n" + "\n".join(f"- {n}" for n in notes)) + "."
 
 
-def over_budget(user: str, suite: str, cost: float, used: float, limit: float) -> str:
+def over_budget(user: str, suite: str, cost: float, used: float, limit: float, costed: list[str]) -> str:
+    """The budget's refusal, whether the command is answered at once or the dispatch finds the
+    budget spent: with each file's charge (`cost_notes`) in both."""
     return (f"@{user} not dispatched: `{suite}` needs about {hours(cost)} GPU-hours, and {hours(used)} of this "
             f"repository's {hours(limit)} daily GPU-hours have been dispatched in the last 24 hours "
-            f"({hours(max(0.0, limit - used))} left).")
+            f"({hours(max(0.0, limit - used))} left)." + cost_notes(costed))
 
 
 def too_many_files(user: str, count: int, limit: int) -> str:
@@ -146,6 +148,20 @@ def config_invalid(user: str, problems: list[str]) -> str:
     listed = "\n".join(f"- {code(p)}" for p in problems[:5])
     return (f"@{user} on-demand runs are unavailable: the configuration on the default branch "
             f"(.github/ci-registrar.yml) is invalid:\n{listed}")
+
+
+def already_decided(user: str, status: str) -> str:
+    return f"@{user} this request is already {status}; nothing to approve."
+
+
+def summary_of_another_head(user: str, summary_sha: str, head_sha: str) -> str:
+    """A summary button clicked on a check run of a commit that is no longer the PR's head."""
+    return (f"@{user} that summary was for `{summary_sha}`; the head is now "
+            f"`{head_sha}`. Use the buttons of its own check run, or comment `/run-rocm SUITE`.")
+
+
+def button_names_no_suite(user: str) -> str:
+    return f"@{user} that button names no suite this App can run; comment `/run-rocm SUITE` instead."
 
 
 def nothing_pending(user: str, head_sha: str) -> str:
@@ -208,9 +224,27 @@ def request_closed_output(title: str, detail: str) -> dict:
     return {"title": title, "summary": detail}
 
 
+# The "MI350 run request" check run closed: (title, detail) of request_closed_output.
+STALE_TITLE = "Stale"
+EXPIRED_TITLE = "Expired"
+EXPIRED_DETAIL = "This request is older than 7 days and will not run."
+
+
+def stale_detail(new_head: str, old_head: str | None = None) -> str:
+    return f"The PR's head moved to {new_head}" + (f": this request was for {old_head}." if old_head else ".")
+
+
+def request_approved(approver: str, run_url: str | None) -> tuple[str, str]:
+    return f"Approved by @{approver}", f"Dispatched: {run_url or 'see the MI350 check run'}."
+
+
+def request_denied(user: str, reason: str | None) -> tuple[str, str]:
+    return f"Refused by @{user}", f"Reason: {code(reason)}" if reason else "No reason given."
+
+
 def run_started_output(suite: str, head_sha: str, run_url: str | None, files_with_est, cost: float,
                        plan: dict | None = None) -> dict:
-    """plan: the dispatch's run plan (bot.ondemand.flow.details), to say where it runs."""
+    """plan: the dispatch's run plan (bot.ondemand.request.details), to say where it runs."""
     link = f"[workflow run]({run_url})" if run_url else "the workflow run"
     return {"title": f"Running on MI350 ({plural(len(files_with_est), 'test file')})",
             "summary": f"`{suite}` on {head_sha}: {link}. Estimated {hours(cost)} GPU-hours.{_where(plan)}\n\n"

@@ -478,7 +478,7 @@ def start_reconciler(runtime: Runtime, stop: threading.Event | None = None) -> t
                 if not outage.STORE.failed(exc):
                     log.warning("reconciler pass failed", error=_short(exc))
             try:
-                from bot.ondemand.flow import sweep_expired
+                from bot.ondemand.housekeeping import sweep_expired
                 from bot.store import service as store
 
                 sweep_expired(runtime.github, runtime.settings.database_url, store.installation_for)

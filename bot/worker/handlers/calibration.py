@@ -10,9 +10,9 @@ from __future__ import annotations
 from gidgethub.routing import Router
 
 from bot.worker import calibration_pr
-from bot.worker.handlers.rocm_commands import is_human_command_comment, still_says
-from bot.ondemand import flow, grammar, texts
-from bot.ondemand.flow import Pull, react, reply
+from bot.ondemand import grammar, texts
+from bot.ondemand.pull import Pull, react, reply, trusted_config
+from bot.ondemand.request import is_human_command_comment, still_says
 from bot.ondemand.permissions import authority
 from checks.wording import plural
 
@@ -62,7 +62,7 @@ async def calibrate_command(event, ctx):
     key = f"comment:{repo}:{comment['id']}"
     client = ctx.client
     pull = Pull(ctx, repo, number, client.pull(repo, number), config=None)
-    config, problems = flow.trusted_config(client, repo, data["repository"].get("default_branch") or "main")
+    config, problems = trusted_config(client, repo, data["repository"].get("default_branch") or "main")
     if config is None:
         react(pull, comment["id"], "confused")
         reply(pull, key, texts.config_invalid(login, problems))

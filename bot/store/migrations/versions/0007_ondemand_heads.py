@@ -3,7 +3,7 @@ and the time each request's comment was written.
 
 A push used to leave the old head's run holding the (PR, suite) slot, so a command on the new
 head was refused while a run nobody would merge kept its GPUs. The slot is now per head; a push
-cancels the older head's run (bot/ondemand/flow.py supersede). `commented_at` is GitHub's
+cancels the older head's run (bot/ondemand/housekeeping.py supersede). `commented_at` is GitHub's
 created_at of the request's comment: an approval only covers requests written before it.
 
 Revision ID: 0007_ondemand_heads
