@@ -1,4 +1,4 @@
-"""The test worlds' store (tests/test_service_support.migrated) against migrating afresh: a copied
+"""The test worlds' store (tests/service_support.migrated) against migrating afresh: a copied
 template must be exactly the store the migrations make, or every in-process world tests another schema."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import sqlite3
 from contextlib import closing
 
 from bot.store.db import current_revision, upgrade
-from tests.test_service_support import migrated
+from tests.service_support import migrated
 
 
 def _schema(path) -> list[tuple]:

@@ -1,0 +1,19 @@
+"""REG016 (nightly never selected), checks/ruleset/reg016_nightly_never_selected.py: its fixtures (REG016/ beside this
+module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
+
+Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.checks.ruleset.rule_support import check_fixture, fixture_files, fixture_id
+
+
+@pytest.mark.parametrize("fixture", fixture_files("REG016"), ids=fixture_id)
+def test_fixture(fixture: Path):
+    """Each fixture in REG016/ beside this module gets exactly the findings its `# expect:` lines state."""
+    check_fixture(fixture)

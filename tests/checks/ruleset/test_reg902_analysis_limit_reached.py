@@ -1,0 +1,19 @@
+"""REG902 (analysis limit reached), checks/ruleset/reg902_analysis_limit_reached.py: its fixtures (REG902/ beside this
+module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
+
+Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.checks.ruleset.rule_support import check_fixture, fixture_files, fixture_id
+
+
+@pytest.mark.parametrize("fixture", fixture_files("REG902"), ids=fixture_id)
+def test_fixture(fixture: Path):
+    """Each fixture in REG902/ beside this module gets exactly the findings its `# expect:` lines state."""
+    check_fixture(fixture)
