@@ -1,5 +1,6 @@
-"""REG001 (unparsable file), checks/ruleset/reg001_unparsable_file.py: its fixtures (REG001/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
+"""REG001 (unparsable file), checks/ruleset/reg001_unparsable_file.py: driven by its fixtures, REG001/
+beside this module (test_rule_fixtures.py describes them), and its cases on miles-shaped source
+written here.
 
 Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
 """

@@ -1,5 +1,6 @@
-"""REG002 (rejected registration), checks/ruleset/reg002_rejected_registration.py: its fixtures (REG002/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
+"""REG002 (rejected registration), checks/ruleset/reg002_rejected_registration.py: driven by its
+fixtures, REG002/ beside this module (test_rule_fixtures.py describes them), and its cases on miles-
+shaped source written here.
 
 Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
 """

@@ -1,5 +1,6 @@
-"""REG004 (unregistered test file), checks/ruleset/reg004_unregistered_test_file.py: its fixtures (REG004/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
+"""REG004 (unregistered test file), checks/ruleset/reg004_unregistered_test_file.py: driven by its
+fixtures, REG004/ beside this module (test_rule_fixtures.py describes them), and its cases on miles-
+shaped source written here.
 
 Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
 """

@@ -1,7 +1,5 @@
-"""REG005 (unused suppression), checks/ruleset/reg005_unused_suppression.py: its fixtures (REG005/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
-
-Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
+"""REG005 (unused suppression), checks/ruleset/reg005_unused_suppression.py: driven by its fixtures,
+REG005/ beside this module (test_rule_fixtures.py describes them).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""REG010 (unknown suite), checks/ruleset/reg010_unknown_suite.py: its fixtures (REG010/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
+"""REG010 (unknown suite), checks/ruleset/reg010_unknown_suite.py: driven by its fixtures, REG010/
+beside this module (test_rule_fixtures.py describes them), and its cases on miles-shaped source
+written here.
 
 Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
 """

@@ -1,5 +1,6 @@
-"""REG012 (nightly namespace move), checks/ruleset/reg012_nightly_namespace_move.py: its fixtures (REG012/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
+"""REG012 (nightly namespace move), checks/ruleset/reg012_nightly_namespace_move.py: driven by its
+fixtures, REG012/ beside this module (test_rule_fixtures.py describes them), and its cases on miles-
+shaped source written here.
 
 Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
 """

@@ -1,5 +1,6 @@
-"""REG013 (unconsumed suite), checks/ruleset/reg013_unconsumed_suite.py: its fixtures (REG013/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
+"""REG013 (unconsumed suite), checks/ruleset/reg013_unconsumed_suite.py: driven by its fixtures,
+REG013/ beside this module (test_rule_fixtures.py describes them), and its cases on miles-shaped
+source written here.
 
 Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
 """

@@ -1,5 +1,6 @@
-"""REG014 (stale consumer), checks/ruleset/reg014_stale_consumer.py: its fixtures (REG014/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
+"""REG014 (stale consumer), checks/ruleset/reg014_stale_consumer.py: driven by its fixtures, REG014/
+beside this module (test_rule_fixtures.py describes them), and its cases on miles-shaped source
+written here.
 
 Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
 """

@@ -1,5 +1,6 @@
-"""REG015 (consumer without registrations), checks/ruleset/reg015_consumer_without_registrations.py: its fixtures (REG015/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
+"""REG015 (consumer without registrations), checks/ruleset/reg015_consumer_without_registrations.py:
+driven by its fixtures, REG015/ beside this module (test_rule_fixtures.py describes them), and its
+cases on miles-shaped source written here.
 
 Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
 """
@@ -39,6 +40,13 @@ def test_reg015_is_quiet_when_a_registration_of_that_backend_names_its_suite_unr
     # and a cuda registration's unreadable suite does not silence the rocm job's
     files["tests/e2e/test_unread.py"] = test_file(unread.replace("register_rocm_ci", "register_cuda_ci").replace('["amd"]', '["long"]'))
     assert any(f.rule == "REG015" and "stage-c-4-gpu-mi350" in f.message for f in check(files).findings)
+
+
+def test_emptied_for_reads_the_backends_a_diff_emptied():
+    from checks.ruleset.reg015_consumer_without_registrations import emptied_for as _emptied_for
+
+    assert _emptied_for({"rocm"}, "rocm") and _emptied_for({"rocm"}, None) and _emptied_for({"*"}, "cuda")
+    assert not _emptied_for({"cuda"}, "rocm") and not _emptied_for(set(), None) and not _emptied_for(None, "rocm")
 
 
 def test_reg015_in_a_diff_reports_the_jobs_of_the_workflows_it_changed_only():

@@ -1,7 +1,5 @@
-"""REG016 (nightly never selected), checks/ruleset/reg016_nightly_never_selected.py: its fixtures (REG016/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
-
-Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
+"""REG016 (nightly never selected), checks/ruleset/reg016_nightly_never_selected.py: driven by its
+fixtures, REG016/ beside this module (test_rule_fixtures.py describes them).
 """
 
 from __future__ import annotations

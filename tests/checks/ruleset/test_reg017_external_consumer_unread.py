@@ -1,7 +1,5 @@
-"""REG017 (external consumer unread), checks/ruleset/reg017_external_consumer_unread.py: its fixtures (REG017/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
-
-Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
+"""REG017 (external consumer unread), checks/ruleset/reg017_external_consumer_unread.py: driven by its
+fixtures, REG017/ beside this module (test_rule_fixtures.py describes them).
 """
 
 from __future__ import annotations

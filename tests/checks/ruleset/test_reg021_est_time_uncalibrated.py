@@ -1,7 +1,5 @@
-"""REG021 (est time uncalibrated), checks/ruleset/reg021_est_time_uncalibrated.py: its fixtures (REG021/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
-
-Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
+"""REG021 (est time uncalibrated), checks/ruleset/reg021_est_time_uncalibrated.py: driven by its
+fixtures, REG021/ beside this module (test_rule_fixtures.py describes them).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""REG030 (suite over budget), checks/ruleset/reg030_suite_over_budget.py: its fixtures (REG030/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
+"""REG030 (suite over budget), checks/ruleset/reg030_suite_over_budget.py: driven by its fixtures,
+REG030/ beside this module (test_rule_fixtures.py describes them), and its cases on miles-shaped
+source written here.
 
 Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
 

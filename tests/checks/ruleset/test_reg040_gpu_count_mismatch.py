@@ -1,5 +1,6 @@
-"""REG040 (gpu count mismatch), checks/ruleset/reg040_gpu_count_mismatch.py: its fixtures (REG040/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
+"""REG040 (gpu count mismatch), checks/ruleset/reg040_gpu_count_mismatch.py: driven by its fixtures,
+REG040/ beside this module (test_rule_fixtures.py describes them), and its cases on miles-shaped
+source written here.
 
 Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
 """

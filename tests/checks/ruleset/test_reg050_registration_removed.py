@@ -1,5 +1,6 @@
-"""REG050 (registration removed), checks/ruleset/reg050_registration_removed.py: its fixtures (REG050/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
+"""REG050 (registration removed), checks/ruleset/reg050_registration_removed.py: driven by its
+fixtures, REG050/ beside this module (test_rule_fixtures.py describes them), and its cases on miles-
+shaped source written here.
 
 Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
 """

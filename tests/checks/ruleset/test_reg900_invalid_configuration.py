@@ -1,5 +1,6 @@
-"""REG900 (invalid configuration), checks/ruleset/reg900_invalid_configuration.py: its fixtures (REG900/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
+"""REG900 (invalid configuration), checks/ruleset/reg900_invalid_configuration.py: driven by its
+fixtures, REG900/ beside this module (test_rule_fixtures.py describes them), and its cases on miles-
+shaped source written here.
 
 Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
 """

@@ -1,5 +1,6 @@
-"""REG901 (unreadable contract), checks/ruleset/reg901_unreadable_contract.py: its fixtures (REG901/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
+"""REG901 (unreadable contract), checks/ruleset/reg901_unreadable_contract.py: driven by its fixtures,
+REG901/ beside this module (test_rule_fixtures.py describes them), and its cases on miles-shaped
+source written here.
 
 Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
 """

@@ -1,7 +1,5 @@
-"""REG902 (analysis limit reached), checks/ruleset/reg902_analysis_limit_reached.py: its fixtures (REG902/ beside this
-module, tests/checks/ruleset/rule_support.py reads them) and its cases on miles-shaped source written here.
-
-Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
+"""REG902 (analysis limit reached), checks/ruleset/reg902_analysis_limit_reached.py: driven by its
+fixtures, REG902/ beside this module (test_rule_fixtures.py describes them).
 """
 
 from __future__ import annotations
