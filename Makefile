@@ -40,7 +40,7 @@ bench: install
 	$(BIN)/python bench/scan.py
 
 # The generated references: docs/rules.md, docs/configuration.md, docs/ci-registrar.schema.json,
-# docs/on-demand-states.md, docs/environment.md (tests/test_docs.py and tests/test_environment.py fail
+# docs/on-demand-states.md, docs/environment.md (tests/test_docs.py and tests/bot/infra/test_environment.py fail
 # when one is stale).
 docs: install
 	$(BIN)/ci-registrar rule --markdown > docs/rules.md
@@ -50,6 +50,6 @@ docs: install
 	$(BIN)/python -m bot.infra.environment > docs/environment.md
 
 # README.md's first-run screenshots (docs/images/first-run-*.png), taken again in headless Chromium by
-# tests/test_first_run_browser.py; every other run of that test only checks README.md against the pages.
+# tests/app/test_first_run_browser.py; every other run of that test only checks README.md against the pages.
 screenshots: install
-	CI_REGISTRAR_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/test_first_run_browser.py
+	CI_REGISTRAR_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/app/test_first_run_browser.py

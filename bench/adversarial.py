@@ -50,7 +50,7 @@ def main(argv=None) -> dict:
     from bot.worker.handlers.pull_requests import CHECK_NAME
     from tests.adversarial_support import ALL_ATTACKS, ONDEMAND_ATTACK, Arena
     from tests.simulator import GitHubSimulator
-    from tests.test_service_support import wait_for
+    from tests.service_support import wait_for
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attacks", nargs="*", default=ALL_ATTACKS + [ONDEMAND_ATTACK])
@@ -145,7 +145,7 @@ def ondemand_fairness(config: str, env: dict, repeat: int, pad_kb: int, files: i
     (`repeat` times, after one cold run), on a fresh `serve` with `env`."""
     from tests.adversarial_support import Arena
     from tests.simulator import GitHubSimulator
-    from tests.test_service_support import wait_for
+    from tests.service_support import wait_for
 
     sim = GitHubSimulator().start()
     with tempfile.TemporaryDirectory() as tmp:

@@ -68,7 +68,7 @@ class ApiWorld:
         from bot.store.db import upgrade
         from tests.fixtures.miles_shape import miles_shaped
         from tests.simulator import GitHubSimulator
-        from tests.test_service_support import World, env_for
+        from tests.service_support import World, env_for
 
         self.sim = sim = GitHubSimulator().start()
         self.files = miles_shaped(files, tests)
@@ -190,7 +190,7 @@ def memory(files: int, tests: int, checks: int, prs: int = 20) -> dict[str, floa
     resident set once warmed up (first check done) and after the last. The simulator lives in
     this process, so its own growth is not counted."""
     from tests.fixtures.miles_shape import e2e_tests, calibrated, seed_pr
-    from tests.test_service_support import Workers, wait_for, worker_env
+    from tests.service_support import Workers, wait_for, worker_env
 
     with tempfile.TemporaryDirectory() as tmp:
         w = ApiWorld(Path(tmp), files, tests)

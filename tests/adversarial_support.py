@@ -2,7 +2,7 @@
 an attacker's installation sending pull requests built to stop the App, and an ordinary
 repository's pull request that must still get its check within seconds.
 
-Used by tests/test_adversarial.py (in CI) and bench/adversarial.py (figures).
+Used by tests/app/test_adversarial.py (in CI) and bench/adversarial.py (figures).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tests.fixtures.attacks import ATTACKS
 from tests.fixtures.miles import miles_tree, test_file
 from tests import processes
 from tests.patience import PATIENCE
-from tests.test_service_support import ROOT, env_for, free_port, wait_for
+from tests.service_support import ROOT, env_for, free_port, wait_for
 
 # Attacks whose file is a changed test file: they bite in the PR check's diff mode.
 ATTACK_PRS = 3  # pull requests per attack at once: more than one worker thread's worth

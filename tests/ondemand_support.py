@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.fixtures.miles import RUN_SUITE, SGLANG_NIGHTLY, SGLANG_NIGHTLY_PATH, miles_tree, test_file
-from tests.test_service_support import World, env_for
+from tests.service_support import World, env_for
 
 SUITE = "nightly-stage-c-4-gpu-mi350"
 CONFIG = f"""\

@@ -2,7 +2,7 @@
 at a TCP proxy in front of the real Redis, the path cut for a while, deliveries before, during
 and after, and /readyz asked all along.
 
-Used by tests/test_adversarial.py (short outages, in CI) and bench/adversarial.py (30 s).
+Used by tests/app/test_adversarial.py (short outages, in CI) and bench/adversarial.py (30 s).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import requests
 
 from tests.adversarial_support import Arena
 from tests.tcp_proxy import TcpProxy
-from tests.test_service_support import processed_in_log, wait_for
+from tests.service_support import processed_in_log, wait_for
 from tests.patience import PATIENCE
 
 

@@ -20,7 +20,7 @@ fi
 # the browser tests are then skipped, and say why.
 if [ "${CI_REGISTRAR_NO_BROWSER:-}" != 1 ] && { [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; }; then
   echo "tests/services.sh: installing Debian's chromium and chromium-driver with apt-get, for the browser tests" \
-       "(tests/test_*_browser.py: the pages and README.md's screenshots in headless Chromium)."
+       "(tests/app/test_*_browser.py: the pages and README.md's screenshots in headless Chromium)."
   echo "tests/services.sh: apt-get installs system packages, so this runs as root$([ "$(id -u)" = 0 ] || echo ' through sudo')." \
        "CI_REGISTRAR_NO_BROWSER=1 skips it (and those tests)."
   as_root apt-get update -qq

@@ -1,4 +1,4 @@
-"""Signing a test in without GitHub's web flow (that flow itself is tested in tests/test_signin.py):
+"""Signing a test in without GitHub's web flow (that flow itself is tested in tests/bot/web/test_signin.py):
 a session row in the store, and the signed cookie a browser would hold for it."""
 
 from __future__ import annotations

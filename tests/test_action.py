@@ -20,8 +20,8 @@ import yaml
 
 from tests.conftest import CLI
 from tests.fixtures.miles import test_file
-from tests.test_cli import GOOD, TYPO, make_tree
-from tests.test_seed_pr import git, write
+from tests.bot.test_cli import GOOD, TYPO, make_tree
+from tests.bot.commands.test_seed_pr import git, write
 from tests.patience import PATIENCE
 
 ROOT = Path(__file__).resolve().parents[1]

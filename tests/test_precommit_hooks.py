@@ -12,7 +12,7 @@ import sys
 import pytest
 import yaml
 
-from tests.test_service_support import ROOT
+from tests.service_support import ROOT
 from tests.patience import PATIENCE
 
 TARGETS = ROOT / "tests" / "fixtures" / "targets"

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CLI
-from tests.test_seed_pr import git
+from tests.bot.commands.test_seed_pr import git
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

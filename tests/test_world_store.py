@@ -1,4 +1,4 @@
-"""The test worlds' store (tests/test_service_support.migrated) against migrating afresh: a copied
+"""The test worlds' store (tests/service_support.migrated) against migrating afresh: a copied
 template must be exactly the store the migrations make, or every in-process world tests another schema."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import sqlite3
 from contextlib import closing
 
 from bot.store.db import current_revision, upgrade
-from tests.test_service_support import migrated
+from tests.service_support import migrated
 
 
 def _schema(path) -> list[tuple]:
@@ -45,11 +45,11 @@ def test_a_world_store_is_the_store_the_migrations_make(tmp_path):
 
 
 def test_a_template_holds_nothing_its_first_world_wrote_later(tmp_path):
-    from tests import test_service_support
+    from tests import service_support
 
     first = tmp_path / "first.db"
-    saved = list(test_service_support._MIGRATED_SQLITE)
-    test_service_support._MIGRATED_SQLITE.clear()  # as in a new process: this world makes the template
+    saved = list(service_support._MIGRATED_SQLITE)
+    service_support._MIGRATED_SQLITE.clear()  # as in a new process: this world makes the template
     try:
         migrated(f"sqlite:///{first}")
         with closing(sqlite3.connect(first)) as conn, conn:
@@ -58,4 +58,4 @@ def test_a_template_holds_nothing_its_first_world_wrote_later(tmp_path):
         migrated(f"sqlite:///{later}")
         assert "written_by_a_world" not in [name for _, name, _, _ in _schema(later)]
     finally:
-        test_service_support._MIGRATED_SQLITE[:] = saved
+        service_support._MIGRATED_SQLITE[:] = saved

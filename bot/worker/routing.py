@@ -12,7 +12,7 @@ from gidgethub.routing import Router
 
 
 # Every handler module, listed (as bedevere's __main__ composes its routers): what the App reacts
-# to is read here, and a new module is one visible line. tests/test_routing.py fails when a module
+# to is read here, and a new module is one visible line. tests/bot/worker/test_routing.py fails when a module
 # of bot/worker/handlers is missing from this list.
 HANDLER_MODULES = (
     "bot.worker.handlers.pull_requests",   # the "CI registrations" check run

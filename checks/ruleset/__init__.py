@@ -22,7 +22,7 @@ of both (`RULES`); this package itself names them (`rule_names`) without loading
 readers that must know every rule's code and name (the configuration's `rules:`, suppression
 comments) and sit below the rules; docs/rules.md, SARIF rule help and
 `ci-registrar rule CODE` are generated from the registry (checks/rule_docs.py). Adding a rule:
-add its module here, its fixtures under tests/fixtures/rules/<CODE>/ (tests/test_rule_fixtures.py
+add its module here, its fixtures under tests/checks/ruleset/<CODE>/ (tests/checks/ruleset/test_rule_fixtures.py
 runs them), then `make docs`. Helpers two rules share live in named modules beside them
 (facts.py here; checks/calibration/durations_index.py for stored durations), never in a rule's.
 """

@@ -215,7 +215,7 @@ def _backend(value: str):
 # Every field of the scan's model is either written (a codec below) or named here with the reason
 # it is not a fact of the bytes. `unpersisted_fields()` lists any field that is neither: while
 # there is one, `to_facts` refuses every scan (UnfitForFacts), so a field added to the model is
-# never silently dropped by a warm run; tests/test_scan_cache.py fails on it.
+# never silently dropped by a warm run; tests/checks/scanning/test_scan_cache.py fails on it.
 
 NOT_FACTS = {
     FileScan: {
