@@ -41,37 +41,37 @@ class Target:
 
 
 TARGETS = {
-    "grammar": Target("bot/ondemand/grammar.py", ("tests/test_grammar.py",)),
-    "suites": Target("checks/target/suites.py", ("tests/test_suites.py",)),
-    "durations": Target("checks/calibration/job_log.py", ("tests/test_durations_parse.py", "-k", "timestamp or summary or lines"),
+    "grammar": Target("bot/ondemand/grammar.py", ("tests/bot/ondemand/test_grammar.py",)),
+    "suites": Target("checks/target/suites.py", ("tests/checks/target/test_suites.py",)),
+    "durations": Target("checks/calibration/job_log.py", ("tests/checks/calibration/test_durations_parse.py", "-k", "timestamp or summary or lines"),
                         frozenset({"parse_timestamp", "_to_datetime", "_stamp_datetime", "_strip_prefix", "_TIMESTAMP",
                                    "_ANSI"})),
-    "permissions": Target("bot/ondemand/permissions.py", ("tests/test_permissions.py",)),
+    "permissions": Target("bot/ondemand/permissions.py", ("tests/bot/ondemand/test_permissions.py",)),
     # REG010, the largest of the suite rules (once checks/rules_suites.py): the rule tests, the
     # fixture-per-rule examples, the targets' idioms (eras, backends, who runs what) and the
     # direct-run readings
-    "unknown_suite": Target("checks/ruleset/reg010_unknown_suite.py", ("tests/test_rules.py", "tests/test_rule_fixtures.py",
-                                                      "tests/test_discovery_idioms.py", "tests/test_direct_runs.py",
-                                                      "tests/test_rules_suites.py")),
-    "seen": Target("bot/ondemand/seen.py", ("tests/test_ondemand_seen.py",)),
+    "unknown_suite": Target("checks/ruleset/reg010_unknown_suite.py", ("tests/checks/ruleset/", "tests/checks/test_engine.py",
+                                                      "tests/checks/target/test_discovery_idioms.py",
+                                                      "tests/checks/workflows/test_direct_runs.py")),
+    "seen": Target("bot/ondemand/seen.py", ("tests/bot/ondemand/test_ondemand_seen.py",)),
     # issue 37: each module against its OWN fast test file(s), the ones a developer runs while editing it
-    "cost": Target("checks/target/run_cost.py", ("tests/test_ondemand_cost.py",)),  # was bot/ondemand/cost.py
-    "ondemand_cost": Target("bot/ondemand/cost.py", ("tests/test_ondemand_cost.py",)),  # what is left of it
-    "dispatch_plan": Target("checks/target/dispatch_plan.py", ("tests/test_dispatch_plan.py",)),
-    "pr_summary": Target("checks/reporting/pr_summary.py", ("tests/test_pr_summary_units.py",)),
-    "reg020": Target("checks/ruleset/reg020_est_time_miscalibrated.py", ("tests/test_reg020.py",)),
-    "ondemand_states": Target("bot/store/ondemand_states.py", ("tests/test_ondemand_transactions.py",)),
+    "cost": Target("checks/target/run_cost.py", ("tests/checks/target/test_ondemand_cost.py",)),  # was bot/ondemand/cost.py
+    "ondemand_cost": Target("bot/ondemand/cost.py", ("tests/checks/target/test_ondemand_cost.py",)),  # what is left of it
+    "dispatch_plan": Target("checks/target/dispatch_plan.py", ("tests/checks/target/test_dispatch_plan.py",)),
+    "pr_summary": Target("checks/reporting/pr_summary.py", ("tests/checks/reporting/test_pr_summary_units.py",)),
+    "reg020": Target("checks/ruleset/reg020_est_time_miscalibrated.py", ("tests/checks/ruleset/test_reg020_est_time_miscalibrated.py",)),
+    "ondemand_states": Target("bot/store/ondemand_states.py", ("tests/bot/store/test_ondemand_transactions.py",)),
     # the calibration pull request's branch and pull request handling (issue 25 items 4 and 6), against
     # its own fast file (an in-memory GitHub; the simulator files run the same cycle over HTTP, minutes
     # a run); render_body and the schedule (run, sweep) are left to the calibration tests, not mutated
-    "calibration_pr": Target("bot/worker/calibration_pr.py", ("tests/test_calibration_pr_units.py",),
+    "calibration_pr": Target("bot/worker/calibration_pr.py", ("tests/bot/worker/test_calibration_pr_units.py",),
                              frozenset({"_MARK", "_HELD", "_marker", "fingerprint", "refresh", "_by_app", "is_app_commit",
                                         "_foreign_commits", "_pushed_meanwhile", "_branch_head", "_who", "_mode", "held_comment", "_hold",
                                         "verdicts", "changed_verdicts", "after_ingest"})),
     # issue 25: the calibration policy and the verdict maths it rests on (pure, tested in-process)
-    "calibration": Target("checks/calibration/policy.py", ("tests/test_calibration_units.py", "tests/test_calibration.py",
+    "calibration": Target("checks/calibration/policy.py", ("tests/checks/calibration/test_calibration_units.py", "tests/checks/calibration/test_calibration.py",
                                                     "-k", "not cli")),
-    "durations-policy": Target("checks/calibration/estimates.py", ("tests/test_calibration_units.py",),
+    "durations-policy": Target("checks/calibration/estimates.py", ("tests/checks/calibration/test_calibration_units.py",),
                                frozenset({"MAX_ELAPSED_S", "elapsed_problem", "percentile", "duration_stats", "_round_up",
                                           "suggest_est_time", "runner_timeout", "calibrate", "estimate_from_other_backend",
                                           "_param", "_stats_of", "_s", "_since_date"})),

@@ -10,7 +10,7 @@ import pytest
 from checks.engine import check_tree
 from checks.scanning.registrations import scan_file
 from checks.scanning.tree import MemoryTree
-from checks.target.config import Config
+from checks.config.schema import Config
 from checks.target.contract import Contract, read_contract
 
 from tests.checks.ruleset.rule_support import (
@@ -219,7 +219,7 @@ def test_workflow_yaml_alias_bomb_does_not_hang_the_check():
 
 def test_excluded_file_names_are_not_discovered():
     """paths.test_excludes: sglang discovers every *.py under test/registered but conftest.py and __init__.py."""
-    from checks.target.config import load_config
+    from checks.config.schema import load_config
     from checks.engine import discover
 
     config, findings = load_config("paths:\n  test_roots: [test/registered]\n  test_pattern: '*.py'\n"

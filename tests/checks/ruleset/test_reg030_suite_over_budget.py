@@ -21,8 +21,8 @@ from checks.engine import build_context, check_tree
 from checks.limits import Budget
 from checks.model import Severity
 from checks.scanning.tree import DirectoryTree, MemoryTree
-from checks.target.config import load_config
-from checks.target.workflows import GITHUB_DEFAULT_TIMEOUT_MINUTES
+from checks.config.schema import load_config
+from checks.workflows.runs import GITHUB_DEFAULT_TIMEOUT_MINUTES
 
 from tests import FIXTURES, REPO
 from tests.checks.ruleset.rule_support import (

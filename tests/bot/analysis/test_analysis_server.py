@@ -82,7 +82,7 @@ def test_a_child_sees_none_of_the_workers_secrets(monkeypatch):
     # A yardstick: the search does find the secret where it is (this process's memory).
     assert _memory_has("self", digest) and kept_in_memory
     seen = run_check_bounded(MemoryTree(miles_tree()), config_text=None, timeout_s=PATIENCE, memory_bytes=2 << 30,
-                             engine="tests.bot.worker.test_analysis_server:_snooping_engine", arguments={"digest": digest})
+                             engine="tests.bot.analysis.test_analysis_server:_snooping_engine", arguments={"digest": digest})
     assert SECRET_ENV not in seen["environ"] and "DATABASE_URL" not in seen["environ"]
     assert set(seen["environ"]) <= set(analysis_server.ENV_KEPT)
     assert not seen["in_environ"]
@@ -100,7 +100,7 @@ def _limits_engine(head, base, changed, **kw):
 
 def test_the_child_sets_its_memory_and_cpu_limits_before_the_engine_runs():
     limits = run_check_bounded(MemoryTree(miles_tree()), config_text=None, timeout_s=7, memory_bytes=700 << 20,
-                               engine="tests.bot.worker.test_analysis_server:_limits_engine")
+                               engine="tests.bot.analysis.test_analysis_server:_limits_engine")
     assert limits == {"as": (700 << 20, 700 << 20), "cpu": (17, 22)}
 
 
@@ -112,7 +112,7 @@ def _spinning_engine(head, base, changed, **kw):
 
 def test_a_child_dies_at_its_cpu_limit():
     outcome = run_check_bounded(MemoryTree(miles_tree()), config_text=None, timeout_s=PATIENCE, memory_bytes=1 << 30,
-                                engine="tests.bot.worker.test_analysis_server:_spinning_engine")
+                                engine="tests.bot.analysis.test_analysis_server:_spinning_engine")
     assert isinstance(outcome, LimitExceeded) and outcome.limit == "timeout_s"
     assert "CPU time" in outcome.detail
 
@@ -128,7 +128,7 @@ def test_a_child_dies_at_its_memory_limit_and_the_server_lives_on():
     server.start()
     pid = server.pid
     outcome = run_check_bounded(MemoryTree(miles_tree()), config_text=None, timeout_s=PATIENCE,
-                                memory_bytes=300 << 20, engine="tests.bot.worker.test_analysis_server:_hungry_engine")
+                                memory_bytes=300 << 20, engine="tests.bot.analysis.test_analysis_server:_hungry_engine")
     assert isinstance(outcome, LimitExceeded) and outcome.limit == "memory_bytes"
     assert server.pid == pid and os.path.exists(f"/proc/{pid}")
 
@@ -166,7 +166,7 @@ def test_files_announced_by_the_engine_cross_in_one_message(monkeypatch):
 def test_the_childrens_cpu_is_counted():
     before = analysis.children_cpu_s()
     run_check_bounded(MemoryTree(miles_tree()), config_text=None, timeout_s=PATIENCE, memory_bytes=1 << 30,
-                      engine="tests.bot.worker.test_analysis_server:_busy_engine")
+                      engine="tests.bot.analysis.test_analysis_server:_busy_engine")
     assert analysis.children_cpu_s() - before >= 0.2
 
 

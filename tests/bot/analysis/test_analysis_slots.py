@@ -220,7 +220,7 @@ def test_a_long_analysis_is_paused_for_another_installations_and_resumes(tmp_pat
         token = CURRENT_JOB.set(Job(installation))
         try:
             report = run_check_bounded(tree, None, None, config_text=None, timeout_s=60,
-                                       engine="tests.bot.worker.test_analysis_slots:_spin_engine")
+                                       engine="tests.bot.analysis.test_analysis_slots:_spin_engine")
             order.append((name, report))
         finally:
             CURRENT_JOB.reset(token)

@@ -1,7 +1,7 @@
 """bot/worker/calibration_pr.py's own fast tests, in-process: the refresh against an in-memory
 GitHub (git objects, refs with GitHub's fast-forward rule, pull requests, comments), the
 ownership checks, the hold and the verdicts an ingest compares (issue 37: its mutation target is
-measured with these; tests/test_calibration_branch*.py and tests/test_calibration_pr.py run the
+measured with these; tests/bot/worker/test_calibration_branch*.py and tests/bot/worker/test_calibration_pr.py run the
 same cycle on the GitHub simulator over real HTTP, with PostgreSQL)."""
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from bot.worker import calibration_pr as cp
 from bot.worker.calibration_pr import BRANCH, BRANCH_TAKEN, CLOSED_NOTICE, NO_PERMISSION, refresh
 from checks.scanning.tree import MemoryTree
 
-ROOT = Path(__file__).parent
+from tests import TESTS
+
+ROOT = TESTS
 MI35X = ROOT / "fixtures" / "targets" / "sglang" / "r2026-07-01-13dc5f2"
 CONFIG = (ROOT.parent / "docs" / "configs" / "sglang.yml").read_text() + "calibration:\n  pull_requests: true\n"
 NOW = datetime(2026, 7, 1, tzinfo=timezone.utc)
