@@ -1,4 +1,4 @@
-"""REG001 (unparsable file), checks/ruleset/reg001_unparsable_file.py: driven by its fixtures, REG001/
+"""REG001 (unparsable file), checks/ruleset/reading/reg001_unparsable_file.py: driven by its fixtures, REG001/
 beside this module (test_rule_fixtures.py describes them), and its cases on miles-shaped source
 written here.
 

@@ -1,4 +1,4 @@
-"""REG002 (rejected registration), checks/ruleset/reg002_rejected_registration.py: driven by its
+"""REG002 (rejected registration), checks/ruleset/reading/reg002_rejected_registration.py: driven by its
 fixtures, REG002/ beside this module (test_rule_fixtures.py describes them), and its cases on miles-
 shaped source written here.
 

@@ -1,11 +1,11 @@
-"""REG003 (invisible registration), checks/ruleset/reg003_invisible_registration.py: driven by its
+"""REG003 (invisible registration), checks/ruleset/reading/reg003_invisible_registration.py: driven by its
 fixtures, REG003/ beside this module (test_rule_fixtures.py describes them), and its cases on miles-
 shaped source written here.
 
 Spans are 1-based, end_column exclusive. Each positive case asserts the exact line and column.
 
 REG003's walk visits only the top-level statements whose lines name a register function
-(checks/ruleset/reg003_invisible_registration.py). A derived answer must equal the source answer:
+(checks/ruleset/reading/reg003_invisible_registration.py). A derived answer must equal the source answer:
 here the narrowed walk is compared with the whole module's walk on many composed modules.
 """
 
@@ -19,7 +19,7 @@ import pytest
 
 from checks.engine import check_tree
 from checks.model import Severity
-from checks.ruleset import reg003_invisible_registration as reg003
+from checks.ruleset.reading import reg003_invisible_registration as reg003
 from checks.scanning.tree import MemoryTree
 
 from tests.checks.ruleset.rule_support import (

@@ -1,4 +1,4 @@
-"""REG005 (unused suppression), checks/ruleset/reg005_unused_suppression.py: driven by its fixtures,
+"""REG005 (unused suppression), checks/ruleset/reading/reg005_unused_suppression.py: driven by its fixtures,
 REG005/ beside this module (test_rule_fixtures.py describes them).
 """
 

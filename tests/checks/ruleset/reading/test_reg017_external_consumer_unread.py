@@ -1,4 +1,4 @@
-"""REG017 (external consumer unread), checks/ruleset/reg017_external_consumer_unread.py: driven by its
+"""REG017 (external consumer unread), checks/ruleset/reading/reg017_external_consumer_unread.py: driven by its
 fixtures, REG017/ beside this module (test_rule_fixtures.py describes them).
 """
 

@@ -1,4 +1,4 @@
-"""REG900 (invalid configuration), checks/ruleset/reg900_invalid_configuration.py: driven by its
+"""REG900 (invalid configuration), checks/ruleset/reading/reg900_invalid_configuration.py: driven by its
 fixtures, REG900/ beside this module (test_rule_fixtures.py describes them), and its cases on miles-
 shaped source written here.
 

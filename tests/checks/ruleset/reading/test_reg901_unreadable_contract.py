@@ -1,4 +1,4 @@
-"""REG901 (unreadable contract), checks/ruleset/reg901_unreadable_contract.py: driven by its fixtures,
+"""REG901 (unreadable contract), checks/ruleset/reading/reg901_unreadable_contract.py: driven by its fixtures,
 REG901/ beside this module (test_rule_fixtures.py describes them), and its cases on miles-shaped
 source written here.
 

@@ -1,4 +1,4 @@
-"""REG902 (analysis limit reached), checks/ruleset/reg902_analysis_limit_reached.py: driven by its
+"""REG902 (analysis limit reached), checks/ruleset/reading/reg902_analysis_limit_reached.py: driven by its
 fixtures, REG902/ beside this module (test_rule_fixtures.py describes them).
 """
 
