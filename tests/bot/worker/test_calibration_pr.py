@@ -6,40 +6,17 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
 from bot.worker.calibration_pr import BRANCH, CLOSED_NOTICE, refresh
 from bot.github.client import GitHub
 from bot.github.retry import RetryPolicy
-from tests import TESTS
 from tests.patience import PATIENCE
 from tests.simulator.fixtures import github_sim  # noqa: F401
 
-ROOT = TESTS
-MI35X = ROOT / "fixtures" / "targets" / "sglang" / "r2026-07-01-13dc5f2"
-CONFIG = (ROOT.parent / "docs" / "configs" / "sglang.yml").read_text() + "calibration:\n  pull_requests: true\n"
-NOW = datetime(2026, 7, 1, tzinfo=timezone.utc)
-KIMI = "test/registered/amd/test_kimi_k25_mxfp4.py"
-QWEN = "test/registered/amd/test_qwen3_coder_next_8gpu.py"
-REPO = "sgl-project/sglang"
+from tests.bot.worker.calibration_support import CONFIG, KIMI, NOW, QWEN, REPO, _files, records  # noqa: F401 - re-exported to the branch tests
 
-
-def _files() -> dict[str, bytes]:
-    files = {str(p.relative_to(MI35X)): p.read_bytes() for p in MI35X.rglob("*") if p.is_file() and p.name != "durations.json"}
-    files[".github/ci-registrar.yml"] = CONFIG.encode()
-    return files
-
-
-def records(**slower: float) -> list[dict]:
-    """The fixture's durations; slower[file] adds seconds to every run of that file."""
-    rows = json.loads((MI35X / "durations.json").read_text())
-    for r in rows:
-        for key, extra in slower.items():
-            if r["file"].endswith(key):
-                r["elapsed_s"] += extra
-    return rows
 
 
 def _setup(sim, tmp_path, permissions=None):

@@ -10,7 +10,6 @@ import hashlib
 import itertools
 import json
 from datetime import datetime, timezone
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -22,29 +21,9 @@ from checks.scanning.tree import MemoryTree
 
 from tests import TESTS
 
-ROOT = TESTS
-MI35X = ROOT / "fixtures" / "targets" / "sglang" / "r2026-07-01-13dc5f2"
-CONFIG = (ROOT.parent / "docs" / "configs" / "sglang.yml").read_text() + "calibration:\n  pull_requests: true\n"
-NOW = datetime(2026, 7, 1, tzinfo=timezone.utc)
-KIMI = "test/registered/amd/test_kimi_k25_mxfp4.py"
-QWEN = "test/registered/amd/test_qwen3_coder_next_8gpu.py"
-REPO = "sgl-project/sglang"
+from tests.bot.worker.calibration_support import CONFIG, KIMI, NOW, QWEN, REPO, _files, records  # noqa: F401 - re-exported to the branch tests
+
 BOT = "ci-registrar[bot]"
-
-
-def _files() -> dict[str, bytes]:
-    files = {str(p.relative_to(MI35X)): p.read_bytes() for p in MI35X.rglob("*") if p.is_file() and p.name != "durations.json"}
-    files[".github/ci-registrar.yml"] = CONFIG.encode()
-    return files
-
-
-def records(**slower: float) -> list[dict]:
-    rows = json.loads((MI35X / "durations.json").read_text())
-    for r in rows:
-        for key, extra in slower.items():
-            if r["file"].endswith(key):
-                r["elapsed_s"] += extra
-    return rows
 
 
 def _sha(*parts) -> str:
@@ -319,7 +298,7 @@ def test_a_branch_left_at_the_default_branch_is_moved_without_a_merge(gh):
 
 def test_disabled_unless_the_configuration_asks_and_an_invalid_one_is_named(gh, monkeypatch):
     files = _files()
-    files[".github/ci-registrar.yml"] = (ROOT.parent / "docs" / "configs" / "sglang.yml").read_bytes()
+    files[".github/ci-registrar.yml"] = (TESTS.parent / "docs" / "configs" / "sglang.yml").read_bytes()
     off = FakeGitHub(files)
     out = refresh(off, REPO, records, now=NOW)
     assert out.action == "disabled" and "calibration.pull_requests is not set" in out.message
