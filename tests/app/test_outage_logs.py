@@ -26,7 +26,8 @@ from tests.processes import start, stop
 from tests.tcp_proxy import TcpProxy
 from tests.service_support import free_port
 
-OUTAGE_S = 4.0
+OUTAGE_S = 6.0
+RAMP_S = 2.0  # the backoff's doubling, before every reader waits OUTAGE_PAUSE_S between tries
 THREADS = 4
 
 
@@ -90,10 +91,10 @@ def test_an_outage_is_one_line_when_it_starts_and_one_when_it_ends(command, depe
         proxy.drop()
         assert wait_for(lambda: any(e.get("event") == f"{dependency} unreachable, retrying" for e in _events(log))), \
             log.read_text()[-3000:]
-        time.sleep(OUTAGE_S / 2)
+        time.sleep(RAMP_S)
         halfway = proxy.refused
-        time.sleep(OUTAGE_S / 2)
-        refused = proxy.refused - halfway  # tries in the outage's second half, once backed off
+        time.sleep(OUTAGE_S - RAMP_S)
+        refused = proxy.refused - halfway  # tries once backed off: the outage's last OUTAGE_S - RAMP_S
         proxy.restore()
         assert wait_for(lambda: any(e.get("event") == f"{dependency} reachable again" for e in _events(log))), \
             log.read_text()[-3000:]
@@ -111,10 +112,12 @@ def test_an_outage_is_one_line_when_it_starts_and_one_when_it_ends(command, depe
     assert not [e for e in during if "exception" in e or "Traceback" in json.dumps(e)]
     assert "Traceback" not in log.read_text()
     # Backoff: once the outage has lasted a while, the queue's readers (THREADS worker threads, the
-    # scheduler, the heartbeat) each try about once every OUTAGE_PAUSE_S (2 s): 8 connections in
-    # these 2 s here, where huey's reads alone (9 a second, each one connection or more) made 18.
+    # scheduler, the heartbeat) each try about once every OUTAGE_PAUSE_S (2 s), so at most 3 times in
+    # these 4 s (a try at each end and one between), where huey's reads alone (9 a second, each one
+    # connection or more) made 36 or more. The window is 4 s, not 2: in 2 s a loaded machine moved
+    # tries across the window's start (13 and 14 counted against a bound of 12 and a flood of 18).
     if dependency == "queue":
-        assert refused <= 2 * (THREADS + 2), refused
+        assert refused <= 3 * (THREADS + 2), refused
 
 
 def test_a_redis_that_is_down_from_the_start_is_one_line(tmp_path, redis_prefix):
