@@ -541,17 +541,22 @@ class InstallationClient:
                 if not obj or "oid" not in obj:
                     out[expression] = None  # nothing at that path (or a directory, a submodule)
                     continue
-                oid, text = obj["oid"], obj.get("text")
-                data_bytes = text.encode("utf-8") if isinstance(text, str) else None
-                if obj.get("isTruncated") and data_bytes is not None:
-                    cut = self.github.graphql_cut
-                    self.github.graphql_cut = len(data_bytes) if cut is None else min(cut, len(data_bytes))
-                if data_bytes is None or obj.get("isBinary") or obj.get("isTruncated") or git_blob_sha(data_bytes) != oid:
-                    data_bytes = self.blob(repo, oid)
-                else:
-                    self.github.blobs.put(oid, data_bytes)
-                out[expression] = (oid, data_bytes)
+                out[expression] = (obj["oid"], self._blob_bytes(repo, obj))
         return out
+
+    def _blob_bytes(self, repo: str, obj: dict) -> bytes:
+        """A GraphQL Blob's bytes ({oid, isBinary, isTruncated, text}): its text when GitHub gave it
+        whole and exact (then kept in the blob cache), else read from its blob over REST. A cut text
+        teaches this process where GitHub cuts (graphql_cut)."""
+        oid, text = obj["oid"], obj.get("text")
+        data_bytes = text.encode("utf-8") if isinstance(text, str) else None
+        if obj.get("isTruncated") and data_bytes is not None:
+            cut = self.github.graphql_cut
+            self.github.graphql_cut = len(data_bytes) if cut is None else min(cut, len(data_bytes))
+        if data_bytes is None or obj.get("isBinary") or obj.get("isTruncated") or git_blob_sha(data_bytes) != oid:
+            return self.blob(repo, oid)
+        self.github.blobs.put(oid, data_bytes)
+        return data_bytes
 
     def compare(self, repo: str, base: str, head: str) -> dict:
         """GET compare/{base}...{head}: the commits head has that base has not (up to 250, with
@@ -594,8 +599,7 @@ class InstallationClient:
         answer to branch_head(repo, branch): a /run-rocm then plans from the default branch's CI at
         the commit its trusted configuration came from, and spends no request on the ref (issue 38).
 
-        Text GraphQL gives whole and exact lands in the blob cache; other content (binary, cut,
-        over GitHub's text limit) is read from its blob over REST, as read_paths does.
+        The file's bytes come as read_paths' do (_blob_bytes).
         """
         owner, _, name = repo.partition("/")
         target = ("target { oid ... on Commit { file(path: $path) { mode object { ... on Blob { oid isBinary isTruncated text } } } } }")
@@ -626,15 +630,9 @@ class InstallationClient:
         if entry.get("mode") == 0o120000:  # a symbolic link: the contents API reads the file it leads to
             return self.file_at(repo, path, commit["oid"])
         blob = entry.get("object") or {}
-        oid = blob.get("oid")
-        if not oid or "isTruncated" not in blob:
+        if not blob.get("oid") or "isTruncated" not in blob:
             return None  # nothing at that path, or a directory or a submodule: not a file's bytes
-        text = blob.get("text")
-        data_bytes = text.encode("utf-8") if isinstance(text, str) else None
-        if data_bytes is None or blob.get("isBinary") or blob.get("isTruncated") or git_blob_sha(data_bytes) != oid:
-            return self.blob(repo, oid)
-        self.github.blobs.put(oid, data_bytes)
-        return data_bytes
+        return self._blob_bytes(repo, blob)
 
     def pull_files(self, repo: str, number: int, expected: int | None = None) -> list[dict]:
         return self.paginate(f"/repos/{repo}/pulls/{number}/files", "/repos/{owner}/{repo}/pulls/{pull_number}/files",
