@@ -60,3 +60,12 @@ def test_every_fixture_folder_names_a_rule_and_sits_with_its_tests():
         home = rule_home(code)
         assert os.path.samefile(os.path.dirname(folder), home), f"{folder}: the fixtures of {code} belong in {home}"
         assert list(home.glob(f"test_{code.lower()}_*.py")), f"{folder}: no test module of {code} beside it"
+
+
+def test_the_catalogue_read_from_file_names_is_the_registrys():
+    """checks.ruleset.rule_names (read without importing a rule, for the configuration and the
+    suppressions below the rules) against the registry that loads every rule module."""
+    from checks.rules import RULES
+    from checks.ruleset import rule_names
+
+    assert rule_names() == {code: rule.name for code, rule in sorted(RULES.items())}
