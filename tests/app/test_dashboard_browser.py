@@ -8,7 +8,6 @@ import shutil
 import tempfile
 import threading
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 

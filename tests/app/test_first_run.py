@@ -8,7 +8,6 @@ import contextlib
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
 
 from tests.ondemand_support import SUITE, build_ondemand
 from tests.signin_support import SESSION_COOKIE, session_cookie

@@ -11,7 +11,6 @@ import secrets
 import signal
 import time
 
-import pytest
 
 from bot.analysis import bounded as analysis, server as analysis_server
 from bot.analysis.bounded import LimitExceeded, run_check_bounded

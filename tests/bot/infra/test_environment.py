@@ -5,7 +5,6 @@ before anything starts (the value itself never printed)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 

@@ -7,7 +7,6 @@ import json
 import pytest
 
 from bot.store import ondemand as store
-from pathlib import Path
 
 from tests import FIXTURES
 from tests.fixtures.miles import test_file

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from checks.calibration.policy import (
-    DISABLED, EXCEEDS_TIMEOUT, FITS, OVER, TIMEOUT_IN_WINDOW, TOO_FEW, UNDER, Bounds, Decision, Window,
+    DISABLED, EXCEEDS_TIMEOUT, FITS, OVER, TIMEOUT_IN_WINDOW, TOO_FEW, UNDER, Bounds, Decision,
     build_windows, decide, decide_all, origin_of, stats_rows,
 )
 from checks.fixing.calibration_edits import edit_source
-from checks.config.schema import Calibration, Config, load_config
+from checks.config.schema import Calibration, load_config
 from checks.engine import check_tree
 from checks.model import Backend
 from checks.calibration.shards import Item, heaviest, partition

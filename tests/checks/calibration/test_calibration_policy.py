@@ -7,7 +7,6 @@ import json
 import shutil
 import subprocess
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 

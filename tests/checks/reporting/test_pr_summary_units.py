@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from checks.engine import check_tree
-from checks.reporting.pr_summary import _gpus, _longest, same_code, suite_rows, touched_suites
+from checks.reporting.pr_summary import _gpus, _longest, same_code, suite_rows
 from checks.scanning.tree import MemoryTree
 from tests.fixtures.miles import RUN_SUITE, miles_tree, test_file
 

@@ -9,7 +9,6 @@ trees are small synthetic runners, one idiom each.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

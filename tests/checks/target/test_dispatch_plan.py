@@ -5,7 +5,6 @@ of the job that runs it, else the fleet's runner that fits), with which of the r
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 

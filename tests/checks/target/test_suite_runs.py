@@ -9,7 +9,6 @@ The model joins two readings of the same workflows: the consumer reading the rul
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest

@@ -11,7 +11,6 @@ tests of the views against the model and against independent readings of the sam
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from checks.engine import build_context, check_tree
 from checks.limits import Budget

@@ -11,7 +11,6 @@ Apache-2.0) or a few lines written here.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
