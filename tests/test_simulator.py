@@ -16,7 +16,7 @@ from gidgethub.sansio import Event
 from tests.patience import PATIENCE
 from tests.simulator import GitHubSimulator, SimulatorError, sign
 from tests.simulator.fixtures import github_sim  # noqa: F401  (fixture)
-from tests.simulator.gitobjects import ObjectStore, blob_sha
+from tests.simulator.gitobjects import ObjectStore, blob_sha, diff_files
 
 SUITES = 'CI_SUITES = {"stage-a": 1}\n'
 TEST_A = "from ci_register import register_cuda_ci\n\nregister_cuda_ci(est_time=60, suite=\"stage-a\")\n"

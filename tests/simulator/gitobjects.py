@@ -48,6 +48,19 @@ class ObjectStore:
         # tree sha -> list of (mode, name, kind, sha) sorted as git sorts them
         self.trees: dict[str, list[tuple[str, str, str, str]]] = {}
         self.commits: dict[str, Commit] = {}
+        self._diffs: dict[tuple[str | None, str], list[dict]] = {}
+
+    def diff(self, old: str | None, new: str) -> list[dict]:
+        """`diff_files` between two commits (old None: the empty tree), computed once per pair, as
+        GitHub keeps a commit pair's diff: commits never change, and difflib over large files made
+        the simulator, not the App, the slowest part of a flood of PR listings (issue 38's fair
+        share measurement). Each caller gets its own copies of the entries."""
+        key = (old, new)
+        entries = self._diffs.get(key)
+        if entries is None:
+            entries = diff_files(self.commits[old].files if old is not None else {}, self.commits[new].files)
+            self._diffs[key] = entries
+        return [dict(entry) for entry in entries]
 
     def put_blob(self, content: bytes) -> str:
         sha = blob_sha(content)

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from .gitobjects import ObjectStore, diff_files
+from .gitobjects import ObjectStore
 
 SECONDARY_MESSAGE = ("You have exceeded a secondary rate limit. Please wait a few minutes before "
                      "you try again. If you reach out to GitHub Support for help, please include "
@@ -146,7 +146,7 @@ class PullRequest:
     def files(self) -> list[dict]:
         store = self.repo.store
         base = store.merge_base(self.base_sha, self.head_sha) or self.base_sha
-        return diff_files(store.commits[base].files, store.commits[self.head_sha].files)
+        return store.diff(base, self.head_sha)
 
 
 class Repo:

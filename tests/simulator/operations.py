@@ -10,7 +10,7 @@ import secrets
 import time
 from urllib.parse import quote, urlencode
 
-from .gitobjects import commentable_lines, diff_files
+from .gitobjects import commentable_lines
 from .model import ApiError, PullRequest, Repo, iso
 from .server import Request
 
@@ -335,7 +335,7 @@ class RestOperations:
         behind = [s for s in base_anc if s not in set(store.ancestors(merge_base))]
         status = ("identical" if not ahead and not behind else "ahead" if not behind
                   else "behind" if not ahead else "diverged")
-        entries = diff_files(store.commits[merge_base].files, store.commits[head].files)
+        entries = store.diff(merge_base, head)
         api = f"{self.url}/repos/{repo.full_name}"
         web = f"{self.web_url}/{repo.full_name}"
         out = {"url": f"{api}/compare/{params['basehead']}",

@@ -7,7 +7,6 @@ import hashlib
 import re
 from urllib.parse import quote
 
-from .gitobjects import diff_files
 from .model import App, Installation, PullRequest, Repo, iso
 
 
@@ -198,8 +197,7 @@ class JsonViews:
                         for p in c.parents],
         }
         if with_files:
-            before = repo.store.commits[c.parents[0]].files if c.parents else {}
-            entries = diff_files(before, c.files)
+            entries = repo.store.diff(c.parents[0] if c.parents else None, sha)
             out["files"] = [self._diff_entry(repo, e, sha) for e in entries]
             adds = sum(e["additions"] for e in entries)
             dels = sum(e["deletions"] for e in entries)
