@@ -12,6 +12,8 @@ CI_REGISTRAR_ANALYSIS_SLOTS slots (default: the machine's cores), and the slots 
   installation holding fewer slots than its own waits yields: bot/analysis/bounded.py pauses its child
   (SIGSTOP, nothing lost), the slot goes to the waiter, and the paused job queues again behind
   its own installation's line. With one slot, two installations take turns a quantum each.
+  An installation holding two or more slots than a waiting one yields one at once, quantum or
+  not: that switch never swings back, so only the waiter's wait would buy nothing.
 - Jobs of one installation never preempt each other (that would only add switches).
 
 The state (who holds, who waits) is shared by every process: in Redis when the queue is on Redis
@@ -40,7 +42,8 @@ SLOTS_ENV = "CI_REGISTRAR_ANALYSIS_SLOTS"
 QUANTUM_ENV = "CI_REGISTRAR_ANALYSIS_QUANTUM_S"
 LEASE_ENV = "CI_REGISTRAR_ANALYSIS_SLOT_LEASE_S"
 # A waiter waits at most about one quantum for a slot (plus the holder's next look, YIELD_CHECK_S
-# in bot/analysis/bounded.py). An ordinary check's analysis takes a few hundredths of a second
+# in bot/analysis/bounded.py), and only the holder's next look when the holders' installation holds
+# two slots more than the waiter's. An ordinary check's analysis takes a few hundredths of a second
 # since the analysis server (issue 38), so a 1 s quantum was most of its time under a flood
 # (0.2 s of 1.8 s spent analysing, 1.0 s waiting for a slot); a switch costs two signals.
 DEFAULT_QUANTUM_S = 0.25
@@ -167,7 +170,8 @@ class Scheduler:
         return self.state.transact(change)
 
     def must_yield(self, job: str) -> bool:
-        """Renew `job`'s hold; True when it has run its quantum and a poorer installation waits."""
+        """Renew `job`'s hold; True when a poorer installation waits and either this job has run its
+        quantum or its installation holds at least two slots more than the waiter's."""
 
         def change(s):
             now = self._tidy(s)
@@ -175,11 +179,16 @@ class Scheduler:
             if me is None:
                 return True  # its lease ran out (a long stall): it waits like anyone else
             me["seen"] = now
-            if now - me["granted"] < self.quantum_s:
-                return False
             held = _held(s)
             mine = held.get(me["tenant"], 0)
-            return any(w["tenant"] != me["tenant"] and held.get(w["tenant"], 0) < mine for w in s["waiters"].values())
+            poorest = min((held.get(w["tenant"], 0) for w in s["waiters"].values() if w["tenant"] != me["tenant"]),
+                          default=None)
+            if poorest is None or poorest >= mine:
+                return False
+            # Two or more apart, the switch cannot come back (the waiter's installation still holds
+            # no more than this one afterwards), so it needs no quantum: an ordinary check arriving
+            # while a flood holds every slot waited a whole quantum for nothing (issue 38).
+            return mine - poorest >= 2 or now - me["granted"] >= self.quantum_s
 
         return self.state.transact(change)
 

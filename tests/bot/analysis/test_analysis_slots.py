@@ -90,6 +90,36 @@ def test_two_slots_settle_at_one_each_and_stop_switching():
     assert not s.must_yield("b1") and not s.must_yield("a2")
 
 
+def test_an_installation_two_slots_ahead_yields_one_at_once_and_the_switch_does_not_swing_back():
+    clock = Clock()
+    s = _scheduler(slots=3, quantum=1.0, clock=clock)
+    assert s.request("a1", 1) and s.request("a2", 1) and s.request("a3", 1)
+    clock.now += 0.1  # well within every holder's quantum
+    assert not s.must_yield("a1")  # nobody else waits
+    assert not s.request("b1", 2) and not s.request("c1", 3)
+    assert s.must_yield("a1")  # A holds 3, B none: no quantum to wait out
+    s.yield_slot("a1", 1)
+    assert s.snapshot()["holders"] == {"a2": "1", "a3": "1", "b1": "2"}
+    assert s.must_yield("a2")  # A holds 2, C none
+    s.yield_slot("a2", 1)
+    assert s.snapshot()["holders"] == {"a3": "1", "b1": "2", "c1": "3"}
+    # One each: one apart at most from here on, so the quantum decides, and nobody is poorer.
+    assert not any(s.must_yield(job) for job in ("a3", "b1", "c1"))
+    clock.now += 5
+    assert not any(s.must_yield(job) for job in ("a3", "b1", "c1"))
+
+
+def test_one_slot_apart_still_waits_the_quantum():
+    clock = Clock()
+    s = _scheduler(slots=2, quantum=1.0, clock=clock)
+    assert s.request("a1", 1) and s.request("b1", 2)
+    assert not s.request("c1", 3)
+    clock.now += 0.5
+    assert not s.must_yield("a1") and not s.must_yield("b1")  # one each, C none: within the quantum
+    clock.now += 0.5
+    assert s.must_yield("a1")
+
+
 def test_a_crashed_processs_entries_expire_and_free_the_slot():
     clock = Clock()
     s = _scheduler(slots=1, clock=clock, lease=30.0)
