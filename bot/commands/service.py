@@ -39,9 +39,7 @@ def _migrate(settings) -> None:
 
 
 def _consumer(queue, threads: int):
-    from bot.worker.fairness import share_for
-
-    queue.runtime.shares.limit = share_for(threads)  # one installation never holds every thread
+    queue.runtime.share_threads(threads)  # one installation never holds every thread
     queue.runtime.share_analysis_slots()  # and never every analysis slot, in any process
     # Poll at most every 0.5 s when idle: the Redis claim is a non-blocking script.
     # SIGTERM is graceful (what systemd, Docker and Heroku send), bounded by the grace period.

@@ -155,12 +155,11 @@ def post_worker_init(worker):
     jobs = worker.app.jobs
     if not jobs:
         return
-    from bot.worker.fairness import share_for
     from bot.worker.tasks import start_reconciler
     from bot.web.probes import get_queue
 
     queue = get_queue(worker.wsgi)
-    queue.runtime.shares.limit = share_for(jobs)  # one installation never holds every thread
+    queue.runtime.share_threads(jobs)  # one installation never holds every thread
     queue.runtime.share_analysis_slots()  # and never every analysis slot, in any process
     # Poll at most every 0.5 s when idle; stop() waits out running jobs for the grace period.
     consumer = queue.create_consumer(workers=jobs, worker_type="thread", periodic=True, initial_delay=0.05,

@@ -4,7 +4,9 @@ repository's expensive checks run to their limits (bot/analysis/bounded.py bound
 
 Per process: each worker process keeps its own count (a scale-out deployment has several, each
 fair on its own). A job over its installation's share steps back before it starts, without
-spending an attempt, and comes again a moment later.
+spending an attempt: into the queue's lot, where the next thread free for its installation takes
+it (bot.worker.queue.JobQueue.park), or, when the lot is full, through the schedule, and it comes
+again a moment later.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ class Shares:
     def running(self, installation_id) -> int:
         with self._lock:
             return self._running[installation_id]
+
+    def has_room(self, installation_id) -> bool:
+        """Whether one more job of this installation may start now."""
+        with self._lock:
+            return self.limit is None or installation_id is None or self._running[installation_id] < self.limit
 
     @contextmanager
     def slot(self, installation_id):

@@ -80,6 +80,16 @@ class Runtime:
                 self._github = GitHub(s.github_api_url, s.app_id, s.private_key, blob_dir=s.data_dir / "blobs")
             return self._github
 
+    def share_threads(self, threads: int) -> None:
+        """This process runs jobs on `threads` threads: one installation never holds every one
+        (bot/worker/fairness.py), and a job that steps back for its installation's share waits
+        in the queue's lot for the next free thread (JobQueue.park)."""
+        from bot.worker.fairness import share_for
+
+        self.shares.limit = share_for(threads)
+        self.queue.parked_ready = self.shares.has_room
+        self.queue.set_lot_size(threads)
+
     def share_analysis_slots(self) -> None:
         """This process runs jobs: its analyses take their slots from the scheduler every worker
         process shares (bot/analysis/slots.py), in Redis with a Redis queue, else in the data directory."""
@@ -143,8 +153,11 @@ def run_delivery(runtime: Runtime, delivery_id: str, event_name: str, body: byte
     repository = envelope.repository.full_name if envelope.repository else None
     with runtime.shares.slot(installation_id) as free:
         if not free:
-            # This installation has its share of the threads busy: step back, attempts untouched.
+            # This installation has its share of the threads busy: step back, attempts untouched,
+            # into this process's lot (the next free thread takes it), else through the schedule.
             metrics.DELIVERIES.labels(event_name, action or "", "deferred").inc()
+            if runtime.queue.park(installation_id):
+                return
             raise RetryTask(delay=0.5 + runtime.github.policy.rng.random())
         _run_delivery(runtime, delivery_id, event_name, body, data, action, installation_id, repository,
                       store_down_since)

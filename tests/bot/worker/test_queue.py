@@ -206,3 +206,87 @@ def test_a_redis_worker_in_another_process_starts_at_once_on_an_enqueue(tmp_path
     assert worker_side.storage.wait_for_work(1.0) is True
     assert worker_side.storage.wait_for_work(0.05) is False  # one job, one token
     worker_side.storage.flush_queue()
+
+
+# -- the lot: a job over its installation's share waits in this process, claimed ----------------------
+def _shared_queue(make_queue, lot_threads: int):
+    from huey.exceptions import RetryTask
+
+    from bot.worker.fairness import Shares
+
+    queue = make_queue()
+    shares = Shares(limit=1)
+    queue.parked_ready = shares.has_room
+    queue.set_lot_size(lot_threads)
+    started, done, gate = [], [], threading.Event()
+    lock = threading.Lock()
+
+    @queue.task(name="job")
+    def job(installation, name):
+        with shares.slot(installation) as free:
+            if not free:
+                if queue.park(installation):
+                    return
+                raise RetryTask(delay=30)  # through the schedule: far later than any wait below
+            with lock:
+                started.append(name)
+            if name == "a1":
+                gate.wait(30)
+            with lock:
+                done.append(name)
+
+    return queue, job, started, done, gate, shares
+
+
+def test_a_job_over_its_share_waits_in_the_lot_while_another_installation_goes_first(make_queue):
+    queue, job, started, done, gate, shares = _shared_queue(make_queue, lot_threads=2)
+    job(1, "a1")
+    consumer = queue.create_consumer(workers=2, worker_type="thread", periodic=False, initial_delay=0.01,
+                                     max_delay=0.1)
+    consumer.start()
+    try:
+        assert wait_for(lambda: started == ["a1"])  # a long job of installation 1 (share: 1 thread)
+        job(1, "a2")
+        job(2, "b1")
+        assert wait_for(lambda: "b1" in done)
+        # a1 holds installation 1's share: a2 waits in the lot, claimed, and b1 went past it.
+        assert started == ["a1", "b1"] and queue.parked() == 1
+        assert queue.inflight() == 2 and queue.depth() == 0 and queue.storage.schedule_size() == 0
+        gate.set()
+        assert wait_for(lambda: "a2" in done)  # from the lot as a1 ended, not 30 s later from the schedule
+        assert started == ["a1", "b1", "a2"]
+        assert wait_for(lambda: queue.inflight() == 0)
+        assert queue.depth() == 0 and queue.storage.schedule_size() == 0 and queue.parked() == 0
+    finally:
+        gate.set()
+        consumer.stop(graceful=True)
+
+
+def test_a_full_lot_steps_back_through_the_schedule(make_queue):
+    queue, job, started, done, gate, shares = _shared_queue(make_queue, lot_threads=0)  # no lot
+    job(1, "a1")
+    consumer = queue.create_consumer(workers=2, worker_type="thread", periodic=False, initial_delay=0.01,
+                                     max_delay=0.1)
+    consumer.start()
+    try:
+        assert wait_for(lambda: started == ["a1"])
+        job(1, "a2")
+        assert wait_for(lambda: queue.storage.schedule_size() == 1)
+        assert started == ["a1"] and queue.parked() == 0
+    finally:
+        gate.set()
+        consumer.stop(graceful=True)
+
+
+def test_a_stopping_process_hands_its_parked_jobs_back_to_the_queue(make_queue):
+    queue, job, started, done, gate, shares = _shared_queue(make_queue, lot_threads=1)
+    job(1, "a2")
+    consumer = queue.create_consumer(workers=1, worker_type="thread", periodic=False)  # never started
+    with shares.slot(1):  # installation 1's share is held (a long job elsewhere)
+        queue.execute(queue.dequeue())
+    assert queue.parked() == 1 and queue.inflight() == 1 and queue.depth() == 0 and started == []
+    consumer.stop()
+    # Back at the queue's head now, not when its lease runs out.
+    assert queue.parked() == 0 and queue.inflight() == 0 and queue.depth() == 1
+    queue.execute(queue.dequeue())
+    assert done == ["a2"] and queue.depth() == 0 and queue.inflight() == 0
