@@ -92,7 +92,17 @@ class TcpProxy:
                 continue
             server.settimeout(None)
             with self._lock:
-                self._pairs.append((client, server))
+                # drop() may have come while this connection was being made: it swapped the
+                # list out already, so a pair added now would outlive the outage (a client's call
+                # answered mid-outage, seen under load as "reachable again" after 0.0 s).
+                dropped = self._mode == "dropped"
+                if not dropped:
+                    self._pairs.append((client, server))
+            if dropped:
+                self.refused += 1
+                _reset(client)
+                _reset(server)
+                continue
             self.accepted += 1
             threading.Thread(target=self._pipe, args=(client, server), name="tcp-proxy-pipe", daemon=True).start()
 
