@@ -71,6 +71,20 @@ def test_object_shas_are_the_ones_git_computes():
     assert store.put_tree({}) == "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
+def test_a_commit_pairs_diff_is_computed_once_and_each_caller_gets_its_own_entries():
+    store = ObjectStore()
+    old = store.put_commit({"a.py": b"x = 1\n", "gone.py": b"y\n"}, [], "one", "A", "a@x", 1)
+    new = store.put_commit({"a.py": b"x = 2\n", "b.py": b"z\n"}, [old], "two", "A", "a@x", 2)
+    first = store.diff(old, new)
+    assert first == diff_files(store.commits[old].files, store.commits[new].files)
+    assert [(e["filename"], e["status"]) for e in first] == [("a.py", "modified"), ("b.py", "added"),
+                                                             ("gone.py", "removed")]
+    assert store.diff(old, new) is not first  # its own list and entries, not the one kept
+    first[0]["patch"] = "changed by a caller"
+    assert store.diff(old, new)[0]["patch"] == "@@ -1 +1 @@\n-x = 1\n+x = 2"
+    assert [e["status"] for e in store.diff(None, old)] == ["added", "added"]
+
+
 # -- authentication ---------------------------------------------------------------------------
 
 def test_token_exchange_with_pygithub_and_real_jwt(world):
