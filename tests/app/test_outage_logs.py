@@ -187,3 +187,29 @@ def test_the_proxy_carries_bytes_for_a_process_with_many_files_open(tmp_path):
     finally:
         for f in held:
             f.close()
+
+
+def test_a_connection_being_made_as_the_proxy_drops_is_reset_too(monkeypatch):
+    """drop() between the proxy's accept and its pairing of the connection: the connection must not
+    outlive the outage (it carried a worker's calls through one, seen under load)."""
+    import redis
+
+    from tests import tcp_proxy
+
+    target = urlsplit(REDIS_TEST_URL)
+    proxy = TcpProxy(target.hostname or "127.0.0.1", target.port or 6379)
+    connect = tcp_proxy.socket.create_connection
+
+    def connect_as_the_outage_starts(address, timeout=None):
+        proxy.drop()  # after the proxy's check of its mode, before it pairs the connection
+        return connect(address, timeout=timeout)
+
+    monkeypatch.setattr(tcp_proxy.socket, "create_connection", connect_as_the_outage_starts)
+    client = redis.Redis.from_url(proxy.url("redis", "/0"), socket_timeout=5, retry_on_timeout=False)
+    try:
+        with pytest.raises(redis.exceptions.ConnectionError):
+            client.ping()
+        assert proxy.refused == 1 and proxy.accepted == 0
+    finally:
+        client.close()
+        proxy.close()
