@@ -13,6 +13,8 @@ click, and the PR's head now must be the request's.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from bot.infra import payloads
 from bot.ondemand import grammar, texts
 from bot.ondemand.cost import cost_selection
@@ -324,6 +326,49 @@ def approve(pull: Pull, requests: list, approver: Authority, answer: Answer, *, 
 
 
 # -- buttons --------------------------------------------------------------------------------------
+@dataclass
+class _Click:
+    """A button click by `login` on pull request `pull`: `who` is the clicker's authority when a
+    maintainer; otherwise `answer` is all there is to post (None: nothing, the PR is gone or closed)."""
+
+    key: str
+    login: str
+    answer: Answer | None = None
+    pull: Pull | None = None
+    who: Authority | None = None
+
+
+def _maintainers_click(job, click, number: int, *, what: str, about: str, refused: str | None = None,
+                       audit: dict | None = None) -> _Click:
+    """What both buttons need before anything else: the pull request as GitHub has it now (a gone
+    one is audited and left), the trusted configuration, and the clicker's permission asked of
+    GitHub now: anyone but a maintainer is refused (`what` they may not do) and audited (`refused`,
+    else `about` the click, with `audit`'s fields)."""
+    repo, login = click.repository.full_name, click.sender.login
+    clicked = _Click(key=f"click:{job.delivery_id}", login=login)
+    pr_data = tolerate_gone(lambda: job.client.pull(repo, number))
+    if pr_data is None:  # the pull request (or its repository) is gone
+        vanished(job, repo, number, actor=login, detail=f"{about}: the pull request is gone")
+        return clicked
+    config, problems = trusted_config(job.client, repo, click.repository.default_branch or "main")
+    pull = Pull(job, repo, number, pr_data, config)
+    if not pull.open:
+        return clicked
+    clicked.answer = answer = Answer(pull)
+    with answer.kept():
+        if config is None:
+            answer.say(clicked.key, texts.config_invalid(login, problems))
+            return clicked
+        who = authority(job.client, repo, login, config.approvers)
+        if not who.maintainer:
+            pull.audit_once(clicked.key, "audit", "refusal", actor=login, **(audit or {}),
+                            detail=f"{refused or about} by role {who.role}: not a maintainer")
+            answer.say(clicked.key, texts.not_a_maintainer(login, what, who.role, who.note))
+            return clicked
+    clicked.pull, clicked.who = pull, who
+    return clicked
+
+
 def on_approve_button(job, data: dict) -> Answer | None:
     """A `check_run` requested_action: the "Approve run" button of a request's check run."""
     click = payloads.checked(payloads.CheckRunActionEvent, data)  # only what the intake checked
@@ -336,28 +381,13 @@ def on_approve_button(job, data: dict) -> Answer | None:
     request = store.request_by_check_run(job.store_url, repo, click.check_run.id)
     if request is None or click.sender.type not in (None, "User"):
         return None
-    login = click.sender.login
-    key = f"click:{job.delivery_id}"
-    config, problems = trusted_config(job.client, repo, click.repository.default_branch or "main")
-    pr_data = tolerate_gone(lambda: job.client.pull(repo, request.pull_number))
-    if pr_data is None:  # the pull request (or its repository) is gone
-        vanished(job, repo, request.pull_number, actor=login, detail=f"button click on request {request.id}: "
-                 "the pull request is gone")
-        return None
-    pull = Pull(job, repo, request.pull_number, pr_data, config)
-    if not pull.open:
-        return None
-    answer = Answer(pull)
+    clicked = _maintainers_click(job, click, request.pull_number, what="approve this run",
+                                 about=f"button click on request {request.id}", refused="button click",
+                                 audit=dict(suite=request.suite, request_id=request.id, head_sha=request.head_sha))
+    if clicked.who is None:
+        return clicked.answer
+    pull, answer, who, key, login = clicked.pull, clicked.answer, clicked.who, clicked.key, clicked.login
     with answer.kept():
-        if config is None:
-            answer.say(key, texts.config_invalid(login, problems))
-            return answer
-        who = authority(job.client, repo, login, config.approvers)
-        if not who.maintainer:
-            pull.audit_once(key, "audit", "refusal", actor=login, suite=request.suite, request_id=request.id,
-                            head_sha=request.head_sha, detail=f"button click by role {who.role}: not a maintainer")
-            answer.say(key, texts.not_a_maintainer(login, "approve this run", who.role, who.note))
-            return answer
         tidy(pull)
         request = store.get_request(job.store_url, request.id)
         if request.status not in RETRYABLE:
@@ -388,31 +418,15 @@ def on_summary_button(job, data: dict) -> Answer | None:
         return None  # not this App's CI registrations check
     if click.sender.type not in (None, "User") or not click.sender.login:
         return None
-    repo = click.repository.full_name
     if not run.pull_requests:
         return None  # a check run of no open pull request in this repository
-    login = click.sender.login
-    number = run.pull_requests[0].number
-    key = f"click:{job.delivery_id}"
-    pr_data = tolerate_gone(lambda: job.client.pull(repo, number))
-    if pr_data is None:
-        vanished(job, repo, number, actor=login, detail=f"summary button {identifier}: the pull request is gone")
-        return None
-    config, problems = trusted_config(job.client, repo, click.repository.default_branch or "main")
-    pull = Pull(job, repo, number, pr_data, config)
-    if not pull.open:
-        return None
-    answer = Answer(pull)
+    clicked = _maintainers_click(job, click, run.pull_requests[0].number,
+                                 what="start on-demand runs from the summary", about=f"summary button {identifier}")
+    if clicked.who is None:
+        return clicked.answer
+    pull, answer, key, login = clicked.pull, clicked.answer, clicked.key, clicked.login
+    config = pull.config
     with answer.kept():
-        if config is None:
-            answer.say(key, texts.config_invalid(login, problems))
-            return answer
-        who = authority(job.client, repo, login, config.approvers)
-        if not who.maintainer:
-            pull.audit_once(key, "audit", "refusal", actor=login,
-                            detail=f"summary button {identifier} by role {who.role}: not a maintainer")
-            answer.say(key, texts.not_a_maintainer(login, "start on-demand runs from the summary", who.role, who.note))
-            return answer
         if run.head_sha != pull.head_sha:
             # the summary described another commit: its suggestion is not for the head that would run
             answer.say(key, texts.summary_of_another_head(login, run.head_sha, pull.head_sha))

@@ -118,6 +118,11 @@ def test_a_contributors_request_is_approved_by_the_button(od):
     od.click(check["id"], sender="reader")
     assert od.dispatches() == []
     assert "only maintainers can approve this run" in od.replies()[-1]
+    [request] = store.requests_for_pull(od.world.settings.database_url, "radixark/miles", od.pr.number)
+    [refusal] = [e for e in store.audit_entries(od.world.settings.database_url, repository="radixark/miles")
+                 if e.action == "refusal" and e.actor == "reader"]
+    assert (refusal.detail, refusal.request_id, refusal.suite, refusal.head_sha) == (
+        "button click by role read: not a maintainer", request.id, SUITE, od.pr.head_sha)
     od.click(check["id"], sender="maint")
     [d] = od.dispatches()
     assert d["inputs"]["suite"] == SUITE

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.store import ondemand as store
 from bot.worker.handlers.pull_requests import CHECK_NAME
 from tests.ondemand_support import SUITE, build_ondemand
 from tests.simulator.fixtures import github_sim  # noqa: F401
@@ -49,6 +50,9 @@ def test_a_maintainers_click_dispatches_through_the_usual_flow(od):
     _click(od, run, "run-rocm-1", sender="reader")  # not a maintainer: refused, nothing runs
     assert od.dispatches() == []
     assert any("reader" in r and "summary" in r for r in od.replies())
+    [refusal] = [e for e in store.audit_entries(od.world.settings.database_url, repository="radixark/miles")
+                 if e.action == "refusal" and e.actor == "reader"]
+    assert refusal.detail == "summary button run-rocm-1 by role read: not a maintainer"
     _click(od, run, "run-rocm-1", sender="maint")
     [d] = od.dispatches()
     assert (d["inputs"]["suite"], d["inputs"]["head_sha"]) == (SUITE, od.pr.head_sha)
