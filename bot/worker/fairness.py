@@ -41,13 +41,16 @@ class Shares:
     def has_room(self, installation_id) -> bool:
         """Whether one more job of this installation may start now."""
         with self._lock:
-            return self.limit is None or installation_id is None or self._running[installation_id] < self.limit
+            return self._has_room(installation_id)
+
+    def _has_room(self, installation_id) -> bool:  # under self._lock
+        return self.limit is None or installation_id is None or self._running[installation_id] < self.limit
 
     @contextmanager
     def slot(self, installation_id):
         """Yields True with a slot held, or False when the installation has its share running."""
         with self._lock:
-            free = self.limit is None or installation_id is None or self._running[installation_id] < self.limit
+            free = self._has_room(installation_id)
             if free:
                 self._running[installation_id] += 1
         try:
