@@ -690,7 +690,9 @@ class JobQueue(Huey):
             self.storage.extend(claims, 0.0)
             self.storage.requeue_expired()
         except Exception as exc:  # noqa: BLE001 - their leases still run out: they come back then
-            outage.QUEUE.failed(exc)
+            if not outage.QUEUE.failed(exc):
+                log.warning("parked jobs not handed back, they return when their leases end",
+                            jobs=len(claims), error=type(exc).__name__)
 
     def parked(self) -> int:
         with self._held_lock:
