@@ -828,3 +828,57 @@ def test_graphql_refuses_what_github_refuses(github_sim):
     assert "data" not in bad and "Cannot query field 'viewer'" in bad["errors"][0]["message"]
     assert sim.violations and "query invalid" in sim.violations[-1]
     sim.violations.clear()
+
+
+TREE_QUERY = ("query($owner: String!, $name: String!, $e0: String!, $p: String!) { repository(owner: $owner, name: $name) {"
+              " dir: object(expression: $e0) { ... on Tree { entries { name path mode type oid"
+              " object { ... on Blob { oid text } ... on Tree { oid } } } } }"
+              " defaultBranchRef { target { ... on Commit { file(path: $p) { mode oid } } } } } }")
+
+
+def test_graphql_lists_a_directory_with_its_entries_modes(github_sim):
+    """Tree.entries: one level in git's order, `path` from the root, `mode` git's octal mode as an
+    integer (a symbolic link 0o120000, as Commit.file gives it too)."""
+    sim = github_sim
+    app = sim.create_app()
+    repo = sim.create_repo("radixark/miles")
+    sha = repo.commit({".github/workflows/a.yml": "name: a\n", ".github/workflows/b.yml": "a.yml",
+                       ".github/workflows/sub/c.yml": "name: c\n"}, modes={".github/workflows/b.yml": "120000"})
+    token = sim.issue_token(sim.install(app, repo))
+    data = _graphql(sim, token, TREE_QUERY, {"owner": "radixark", "name": "miles", "e0": f"{sha}:.github/workflows",
+                                             "p": ".github/workflows/b.yml"}).json()["data"]["repository"]
+    entries = data["dir"]["entries"]
+    assert [(e["name"], e["path"], e["mode"], e["type"]) for e in entries] == [
+        ("a.yml", ".github/workflows/a.yml", 0o100644, "blob"), ("b.yml", ".github/workflows/b.yml", 0o120000, "blob"),
+        ("sub", ".github/workflows/sub", 0o40000, "tree")]
+    assert entries[0]["object"] == {"oid": blob_sha(b"name: a\n"), "text": "name: a\n"}
+    assert entries[2]["object"]["oid"] == entries[2]["oid"]
+    assert data["defaultBranchRef"]["target"]["file"]["mode"] == 0o120000
+
+
+COMMENT_QUERY = "query($id: ID!) { node(id: $id) { ... on IssueComment { body } } }"
+
+
+def test_graphql_reads_a_comment_by_its_node_id_as_it_is_now(github_sim):
+    sim = github_sim
+    app = sim.create_app()
+    repo = sim.create_repo("radixark/miles")
+    repo.commit({"a.py": "a = 1\n"})
+    repo.commit({"a.py": "a = 2\n"}, branch="feature")
+    pr = sim.open_pull_request(repo, "feature")
+    comment = sim.add_comment(repo, pr.number, "/run-rocm stage-a", author="dave")
+    token = sim.issue_token(sim.install(app, repo))
+    read = lambda: _graphql(sim, token, COMMENT_QUERY, {"id": comment["node_id"]}).json()  # noqa: E731
+    assert read() == {"data": {"node": {"body": "/run-rocm stage-a"}}}
+    sim.edit_comment(repo, comment["id"], "never mind")
+    assert read() == {"data": {"node": {"body": "never mind"}}}
+    sim.delete_comment(repo, comment["id"])
+    gone = read()
+    assert gone["data"] == {"node": None} and gone["errors"][0]["type"] == "NOT_FOUND"
+    # another installation's repository: not readable, as if it did not exist
+    other = sim.create_repo("radixark/other")
+    other.commit({"a.py": "a = 1\n"})
+    other.commit({"a.py": "a = 2\n"}, branch="feature")
+    theirs = sim.add_comment(other, sim.open_pull_request(other, "feature").number, "hi", author="dave")
+    hidden = _graphql(sim, token, COMMENT_QUERY, {"id": theirs["node_id"]}).json()
+    assert hidden["data"] == {"node": None} and hidden["errors"][0]["type"] == "NOT_FOUND"

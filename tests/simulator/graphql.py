@@ -1,7 +1,10 @@
 """POST /graphql: the part of GitHub's GraphQL API the App uses, on the vendored schema subset.
 
 The App reads many files in one request: `repository(owner:, name:) { f0: object(expression:
-"<sha>:<path>") { ... on Blob { oid byteSize isBinary isTruncated text } } ... }`. Every query is
+"<sha>:<path>") { ... on Blob { oid byteSize isBinary isTruncated text } } ... }`; a directory's
+entries (`... on Tree { entries { name path mode type oid object } }`, mode the octal file mode as
+an integer, path from the repository's root); and a comment by its node ID (`node(id:) { ... on
+IssueComment { body } }`, the `node_id` of the REST and webhook payloads). Every query is
 parsed and validated by graphql-core against `vendor/graphql-schema.graphql` (a subset of GitHub's
 published schema, see vendor/regenerate.py); a query that does not validate is a violation of the
 test, and answered as GitHub does: 200 with `errors`.
@@ -38,6 +41,9 @@ class GraphQLEndpoint:
         self.text_limit = text_limit
         self.schema = build_schema(SCHEMA_PATH.read_text())
         self.schema.type_map["Query"].fields["repository"].resolve = self._repository
+        self.schema.type_map["Query"].fields["node"].resolve = self._node
+        self.schema.type_map["Tree"].fields["entries"].resolve = self._entries
+        self.schema.type_map["Node"].resolve_type = lambda obj, info, abstract: obj["__typename"]
         self.schema.type_map["Repository"].fields["object"].resolve = self._object
         self.schema.type_map["Repository"].fields["ref"].resolve = self._ref
         self.schema.type_map["Repository"].fields["defaultBranchRef"].resolve = self._default_branch_ref
@@ -62,7 +68,7 @@ class GraphQLEndpoint:
         if oid is not None:
             if oid in store.blobs:
                 return self._blob(repo, oid)
-            return {"__typename": "Tree", **self._common(repo, oid, "Tree")} if oid in store.trees else None
+            return self._tree(repo, oid, None) if oid in store.trees else None
         if expression is None:
             return None
         rev, sep, path = expression.partition(":")
@@ -78,7 +84,40 @@ class GraphQLEndpoint:
         kind, sha = found
         if kind == "blob":
             return self._blob(repo, sha)
-        return {"__typename": "Tree", **self._common(repo, sha, "Tree")} if kind == "tree" else None
+        return self._tree(repo, sha, path.strip("/")) if kind == "tree" else None
+
+    def _node(self, root, info, id: str):  # noqa: A002 - GitHub's argument name
+        """A node by its global ID; of the kinds the App asks for, an issue or PR comment only."""
+        inst, token = info.context["installation"], info.context["token"]
+        prefix, _, encoded = id.partition("_")
+        comment = None
+        if prefix == "IC":
+            try:
+                number = int(base64.b64decode(encoded + "=" * (-len(encoded) % 4)).decode())
+            except ValueError:
+                number = None
+            comment = self.sim._comments.get(number)
+        if comment is not None:
+            full = comment["repo"]
+            readable = full in inst.repos and (token["repositories"] is None or full in token["repositories"])
+            permissions = token["permissions"]
+            if readable and (permissions.get("issues") in ("read", "write")
+                             or permissions.get("pull_requests") in ("read", "write")):
+                return {"__typename": "IssueComment", "id": id, "body": comment["body"]}
+        raise LookupError(f"Could not resolve to a node with the global id of '{id}'")
+
+    def _entries(self, tree, info):
+        """Tree.entries: one level, in git's order; `path` is from the repository's root."""
+        repo, prefix = tree["repo"], (tree["path"] + "/" if tree.get("path") else "")
+        out = []
+        for mode, name, kind, sha in repo.store.trees[tree["oid"]]:
+            obj = self._blob(repo, sha) if kind == "blob" else self._tree(repo, sha, prefix + name) if kind == "tree" else None
+            out.append({"name": name, "path": prefix + name, "oid": sha, "mode": int(mode, 8), "type": kind,
+                        "size": len(repo.store.blobs[sha]) if kind == "blob" else 0, "object": obj})
+        return out
+
+    def _tree(self, repo, sha: str, path: str | None) -> dict:
+        return {"__typename": "Tree", **self._common(repo, sha, "Tree"), "repo": repo, "path": path}
 
     def _ref(self, parent, info, qualifiedName: str):  # noqa: N803
         """A branch (`refs/heads/x`, or `x` as GitHub also takes it) and its commit; tags are not modelled."""
@@ -106,11 +145,13 @@ class GraphQLEndpoint:
         if found is None or path.strip("/") == "":
             return None
         kind, sha = found
-        obj = self._blob(repo, sha) if kind == "blob" else {"__typename": "Tree", **self._common(repo, sha, "Tree")}
-        name = path.strip("/").rsplit("/", 1)[-1]
+        clean = path.strip("/")
+        obj = self._blob(repo, sha) if kind == "blob" else self._tree(repo, sha, clean)
+        parent, _, name = clean.rpartition("/")
+        _, parent_sha = repo.store.subtree(commit["tree"], parent)
+        mode = next(int(m, 8) for m, n, _, _ in repo.store.trees[parent_sha] if n == name)
         size = len(repo.store.blobs[sha]) if kind == "blob" else 0
-        return {"name": name, "path": path.strip("/"), "oid": sha, "mode": 0o100644 if kind == "blob" else 0o40000,
-                "type": kind, "size": size, "object": obj}
+        return {"name": name, "path": clean, "oid": sha, "mode": mode, "type": kind, "size": size, "object": obj}
 
     def _common(self, repo, sha: str, kind: str) -> dict:
         return {"oid": sha, "abbreviatedOid": sha[:7], "id": _node_id(kind, sha),

@@ -42,7 +42,8 @@ PACKAGES = {
 # and a branch's commit with one file of it (its trusted configuration) with
 # `repository { ref(qualifiedName:) { target { oid ... on Commit { file(path:) { object { ... on Blob } } } } } }`.
 GRAPHQL_FIELDS = {
-    "Query": ["repository"],
+    "Query": ["repository", "node"],
+    "IssueComment": ["body", "id"],
     "Repository": ["id", "nameWithOwner", "object", "ref", "defaultBranchRef"],
     "Ref": ["id", "name", "prefix", "target"],
     "Commit": ["abbreviatedOid", "commitResourcePath", "commitUrl", "id", "oid", "repository", "file"],
