@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from urllib.parse import parse_qs, urlsplit
@@ -854,6 +855,13 @@ def test_graphql_lists_a_directory_with_its_entries_modes(github_sim):
     assert entries[0]["object"] == {"oid": blob_sha(b"name: a\n"), "text": "name: a\n"}
     assert entries[2]["object"]["oid"] == entries[2]["oid"]
     assert data["defaultBranchRef"]["target"]["file"]["mode"] == 0o120000
+    # the contents API reads the file a link leads to, and a link that leads nowhere as the link itself
+    contents = lambda p: requests.get(f"{sim.url}/repos/radixark/miles/contents/{p}",  # noqa: E731
+                                      headers={"Authorization": f"token {token}"}, timeout=PATIENCE).json()
+    led = contents(".github/workflows/b.yml")
+    assert (led["type"], led["path"], base64.b64decode(led["content"])) == ("file", ".github/workflows/a.yml", b"name: a\n")
+    repo.commit({"dangling.yml": "nowhere.yml"}, modes={"dangling.yml": "120000"})
+    assert contents("dangling.yml")["type"] == "symlink" and contents("dangling.yml")["target"] == "nowhere.yml"
 
 
 COMMENT_QUERY = "query($id: ID!) { node(id: $id) { ... on IssueComment { body } } }"

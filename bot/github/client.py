@@ -595,44 +595,16 @@ class InstallationClient:
 
     def branch_file(self, repo: str, path: str, branch: str | None) -> bytes | None:
         """A file's bytes at a branch's head (None: the default branch), None if absent, read with
-        the commit the branch points to in one GraphQL request. That commit is this client's next
-        answer to branch_head(repo, branch): a /run-rocm then plans from the default branch's CI at
-        the commit its trusted configuration came from, and spends no request on the ref (issue 38).
+        the commit the branch points to in one GraphQL request (bot.github.branch_read, which also
+        reads more alongside: read_branch). That commit is this client's next answer to
+        branch_head(repo, branch), once."""
+        return self.read_branch(repo, branch, files=[path]).files.get(path)
 
-        The file's bytes come as read_paths' do (_blob_bytes).
-        """
-        owner, _, name = repo.partition("/")
-        target = ("target { oid ... on Commit { file(path: $path) { mode object { ... on Blob { oid isBinary isTruncated text } } } } }")
-        if branch is None:
-            query = ("query($owner: String!, $name: String!, $path: String!) { repository(owner: $owner, name: $name) {"
-                     f" ref: defaultBranchRef {{ name {target} }} }} }}")
-            variables = {"owner": owner, "name": name, "path": path}
-        else:
-            query = ("query($owner: String!, $name: String!, $ref: String!, $path: String!) {"
-                     f" repository(owner: $owner, name: $name) {{ ref(qualifiedName: $ref) {{ name {target} }} }} }}")
-            variables = {"owner": owner, "name": name, "ref": f"refs/heads/{branch}", "path": path}
-        try:
-            _, data = self.call("POST", "/graphql", lambda: self.gh.requester.graphql_query(query, variables),
-                                idempotent=True)  # a read: safe to send again
-        except GitHubError as exc:
-            if exc.status == 404:
-                return None  # a repository this installation cannot read: as file_at's 404
-            raise
-        found = ((data or {}).get("data") or {}).get("repository")
-        ref = (found or {}).get("ref")
-        commit = (ref or {}).get("target") or {}
-        if not commit.get("oid"):
-            return None  # no such repository (for this installation) or branch: as file_at's 404
-        self._branch_seen[(repo, branch)] = commit["oid"]
-        if branch is None and ref.get("name"):
-            self._branch_seen[(repo, ref["name"])] = commit["oid"]
-        entry = commit.get("file") or {}
-        if entry.get("mode") == 0o120000:  # a symbolic link: the contents API reads the file it leads to
-            return self.file_at(repo, path, commit["oid"])
-        blob = entry.get("object") or {}
-        if not blob.get("oid") or "isTruncated" not in blob:
-            return None  # nothing at that path, or a directory or a submodule: not a file's bytes
-        return self._blob_bytes(repo, blob)
+    def read_branch(self, repo: str, branch: str | None, **what):
+        """bot.github.branch_read.read_branch: a branch at one commit, and more, in one GraphQL request."""
+        from bot.github.branch_read import read_branch
+
+        return read_branch(self, repo, branch, **what)
 
     def pull_files(self, repo: str, number: int, expected: int | None = None) -> list[dict]:
         return self.paginate(f"/repos/{repo}/pulls/{number}/files", "/repos/{owner}/{repo}/pulls/{pull_number}/files",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import posixpath
 import re
 import secrets
 import time
@@ -258,6 +259,19 @@ class RestOperations:
                      for _, name, k, s in repo.store.trees[obj]][:1000]
             return 200, items, {}
         content = repo.store.blobs[obj]
+        parent, _, name = path.rpartition("/")
+        _, parent_tree = repo.store.subtree(commit.tree, parent)
+        if any(m == "120000" and n == name for m, n, _, _ in repo.store.trees[parent_tree]):
+            # A symbolic link: GitHub answers with the file it leads to when that is a file of the
+            # repository, else with the link itself (type "symlink" and its target).
+            target = posixpath.normpath(posixpath.join(parent, content.decode("utf-8", "replace")))
+            led = repo.store.subtree(commit.tree, target) if not target.startswith("../") else None
+            if led is not None and led[0] == "blob":
+                path, obj, content = target, led[1], repo.store.blobs[led[1]]
+            else:
+                out = entry_json(path, "blob", obj, len(content))
+                out.update(type="symlink", target=content.decode("utf-8", "replace"))
+                return 200, out, {}
         accept = req.headers.get("accept", "")
         if "application/vnd.github.raw" in accept or "vnd.github.v3.raw" in accept:
             return 200, content, {"Content-Type": "application/vnd.github.raw; charset=utf-8"}

@@ -1,0 +1,182 @@
+"""A branch at one commit, and what else a step needs before it can decide, in one GraphQL request.
+
+A `/run-rocm` needs, before it can read anything of the pull request: the trusted configuration
+(the default branch's `.github/ci-registrar.yml`) with the commit it was read at (the plan copies
+that commit's CI), the comment as it is now (a deleted or edited command acts on nothing), the
+default branch's workflows and contract, the head's contract, and the external consumers'
+workflows. Asked one by one, that was six requests and two listings; GitHub's GraphQL API takes
+them as aliases of one query (`read_branch`), one point of the GraphQL budget whatever their number.
+
+What the configuration names (its paths, its consumers) is known only once it has been read, so
+the caller names what it expects (bot.ondemand.pull.ReadAhead: what the repository's configuration
+named last in this process, else the defaults). A wrong guess costs a read later, never a wrong
+answer: the caller decides from the configuration it parsed, and reads what the guess missed.
+
+Every value travels as a GraphQL variable, never spliced into the query text. A part GitHub
+cannot answer (a comment deleted, a consumer's repository this installation cannot read) comes
+back as null with a field error, beside the rest: such errors are the answer "not there", not a
+failure of the request (PyGithub's graphql_query raises on any error, so the request is sent
+through its requester here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from github import GithubException, UnknownObjectException
+
+from bot.github.retry import GitHubError
+from checks.scanning.tree import git_blob_sha
+
+SYMLINK_MODE = 0o120000
+_BLOB = "... on Blob { oid isBinary isTruncated text }"
+
+
+@dataclass
+class BranchRead:
+    """What one read_branch request found. `commit` None: no such repository or branch for this
+    installation (then nothing else of that repository was found either)."""
+
+    commit: str | None = None
+    branch: str | None = None  # the branch's name (the default branch's, when none was named)
+    files: dict[str, bytes | None] = field(default_factory=dict)  # at `commit`; None: absent or not a file
+    # at `commit`: directory -> {path: (blob sha, mode)} of its blob entries (one level); None: no such directory
+    directories: dict[str, dict[str, tuple[str, int]] | None] = field(default_factory=dict)
+    at: dict[str, bytes | None] = field(default_factory=dict)  # "<sha>:<path>" -> bytes, None: not read whole
+    comment: str | None = None  # the comment's body now; None: gone, or not asked
+    elsewhere: dict[str, bytes | None] = field(default_factory=dict)  # "owner/repo:path" at its default branch
+
+
+def read_branch(client, repo: str, branch: str | None, *, files=(), directories=(), at=(), comment: str | None = None,
+                elsewhere=()) -> BranchRead:
+    """One GraphQL request: `files` and `directories` of `branch` (None: the default branch) at the
+    commit it points to now, the blobs `at` other commits ("<sha>:<path>"), the issue comment whose
+    node ID is `comment`, and `elsewhere` ("owner/repo:path", each at its repository's default branch).
+
+    Texts that came whole land in the blob cache (a directory's entries too, so their reads later
+    cost nothing). A file that did not come whole (binary, cut) is read from its blob, as
+    InstallationClient.branch_file does; an entry of a directory or an `at` blob that did not come
+    whole is left to the caller's later reads (no eager read of what may never be needed). A
+    symbolic link among `files` or `elsewhere` is read as the contents API reads it: the file it
+    leads to. After the request, `branch_head(repo, branch)` answers the commit read, once.
+    """
+    files, directories, at, elsewhere = list(files), list(directories), list(at), list(elsewhere)
+    owner, _, name = repo.partition("/")
+    variables: dict[str, str] = {"owner": owner, "name": name}
+    declared = ["$owner: String!", "$name: String!"]
+
+    def var(value: str, kind: str = "String!") -> str:
+        key = f"v{len(variables) - 2}"
+        variables[key] = value
+        declared.append(f"${key}: {kind}")
+        return key
+
+    parts = []
+    for i, path in enumerate(files):
+        parts.append(f" f{i}: file(path: ${var(path)}) {{ mode object {{ {_BLOB} }} }}")
+    for i, path in enumerate(directories):
+        parts.append(f" d{i}: file(path: ${var(path)}) {{ object {{ ... on Tree {{ entries {{ path mode type oid"
+                     f" object {{ {_BLOB} }} }} }} }} }}")
+    target = f"target {{ oid ... on Commit {{{''.join(parts)} }} }}"
+    if branch is None:
+        ref = f" ref: defaultBranchRef {{ name {target} }}"
+    else:
+        ref = f" ref: ref(qualifiedName: ${var(f'refs/heads/{branch}')}) {{ name {target} }}"
+    blobs = "".join(f" a{i}: object(expression: ${var(expression)}) {{ {_BLOB} }}" for i, expression in enumerate(at))
+    query = f" repository(owner: $owner, name: $name) {{{ref}{blobs} }}"
+    if comment is not None:
+        query += f" comment: node(id: ${var(comment, 'ID!')}) {{ ... on IssueComment {{ body }} }}"
+    for i, label in enumerate(elsewhere):
+        other, _, path = label.partition(":")
+        other_owner, _, other_name = other.partition("/")
+        query += (f" x{i}: repository(owner: ${var(other_owner)}, name: ${var(other_name)}) {{"
+                  f" defaultBranchRef {{ target {{ ... on Commit {{ file(path: ${var(path)}) {{ mode object {{ {_BLOB} }} }} }} }} }} }}")
+    text = "query(" + ", ".join(declared) + ") {" + query + " }"
+    data = _partial(client, text, variables)
+
+    out = BranchRead()
+    found = data.get("repository") or {}
+    ref_data = found.get("ref") or {}
+    commit = ref_data.get("target") or {}
+    if commit.get("oid"):
+        out.commit, out.branch = commit["oid"], ref_data.get("name") or branch
+        client._branch_seen[(repo, branch)] = out.commit
+        if ref_data.get("name"):
+            client._branch_seen[(repo, ref_data["name"])] = out.commit
+        for i, path in enumerate(files):
+            out.files[path] = _file_bytes(client, repo, path, out.commit, commit.get(f"f{i}"))
+        for i, path in enumerate(directories):
+            out.directories[path] = _entries(client, (commit.get(f"d{i}") or {}).get("object"))
+    for i, expression in enumerate(at):
+        out.at[expression] = _whole(client, found.get(f"a{i}"))
+    if comment is not None:
+        out.comment = (data.get("comment") or {}).get("body")
+    for i, label in enumerate(elsewhere):
+        other, _, path = label.partition(":")
+        entry = ((((data.get(f"x{i}") or {}).get("defaultBranchRef") or {}).get("target") or {}).get("file"))
+        out.elsewhere[label] = _file_bytes(client, other, path, None, entry)
+    return out
+
+
+def _partial(client, query: str, variables: dict) -> dict:
+    """The request's `data`, with whatever parts resolved; a request that resolved nothing is
+    raised as GitHub's error (as PyGithub's graphql_query does), under the client's retry policy."""
+    requester = client.gh.requester
+
+    def send():
+        headers, body = requester.requestJsonAndCheck("POST", requester.graphql_url,
+                                                      input={"query": query, "variables": variables})
+        errors = body.get("errors") or []
+        if body.get("data") is None and len(errors) == 1 and errors[0].get("type") == "NOT_FOUND":
+            raise UnknownObjectException(404, body, headers, errors[0].get("message"))
+        if body.get("data") is None or any(e.get("type") != "NOT_FOUND" for e in errors):
+            # refused (FORBIDDEN: no contents permission), rate limited, or a query GitHub rejects:
+            # never read as "the file is not there"
+            raise GithubException(400, body, headers)
+        return body["data"]
+
+    try:
+        return client.call("POST", "/graphql", send, idempotent=True)  # a read: safe to send again
+    except GitHubError as exc:
+        if exc.status == 404:
+            return {}  # a repository this installation cannot read: nothing found
+        raise
+
+
+def _file_bytes(client, repo: str, path: str, commit: str | None, entry: dict | None) -> bytes | None:
+    """A Commit.file entry's bytes (None: nothing there, a directory or a submodule)."""
+    if not entry:
+        return None
+    if entry.get("mode") == SYMLINK_MODE:  # the contents API reads the file a link leads to
+        return client.file_at(repo, path, commit)
+    blob = entry.get("object") or {}
+    if not blob.get("oid") or "isTruncated" not in blob:
+        return None
+    return client._blob_bytes(repo, blob)
+
+
+def _whole(client, blob: dict | None) -> bytes | None:
+    """A blob's text when GitHub gave it whole and exact (then cached), else None."""
+    if not blob or not blob.get("oid") or "isTruncated" not in blob:
+        return None
+    text = blob.get("text")
+    if not isinstance(text, str) or blob.get("isBinary") or blob.get("isTruncated"):
+        return None
+    data = text.encode("utf-8")
+    if git_blob_sha(data) != blob["oid"]:
+        return None
+    client.github.blobs.put(blob["oid"], data)
+    return data
+
+
+def _entries(client, tree: dict | None) -> dict[str, tuple[str, int]] | None:
+    if not tree or "entries" not in tree:
+        return None  # nothing at that path, or a file
+    out = {}
+    for entry in tree.get("entries") or ():
+        if entry.get("type") != "blob" or not entry.get("path"):
+            continue  # a subdirectory or a submodule: not one of this directory's files
+        out[entry["path"]] = (entry["oid"], entry["mode"])
+        if entry["mode"] != SYMLINK_MODE:
+            _whole(client, entry.get("object"))
+    return out

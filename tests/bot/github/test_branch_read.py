@@ -1,0 +1,100 @@
+"""bot/github/branch_read.py: a branch at one commit, a comment, other commits' blobs and other
+repositories' files in one GraphQL request, against the simulator (which validates the query
+against GitHub's schema)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.github.client import GitHub, git_blob_sha
+from bot.github.retry import GitHubError, RetryPolicy
+from tests.patience import PATIENCE
+from tests.simulator.fixtures import github_sim  # noqa: F401
+
+WORKFLOW = b"name: nightly\non: push\n"
+
+
+@pytest.fixture()
+def world(github_sim, tmp_path):
+    sim = github_sim
+    app = sim.create_app()
+    repo = sim.create_repo("radixark/miles")
+    main = repo.commit({"cfg.yml": b"a: 1\n", ".github/workflows/nightly.yml": WORKFLOW,
+                        ".github/workflows/link.yml": b"nightly.yml", ".github/workflows/README.md": b"x\n",
+                        ".github/workflows/sub/deep.yml": b"name: deep\n", "tests/ci/run_suite.py": b"SUITES = {}\n"},
+                       branch="main", modes={".github/workflows/link.yml": "120000"})
+    head = repo.commit({"tests/ci/run_suite.py": b"SUITES = {'a': []}\n"}, parent=main, branch="feature")
+    sglang = sim.create_repo("sgl-project/sglang")
+    sglang.commit({".github/workflows/amd.yml": b"name: amd\n"}, branch="main")
+    sim.create_repo("radixark/private").commit({"x.yml": b"x: 1\n"}, branch="main")
+    inst = sim.install(app, repo, sglang)
+    pr = sim.open_pull_request(repo, "feature")
+    github = GitHub(sim.url, str(app.id), app.private_key_pem,
+                    policy=RetryPolicy(base_s=0.01, read_timeout_s=PATIENCE), blob_dir=tmp_path / "blobs")
+    client = github.for_installation(inst.id)
+    return sim, client, repo, main, head, pr
+
+
+def _calls(sim):
+    return [r["operation"] for r in sim.requests_log if not r["operation"].startswith("apps/")]
+
+
+def test_everything_a_command_reads_first_comes_in_one_request(world):
+    sim, client, repo, main, head, pr = world
+    comment = sim.add_comment(repo, pr.number, "/run-rocm x", author="maint")
+    read = client.read_branch("radixark/miles", None, files=["cfg.yml", "tests/ci/run_suite.py", "nope.yml"],
+                              directories=[".github/workflows", "no/such/dir"],
+                              at=[f"{head}:tests/ci/run_suite.py", f"{head}:nope.py"], comment=comment["node_id"],
+                              elsewhere=["sgl-project/sglang:.github/workflows/amd.yml",
+                                         "sgl-project/sglang:.github/workflows/none.yml", "radixark/private:x.yml"])
+    assert _calls(sim) == ["graphql"]
+    assert (read.commit, read.branch) == (main, "main")
+    assert read.files == {"cfg.yml": b"a: 1\n", "tests/ci/run_suite.py": b"SUITES = {}\n", "nope.yml": None}
+    # one level, files only (the subdirectory is not one of its files), with their modes
+    assert read.directories == {
+        ".github/workflows": {".github/workflows/README.md": (git_blob_sha(b"x\n"), 0o100644),
+                              ".github/workflows/link.yml": (git_blob_sha(b"nightly.yml"), 0o120000),
+                              ".github/workflows/nightly.yml": (git_blob_sha(WORKFLOW), 0o100644)},
+        "no/such/dir": None}
+    assert client.github.blobs.get(git_blob_sha(WORKFLOW)) == WORKFLOW  # its later read costs nothing
+    assert read.at == {f"{head}:tests/ci/run_suite.py": b"SUITES = {'a': []}\n", f"{head}:nope.py": None}
+    assert read.comment == "/run-rocm x"
+    assert read.elsewhere == {"sgl-project/sglang:.github/workflows/amd.yml": b"name: amd\n",
+                              "sgl-project/sglang:.github/workflows/none.yml": None, "radixark/private:x.yml": None}
+    assert client.branch_head("radixark/miles", "main") == main  # the commit read, without a ref request
+    assert _calls(sim) == ["graphql"]
+
+
+def test_a_deleted_or_edited_comment_reads_as_it_is_now(world):
+    sim, client, repo, main, head, pr = world
+    comment = sim.add_comment(repo, pr.number, "/run-rocm x", author="maint")
+    sim.edit_comment(repo, comment["id"], "/run-rocm y")
+    assert client.read_branch("radixark/miles", "main", comment=comment["node_id"]).comment == "/run-rocm y"
+    sim.delete_comment(repo, comment["id"])
+    gone = client.read_branch("radixark/miles", "main", files=["cfg.yml"], comment=comment["node_id"])
+    assert gone.comment is None and gone.files == {"cfg.yml": b"a: 1\n"}  # the rest still read
+
+
+def test_a_link_reads_as_the_file_it_leads_to_and_a_cut_text_from_its_blob(world):
+    sim, client, repo, main, head, pr = world
+    sim.graphql.text_limit = 8
+    read = client.read_branch("radixark/miles", None, files=[".github/workflows/link.yml", "tests/ci/run_suite.py"],
+                              directories=[".github/workflows"], at=[f"{head}:tests/ci/run_suite.py"])
+    assert read.files == {".github/workflows/link.yml": WORKFLOW, "tests/ci/run_suite.py": b"SUITES = {}\n"}
+    # what a directory or another commit gave cut is left for a later read: nothing cached, no blob read
+    assert read.at == {f"{head}:tests/ci/run_suite.py": None}
+    assert client.github.blobs.get(git_blob_sha(WORKFLOW)) is None
+    assert _calls(sim) == ["graphql", "repos/get-content", "git/get-blob"]
+
+
+def test_no_branch_or_repository_reads_as_nothing_found_and_a_refusal_is_raised(world):
+    sim, client, repo, main, head, pr = world
+    assert client.read_branch("radixark/miles", "no-such-branch", files=["cfg.yml"]).commit is None
+    assert client.read_branch("radixark/private", None, files=["cfg.yml"]).files == {}
+    # an installation that may not read contents: refused, never "the file is not there"
+    reader = sim.create_app(name="No contents", permissions={"metadata": "read"})
+    inst = sim.install(reader, repo)
+    weak = GitHub(sim.url, str(reader.id), reader.private_key_pem,
+                  policy=RetryPolicy(base_s=0.01, read_timeout_s=PATIENCE)).for_installation(inst.id)
+    with pytest.raises(GitHubError):
+        weak.read_branch("radixark/miles", None, files=["cfg.yml"])
