@@ -4,7 +4,9 @@ On the GitHub simulator (real HTTP on loopback) with 100 ms added to every respo
 miles-shaped repository with a dispatch table, and the App in this process (queue drained by this
 thread, as a worker would). Warm: the PR's check already ran, so the head's tree and blobs are in
 the App's caches and its installation token is fresh (the usual case: a PR is checked on open,
-then someone comments). Cold: a new App process, empty caches, no token.
+then someone comments). Cold: a new App process, empty caches, no token: the command is the first
+delivery for its PR (issue 38's target, at most 10 calls, counts the delivery's own calls; the
+token request is the new process's, and is printed apart).
 
 Anchor: the calls a dispatch cannot do without before the dispatch itself (the PR's head, the
 trusted configuration, the default branch's commit and tree whose CI the run plan copies, the
@@ -52,7 +54,9 @@ def one_command(od, number: int, warm: bool, latency: float) -> dict:
     [dispatch] = [d for d in sim.dispatches(od.repo) if d["inputs"]["pull_number"] == str(number)]
     calls = sim.requests_log[before:]
     index = next(i for i, r in enumerate(calls) if r.get("operation") == "actions/create-workflow-dispatch")
-    return {"calls": len(calls), "calls_to_dispatch": index + 1, "to_dispatch_s": dispatch["at"] - started,
+    token = sum(1 for r in calls if r.get("operation") == "apps/create-installation-access-token")
+    return {"calls": len(calls), "calls_without_token": len(calls) - token, "calls_to_dispatch": index + 1,
+            "to_dispatch_s": dispatch["at"] - started,
             "total_s": finished - started, "by_operation": [r["operation"] for r in calls]}
 
 
@@ -95,12 +99,16 @@ def main(argv=None) -> dict:
               f"anchor {anchor_s:.2f} s), job done after {total:.3f} s")
         print(f"  calls: {', '.join(samples[0]['by_operation'])}")
         out[f"{label}_calls"] = calls
+        out[f"{label}_calls_without_token"] = max(s["calls_without_token"] for s in samples)
         out[f"{label}_calls_to_dispatch"] = samples[0]["calls_to_dispatch"]
         out[f"{label}_to_dispatch_s"] = round(to_dispatch, 3)
         out[f"{label}_total_s"] = round(total, 3)
         out[f"{label}_ratio_to_anchor"] = round(to_dispatch / anchor_s, 2)
+    first = out["cold_calls_without_token"]
     print(f"targets: warm <= {TARGET_CALLS} calls ({'met' if out['warm_calls'] <= TARGET_CALLS else 'MISSED'}), "
-          f"dispatched within {TARGET_S} s ({'met' if out['warm_to_dispatch_s'] <= TARGET_S else 'MISSED'})")
+          f"dispatched within {TARGET_S} s ({'met' if out['warm_to_dispatch_s'] <= TARGET_S else 'MISSED'}); "
+          f"as the first delivery for its PR <= {TARGET_CALLS} calls ({first} without the new process's token request: "
+          f"{'met' if first <= TARGET_CALLS else 'MISSED'})")
     print(json.dumps(out))
     return out
 

@@ -834,7 +834,7 @@ def test_graphql_refuses_what_github_refuses(github_sim):
 TREE_QUERY = ("query($owner: String!, $name: String!, $e0: String!, $p: String!) { repository(owner: $owner, name: $name) {"
               " dir: object(expression: $e0) { ... on Tree { entries { name path mode type oid"
               " object { ... on Blob { oid text } ... on Tree { oid } } } } }"
-              " defaultBranchRef { target { ... on Commit { file(path: $p) { mode oid } } } } } }")
+              " defaultBranchRef { target { ... on Commit { file(path: $p) { mode oid } tree { entries { path type } } } } } } }")
 
 
 def test_graphql_lists_a_directory_with_its_entries_modes(github_sim):
@@ -855,6 +855,7 @@ def test_graphql_lists_a_directory_with_its_entries_modes(github_sim):
     assert entries[0]["object"] == {"oid": blob_sha(b"name: a\n"), "text": "name: a\n"}
     assert entries[2]["object"]["oid"] == entries[2]["oid"]
     assert data["defaultBranchRef"]["target"]["file"]["mode"] == 0o120000
+    assert data["defaultBranchRef"]["target"]["tree"]["entries"] == [{"path": ".github", "type": "tree"}]  # the root
     # the contents API reads the file a link leads to, and a link that leads nowhere as the link itself
     contents = lambda p: requests.get(f"{sim.url}/repos/radixark/miles/contents/{p}",  # noqa: E731
                                       headers={"Authorization": f"token {token}"}, timeout=PATIENCE).json()

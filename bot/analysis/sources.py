@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from checks.scanning.tree import MAX_LINK_BYTES, resolve_link
+from bot.github.branch_read import SYMLINK_MODE
+from checks.scanning.tree import MAX_LINK_BYTES, git_blob_sha, resolve_link
 
 # An external consumer's workflow is read again (conditionally, by ETag) after this many seconds:
 # it runs nightly in another repository, so minutes of delay cost nothing, while reading it for
@@ -41,9 +42,41 @@ class GitHubTree:
         self._sizes: dict[str, int] = {}
         self._links: dict[str, tuple[str, int | None]] = {}  # path -> (blob sha, size)
         self._by_path: dict[str, tuple[str, bytes] | None] = {}  # unlisted: what read_paths gave
+        self._known: dict[str, str] | None = None  # unlisted: the listed directories' files (from_read)
+        self._listed_dirs: set[str] = set()  # unlisted: directories whose every file is in _known or _links
+
+    @classmethod
+    def from_read(cls, client, repo: str, read) -> "GitHubTree":
+        """The branch a read_branch request read (bot.github.branch_read.BranchRead), unlisted: the
+        files it read and the directories it listed are known, any other path is read by name when
+        asked, unless its directory was listed (then it is known to be absent). Its `paths()` are
+        those directories' files only: a /run-rocm reads the default branch's workflows directory
+        and known paths, and this spares it the recursive listing."""
+        tree = cls(client, repo, read.commit, listed=False)
+        for path, data in read.files.items():
+            tree._by_path[path] = (git_blob_sha(data), data) if data is not None else None
+        tree._known = {}
+        tree._listed_dirs = {d for d, entries in read.directories.items() if entries is not None}
+        for entries in read.directories.values():
+            for path, (sha, mode) in (entries or {}).items():
+                if mode == SYMLINK_MODE:
+                    tree._links[path] = (sha, None)
+                else:
+                    tree._known[path] = sha
+        return tree
+
+    def _absent(self, path: str) -> bool:
+        """Known not to be a file without asking: its directory was listed and does not hold it."""
+        return path.rpartition("/")[0] in self._listed_dirs and path not in self._known and path not in self._links
+
+    def _by_sha(self, path: str) -> bool:
+        """Is `path` read by its blob SHA (from a listing), not by name?"""
+        return self.listed or path in (self._known or ())
 
     def _listing(self) -> dict[str, str]:
         if not self.listed:
+            if self._known is not None:
+                return self._known
             raise TypeError("an unlisted tree has no listing: read it at known paths")
         if self._blobs is None:
             blobs: dict[str, str] = {}
@@ -69,7 +102,7 @@ class GitHubTree:
         return list(self._listing()) + list(self._links)
 
     def blob_sha(self, path: str) -> str | None:
-        if not self.listed:
+        if not self._by_sha(path):
             found = self._by_path.get(path)
             return found[0] if found else None
         return self._listing().get(path)
@@ -81,6 +114,15 @@ class GitHubTree:
         return self.client.blob(self.repo, sha)
 
     def read(self, path: str) -> bytes | None:
+        if not self.listed and self._by_sha(path):
+            return self.client.blob(self.repo, self._known[path])
+        if not self.listed and path in self._links:
+            # a link in a listed directory: the rest of the tree is not listed, so its target is
+            # read by name (absent: None)
+            target = resolve_link(path, self._read_link, self._links.__contains__, lambda p: True)
+            return None if target is None else self.read(target)
+        if not self.listed and self._absent(path):
+            return None
         if not self.listed:
             if path not in self._by_path:
                 prefetch_trees([(self, [path])])
@@ -119,7 +161,7 @@ def prefetch_trees(pairs) -> None:
         if tree.client is not client or tree.repo != repo:
             raise ValueError("prefetch_trees reads one repository with one client")
         for path in paths:
-            if tree.listed:
+            if tree._by_sha(path):
                 sha = tree._listing().get(path)
                 if sha is None or sha in listed_shas or cache.get(sha) is not None:
                     continue  # absent or a link (read on demand), asked already, or cached
@@ -127,11 +169,11 @@ def prefetch_trees(pairs) -> None:
                 if cut is not None and tree._sizes.get(path, 0) > cut:
                     whole.append(sha)
                     continue
-            elif path in tree._by_path:
+            elif path in tree._by_path or tree._absent(path):
                 continue
             expression = f"{tree.sha}:{path}"
             wanted.setdefault(expression, (tree, path))
-            if tree.listed and path in tree._sizes:
+            if tree._by_sha(path) and path in tree._sizes:
                 sizes[expression] = tree._sizes[path]
     for sha in whole:
         client.blob(repo, sha)
@@ -139,13 +181,38 @@ def prefetch_trees(pairs) -> None:
         return
     if len(wanted) == 1:
         (tree, path), = wanted.values()
-        if tree.listed:  # one blob: the REST call is as cheap and needs no GraphQL
+        if tree._by_sha(path):  # one blob: the REST call is as cheap and needs no GraphQL
             client.blob(repo, tree._listing()[path])
             return
     found = client.read_paths(repo, list(wanted), sizes)
     for expression, (tree, path) in wanted.items():
-        if not tree.listed:
+        if not tree._by_sha(path):
             tree._by_path[path] = found.get(expression)
+
+
+def consumer_labels(config) -> list[str]:
+    """`owner/repo:path` of each configured external consumer whose workflow is read (`consumers:`
+    entries without `suites:`, the hand-typed form has nothing to read)."""
+    return list(dict.fromkeys(f"{c.repository}:{c.workflow}" for c in config.consumers if c.suites is None))
+
+
+def kept_consumer(client, label: str):
+    """What this process read of a consumer's workflow (bytes, or why not) in the last CONSUMER_TTL_S, else None."""
+    from bot.infra.settings import env_float
+
+    cached = client.github.consumers.get((client.installation_id, label))
+    if cached is not None and time.monotonic() - cached[0] < env_float(CONSUMER_TTL_ENV, CONSUMER_TTL_S):
+        return cached[1]
+    return None
+
+
+def keep_consumer(client, label: str, data: bytes | str | None) -> bytes | str:
+    """Keep what was read of a consumer's workflow (None: nothing readable there), as external_consumers reads it."""
+    repository = label.partition(":")[0]
+    value = data if data is not None else (
+        f"it is not a file at the default branch of {repository}, or that repository is not readable by this installation")
+    client.github.consumers.put((client.installation_id, label), (time.monotonic(), value), len(value))
+    return value
 
 
 def external_consumers(client, config) -> dict[str, bytes | str]:
@@ -156,35 +223,24 @@ def external_consumers(client, config) -> dict[str, bytes | str]:
     `client.file_at` asks with If-None-Match: an unchanged workflow costs a 304 from the ETag cache.
     What was read (or why not) is then kept for CONSUMER_TTL_S (10 minutes) in this process: another
     repository's workflow changes seldom, and every PR check of a busy repository would otherwise
-    spend a request on it. A transient error (5xx, timeout) is raised and never kept: the job is
-    retried, not checked without it.
+    spend a request on it. (A /run-rocm reads it in its first request instead, when its
+    configuration is known there: bot.ondemand.pull.ReadAhead, keep_consumer.) A transient error
+    (5xx, timeout) is raised and never kept: the job is retried, not checked without it.
     """
     from bot.github.retry import GitHubError
 
-    from bot.infra.settings import env_float
-
     out: dict[str, bytes | str] = {}
-    kept = client.github.consumers
-    ttl = env_float(CONSUMER_TTL_ENV, CONSUMER_TTL_S)
-    for consumer in config.consumers:
-        if consumer.suites is not None:
-            continue  # the hand-typed form: nothing to read
-        label = f"{consumer.repository}:{consumer.workflow}"
-        if label in out:
+    for label in consumer_labels(config):
+        kept = kept_consumer(client, label)
+        if kept is not None:
+            out[label] = kept
             continue
-        key = (client.installation_id, label)
-        cached = kept.get(key)
-        if cached is not None and time.monotonic() - cached[0] < ttl:
-            out[label] = cached[1]
-            continue
+        repository, _, workflow = label.partition(":")
         try:
-            data = client.file_at(consumer.repository, consumer.workflow, None)
+            data = client.file_at(repository, workflow, None)
         except GitHubError as exc:
-            out[label] = f"GitHub answered {exc.status} reading it at the default branch of {consumer.repository}"
-        else:
-            out[label] = data if data is not None else (
-                f"it is not a file at the default branch of {consumer.repository}, or that repository is not readable by this installation")
-        kept.put(key, (time.monotonic(), out[label]), len(out[label]))
+            data = f"GitHub answered {exc.status} reading it at the default branch of {repository}"
+        out[label] = keep_consumer(client, label, data)
     return out
 
 

@@ -40,17 +40,17 @@ class BranchRead:
     commit: str | None = None
     branch: str | None = None  # the branch's name (the default branch's, when none was named)
     files: dict[str, bytes | None] = field(default_factory=dict)  # at `commit`; None: absent or not a file
-    # at `commit`: directory -> {path: (blob sha, mode)} of its blob entries (one level); None: no such directory
+    # at `commit`: directory ("" the root) -> {path: (blob sha, mode)} of its files (one level); None: no such directory
     directories: dict[str, dict[str, tuple[str, int]] | None] = field(default_factory=dict)
     at: dict[str, bytes | None] = field(default_factory=dict)  # "<sha>:<path>" -> bytes, None: not read whole
     comment: str | None = None  # the comment's body now; None: gone, or not asked
     elsewhere: dict[str, bytes | None] = field(default_factory=dict)  # "owner/repo:path" at its default branch
 
 
-def read_branch(client, repo: str, branch: str | None, *, files=(), directories=(), at=(), comment: str | None = None,
-                elsewhere=()) -> BranchRead:
-    """One GraphQL request: `files` and `directories` of `branch` (None: the default branch) at the
-    commit it points to now, the blobs `at` other commits ("<sha>:<path>"), the issue comment whose
+def read_branch(client, repo: str, branch: str | None, *, files=(), directories=(), listings=(), at=(),
+                comment: str | None = None, elsewhere=()) -> BranchRead:
+    """One GraphQL request: `files`, `directories` (their files' texts too) and `listings` (names
+    only; "" is the root) of `branch` (None: the default branch) at the commit it points to now, the blobs `at` other commits ("<sha>:<path>"), the issue comment whose
     node ID is `comment`, and `elsewhere` ("owner/repo:path", each at its repository's default branch).
 
     Texts that came whole land in the blob cache (a directory's entries too, so their reads later
@@ -60,7 +60,8 @@ def read_branch(client, repo: str, branch: str | None, *, files=(), directories=
     symbolic link among `files` or `elsewhere` is read as the contents API reads it: the file it
     leads to. After the request, `branch_head(repo, branch)` answers the commit read, once.
     """
-    files, directories, at, elsewhere = list(files), list(directories), list(at), list(elsewhere)
+    files, directories, listings = list(files), list(directories), list(listings)
+    at, elsewhere = list(at), list(elsewhere)
     owner, _, name = repo.partition("/")
     variables: dict[str, str] = {"owner": owner, "name": name}
     declared = ["$owner: String!", "$name: String!"]
@@ -74,9 +75,12 @@ def read_branch(client, repo: str, branch: str | None, *, files=(), directories=
     parts = []
     for i, path in enumerate(files):
         parts.append(f" f{i}: file(path: ${var(path)}) {{ mode object {{ {_BLOB} }} }}")
-    for i, path in enumerate(directories):
-        parts.append(f" d{i}: file(path: ${var(path)}) {{ object {{ ... on Tree {{ entries {{ path mode type oid"
-                     f" object {{ {_BLOB} }} }} }} }} }}")
+    for i, (path, texts) in enumerate([(d, True) for d in directories] + [(d, False) for d in listings]):
+        entries = f"entries {{ path mode type oid{f' object {{ {_BLOB} }}' if texts else ''} }}"
+        if path.strip("/"):
+            parts.append(f" d{i}: file(path: ${var(path.strip('/'))}) {{ object {{ ... on Tree {{ {entries} }} }} }}")
+        else:
+            parts.append(f" d{i}: tree {{ {entries} }}")  # the root: Commit.file has no empty path
     target = f"target {{ oid ... on Commit {{{''.join(parts)} }} }}"
     if branch is None:
         ref = f" ref: defaultBranchRef {{ name {target} }}"
@@ -105,8 +109,9 @@ def read_branch(client, repo: str, branch: str | None, *, files=(), directories=
             client._branch_seen[(repo, ref_data["name"])] = out.commit
         for i, path in enumerate(files):
             out.files[path] = _file_bytes(client, repo, path, out.commit, commit.get(f"f{i}"))
-        for i, path in enumerate(directories):
-            out.directories[path] = _entries(client, (commit.get(f"d{i}") or {}).get("object"))
+        for i, path in enumerate(directories + listings):
+            found_dir = commit.get(f"d{i}") or {}
+            out.directories[path.strip("/")] = _entries(client, found_dir if not path.strip("/") else found_dir.get("object"))
     for i, expression in enumerate(at):
         out.at[expression] = _whole(client, found.get(f"a{i}"))
     if comment is not None:
@@ -177,6 +182,5 @@ def _entries(client, tree: dict | None) -> dict[str, tuple[str, int]] | None:
         if entry.get("type") != "blob" or not entry.get("path"):
             continue  # a subdirectory or a submodule: not one of this directory's files
         out[entry["path"]] = (entry["oid"], entry["mode"])
-        if entry["mode"] != SYMLINK_MODE:
-            _whole(client, entry.get("object"))
+        _whole(client, entry.get("object"))  # a link's blob too: the path it leads to
     return out

@@ -205,6 +205,8 @@ class GitHub:
         self.etags = _LRU(max_items=4096, max_bytes=32 * 1024 * 1024)
         self.blobs = BlobCache(blob_dir)
         self.consumers = _LRU(max_items=256, max_bytes=8 * 1024 * 1024)  # bot.analysis.sources.external_consumers
+        # (installation, repository) -> what its trusted configuration named last (bot.ondemand.pull.ReadAhead)
+        self.read_ahead = _LRU(max_items=1024)
         # Listings packed into one string each (_compact_tree) and bounded by what they really hold:
         # a miles-sized recursive listing is ~1.4 MB as GitHub sends it, ~0.15 MB like this.
         # A head's listing is read again only by that head's re-run or /run-rocm, soon after its

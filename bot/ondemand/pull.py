@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from bot.github.retry import GitHubError, TransientError
 from bot.ondemand import texts
 from bot.ondemand.selection import Outcome, analyse_bounded
-from bot.analysis.sources import GitHubTree
+from bot.analysis.sources import GitHubTree, consumer_labels, keep_consumer, kept_consumer
 from bot.store import ondemand as store
 from checks.config.schema import CONFIG_PATH, Config, load_config
 from checks.wording import visible
@@ -29,6 +29,31 @@ RETRYABLE = store.RETRYABLE  # not dispatched yet: approvable again
 
 def iso_now() -> str:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class ReadAhead:
+    """What a command's first request reads beside the trusted configuration, before that
+    configuration is known: the paths and external consumers the repository's configuration named
+    the last time this process read it, else the defaults' (bot.github.branch_read). Only the
+    default branch's configuration ever sets it; a wrong guess costs a read later, not a wrong answer."""
+
+    contract: tuple[str, ...]
+    workflows_dir: str
+    consumers: tuple[str, ...]
+
+    @classmethod
+    def of(cls, config: Config) -> "ReadAhead":
+        p = config.paths
+        return cls(tuple(sorted({p.register_module, p.suites_module, p.labels_module})), p.workflows_dir.rstrip("/"),
+                   tuple(consumer_labels(config)))
+
+    @classmethod
+    def remembered(cls, client, repo: str) -> "ReadAhead":
+        return client.github.read_ahead.get((client.installation_id, repo)) or cls.of(Config())
+
+    def remember(self, client, repo: str) -> None:
+        client.github.read_ahead.put((client.installation_id, repo), self)
 
 
 @dataclass
@@ -43,6 +68,7 @@ class Pull:
     _analysis: Outcome | None = field(default=None, repr=False)
     _tree: object = field(default=None, repr=False)
     _default_tree: object = field(default=None, repr=False)
+    _comment_read: tuple[int, str | None] | None = field(default=None, repr=False)  # (id, body now) by read_trusted
 
     @property
     def client(self):
@@ -76,6 +102,41 @@ class Pull:
         if self._default_tree is None:
             self._default_tree = GitHubTree(self.client, self.repo, self.client.branch_head(self.repo, self.default_branch))
         return self._default_tree
+
+    def read_trusted(self, default_branch: str, comment: dict | None = None, *, ahead: bool = True) -> list[str]:
+        """The trusted configuration (the default branch's, never the PR's): sets `config`, or
+        returns why it is invalid. One GraphQL request reads it with the branch's commit (the one
+        whose CI the plan copies) and, named ahead (ReadAhead), what the command reads next: the
+        comment as it is now, the default branch's workflows directory, root listing and contract,
+        the head's contract and the external consumers' workflows not kept in this process. A command that is
+        the first delivery for its PR then lists the head and reads its test files, nothing more.
+        `ahead` False (a step that reads no selection): the configuration and the commit only."""
+        guess = ReadAhead.remembered(self.client, self.repo) if ahead else ReadAhead((), "", ())
+        consumers = [label for label in guess.consumers if kept_consumer(self.client, label) is None]
+        node = (comment or {}).get("node_id")
+        read = self.client.read_branch(self.repo, default_branch, files=[CONFIG_PATH, *guess.contract],
+                                       directories=[guess.workflows_dir] if ahead else [], listings=[""] if ahead else [],
+                                       at=[f"{self.head_sha}:{path}" for path in guess.contract],
+                                       comment=node, elsewhere=consumers)
+        for label in consumers if read.commit is not None else ():  # else the request found nothing at all
+            keep_consumer(self.client, label, read.elsewhere.get(label))
+        if node is not None:
+            self._comment_read = (comment["id"], read.comment)
+        self.config, problems = parsed_config(read.files.get(CONFIG_PATH))
+        if self.config is None:
+            return problems
+        ReadAhead.of(self.config).remember(self.client, self.repo)
+        if read.commit is not None and self.config.paths.workflows_dir.rstrip("/") in read.directories:
+            self._default_tree = GitHubTree.from_read(self.client, self.repo, read)
+        return []
+
+    def comment_body_now(self, comment: dict) -> str | None:
+        """The comment's body as GitHub has it now (None: deleted): as read_trusted read it in this
+        job, else asked."""
+        if self._comment_read is not None and self._comment_read[0] == comment["id"]:
+            return self._comment_read[1]
+        now = tolerate_gone(lambda: self.client.issue_comment(self.repo, comment["id"]))
+        return None if now is None else now.get("body")
 
     def analyse(self, suite: str | None = None, files=()) -> Outcome:
         """The head's runnable suites (and `suite`'s selection and plan), read in the bounded
@@ -174,10 +235,14 @@ def change(job, request, event: str, audit: dict | None = None, **values):
     return store.change(job.store_url, request.id, event, audit=audit, **values)
 
 
-def trusted_config(client, repo: str, default_branch: str) -> tuple[Config | None, list[str]]:
-    """The configuration on the default branch (never the PR's copy); (None, problems) when invalid."""
-    # with the default branch's commit, in one request: the command's plan then copies that commit's CI
-    config, findings = load_config(client.branch_file(repo, CONFIG_PATH, default_branch))
+def trusted_config(client, repo: str, default_branch: str | None) -> tuple[Config | None, list[str]]:
+    """The configuration on the default branch (never the PR's copy); (None, problems) when invalid.
+    A command reads it with more beside it: Pull.read_trusted."""
+    return parsed_config(client.branch_file(repo, CONFIG_PATH, default_branch))
+
+
+def parsed_config(data: bytes | None) -> tuple[Config | None, list[str]]:
+    config, findings = load_config(data)
     if findings:
         return None, [f"line {f.span.line}: {f.message}" for f in findings]
     return config, []

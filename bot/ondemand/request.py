@@ -22,7 +22,7 @@ from bot.ondemand.dispatch import dispatch, follow_through, running_for
 from bot.ondemand.housekeeping import expire_old, tidy
 from bot.ondemand.permissions import Authority, authority
 from bot.ondemand.pull import (RETRYABLE, Answer, Pull, budget_used, close_request_check, cost_notes, iso_now, once,
-                               react, requested_files, selected_rows, tolerate_gone, trusted_config, vanished)
+                               react, requested_files, selected_rows, tolerate_gone, vanished)
 from bot.ondemand.seen import parse_time, unseen_head
 from bot.ondemand.selection import Selection
 from bot.store import ondemand as store
@@ -103,7 +103,7 @@ def on_comment(job, data: dict) -> Answer | None:
     react(pull, comment["id"], "eyes")
     answer = Answer(pull)
     with answer.kept():
-        pull.config, problems = trusted_config(client, repo, data["repository"].get("default_branch") or "main")
+        problems = pull.read_trusted(data["repository"].get("default_branch") or "main", comment)
         if pull.config is None:
             answer.refuse(comment["id"], key, texts.config_invalid(login, problems))
             return answer
@@ -126,9 +126,9 @@ def on_comment(job, data: dict) -> Answer | None:
 def still_says(pull: Pull, comment: dict, command, paths=None) -> bool:
     """The comment re-read from GitHub just before acting on it: deleted, or edited so that it no
     longer holds this command, it acts on nothing (the delivery's copy is what was written then)."""
-    now = tolerate_gone(lambda: pull.client.issue_comment(pull.repo, comment["id"]))
+    now = pull.comment_body_now(comment)
     roots = dict(roots=paths.test_roots, pattern=paths.test_pattern) if paths is not None else {}
-    if now is not None and grammar.parse(now.get("body"), **roots) == command:
+    if now is not None and grammar.parse(now, **roots) == command:
         return True
     pull.job.log.info("command comment deleted or edited before it was acted on", comment_id=comment["id"])
     return False
@@ -339,21 +339,23 @@ class _Click:
 
 
 def _maintainers_click(job, click, number: int, *, what: str, about: str, refused: str | None = None,
-                       audit: dict | None = None) -> _Click:
+                       audit: dict | None = None, selects: bool = False) -> _Click:
     """What both buttons need before anything else: the pull request as GitHub has it now (a gone
     one is audited and left), the trusted configuration, and the clicker's permission asked of
     GitHub now: anyone but a maintainer is refused (`what` they may not do) and audited (`refused`,
-    else `about` the click, with `audit`'s fields)."""
+    else `about` the click, with `audit`'s fields). `selects`: the click goes on to read a
+    selection at the head, so the configuration's request reads ahead for it (Pull.read_trusted)."""
     repo, login = click.repository.full_name, click.sender.login
     clicked = _Click(key=f"click:{job.delivery_id}", login=login)
     pr_data = tolerate_gone(lambda: job.client.pull(repo, number))
     if pr_data is None:  # the pull request (or its repository) is gone
         vanished(job, repo, number, actor=login, detail=f"{about}: the pull request is gone")
         return clicked
-    config, problems = trusted_config(job.client, repo, click.repository.default_branch or "main")
-    pull = Pull(job, repo, number, pr_data, config)
+    pull = Pull(job, repo, number, pr_data, config=None)
     if not pull.open:
         return clicked
+    problems = pull.read_trusted(click.repository.default_branch or "main", ahead=selects)
+    config = pull.config
     clicked.answer = answer = Answer(pull)
     with answer.kept():
         if config is None:
@@ -421,7 +423,8 @@ def on_summary_button(job, data: dict) -> Answer | None:
     if not run.pull_requests:
         return None  # a check run of no open pull request in this repository
     clicked = _maintainers_click(job, click, run.pull_requests[0].number,
-                                 what="start on-demand runs from the summary", about=f"summary button {identifier}")
+                                 what="start on-demand runs from the summary", about=f"summary button {identifier}",
+                                 selects=True)
     if clicked.who is None:
         return clicked.answer
     pull, answer, key, login = clicked.pull, clicked.answer, clicked.key, clicked.login

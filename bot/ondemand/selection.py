@@ -190,15 +190,18 @@ def _read_ahead(head, base, config: Config) -> None:
     """The files every selection reads, named up front so the worker reads them in one bulk
     request (checks.scanning.tree.prefetch): the head's contract, and the default branch's contract
     and workflows, whose CI the plan copies. Read one by one, a command that was the first delivery
-    for its PR cost a blob request each."""
+    for its PR cost a blob request each. Usually the command's first request has read them all
+    already (bot.ondemand.pull.Pull.read_trusted) and this costs nothing."""
     from checks.scanning.tree import prefetch
     from checks.workflows.runs import is_workflow_path
 
     p = config.paths
     contract = sorted({p.register_module, p.suites_module, p.labels_module})
     pairs = [(head, contract)]
-    if base is not None and getattr(base, "listed", True):
-        pairs.append((base, contract + sorted(x for x in base.paths() if is_workflow_path(x, config))))
+    if base is not None:
+        # an unlisted base (bot.analysis.sources.GitHubTree.from_read) came with its workflows read
+        listed = getattr(base, "listed", True)
+        pairs.append((base, contract + (sorted(x for x in base.paths() if is_workflow_path(x, config)) if listed else [])))
     prefetch(pairs)
 
 

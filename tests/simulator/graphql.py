@@ -48,6 +48,7 @@ class GraphQLEndpoint:
         self.schema.type_map["Repository"].fields["ref"].resolve = self._ref
         self.schema.type_map["Repository"].fields["defaultBranchRef"].resolve = self._default_branch_ref
         self.schema.type_map["Commit"].fields["file"].resolve = self._file
+        self.schema.type_map["Commit"].fields["tree"].resolve = lambda commit, info: self._tree(commit["repo"], commit["tree"], "")
         self.schema.type_map["GitObject"].resolve_type = lambda obj, info, abstract: obj["__typename"]
 
     # -- resolvers (state is read under the simulator's lock, held by handle) --------------------

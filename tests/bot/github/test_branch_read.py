@@ -98,3 +98,26 @@ def test_no_branch_or_repository_reads_as_nothing_found_and_a_refusal_is_raised(
                   policy=RetryPolicy(base_s=0.01, read_timeout_s=PATIENCE)).for_installation(inst.id)
     with pytest.raises(GitHubError):
         weak.read_branch("radixark/miles", None, files=["cfg.yml"])
+
+
+def test_a_tree_from_a_read_knows_its_listed_directories_and_asks_only_for_the_rest(world):
+    """bot.analysis.sources.GitHubTree.from_read: what the read listed and read costs nothing more;
+    a path in a listed directory that it does not hold is absent without a request; any other path
+    is read by name; a link in a listed directory leads to its file."""
+    from bot.analysis.sources import GitHubTree
+
+    sim, client, repo, main, head, pr = world
+    read = client.read_branch("radixark/miles", None, files=["cfg.yml"], directories=[".github/workflows"], listings=[""])
+    tree = GitHubTree.from_read(client, "radixark/miles", read)
+    assert not tree.listed and tree.sha == main
+    assert sorted(tree.paths()) == [".github/workflows/README.md", ".github/workflows/link.yml",
+                                    ".github/workflows/nightly.yml", "cfg.yml"]  # the root's files too
+    before = len(_calls(sim))
+    assert tree.read("cfg.yml") == b"a: 1\n" and tree.read(".github/workflows/nightly.yml") == WORKFLOW
+    assert tree.read(".github/workflows/link.yml") == WORKFLOW  # its target, read from the cache
+    assert tree.read("amd_ci_start_container.sh") is None and tree.read(".github/workflows/gone.yml") is None
+    tree.prefetch([".github/workflows/nightly.yml", "nope.sh"])
+    assert _calls(sim)[before:] == []
+    assert tree.read("tests/ci/run_suite.py") == b"SUITES = {}\n"  # outside what was listed: by name
+    assert tree.read(".github/workflows/sub/deep.yml") == b"name: deep\n"
+    assert _calls(sim)[before:] == ["graphql", "graphql"]

@@ -15,6 +15,12 @@ from tests.patience import PATIENCE
 from tests.simulator.fixtures import github_sim  # noqa: F401
 
 
+# where and how SUITE runs, as the default branch's CI (and sglang's nightly, its consumer) says
+PLAN = {"runs_on": ["self-hosted", "amd", "mi350", "4gpu"], "shards": 1, "image": "rocm/sgl-dev:miles-rocm720-mi35x-{date}",
+        "image_days": 7, "timeout_per_file_s": 1800, "job_timeout_min": 180,
+        "runner_flags": ["--cadence", "nightly", "--continue-on-error"], "install": [], "env": [], "cache": "read-only"}
+
+
 @pytest.fixture()
 def od(github_sim, tmp_path, monkeypatch):
     monkeypatch.setenv("CI_REGISTRAR_HTTP_BACKOFF_S", "0.01")
@@ -31,11 +37,7 @@ def test_a_maintainers_command_dispatches_the_exact_head_at_once(od):
     assert set(d["inputs"]) == {"suite", "head_sha", "pull_number", "test_files", "plan"}
     assert (d["inputs"]["suite"], d["inputs"]["head_sha"], d["inputs"]["pull_number"], d["inputs"]["test_files"]) == (
         SUITE, od.pr.head_sha, str(od.pr.number), "")
-    assert json.loads(d["inputs"]["plan"]) == {
-        "runs_on": ["self-hosted", "amd", "mi350", "4gpu"], "shards": 1, "image": "rocm/sgl-dev:miles-rocm720-mi35x-{date}",
-        "image_days": 7,
-        "timeout_per_file_s": 1800, "job_timeout_min": 180, "runner_flags": ["--cadence", "nightly", "--continue-on-error"],
-        "install": [], "env": [], "cache": "read-only"}
+    assert json.loads(d["inputs"]["plan"]) == PLAN
     assert od.sim.reactions(od.repo, c["id"]) == ["eyes", "rocket"]
     [reply] = od.replies()
     assert "Dispatched" in reply and od.pr.head_sha in reply and "/actions/runs/" in reply
@@ -225,38 +227,67 @@ def test_requests_on_postgresql_keep_one_run_in_flight(pg_url):
     assert store.claim_step(pg_url, "k", "reply") and not store.claim_step(pg_url, "k", "reply")
 
 
-def test_a_warm_maintainer_command_costs_ten_github_calls(od):
-    """Pinned: the PR's check has read the head; the command then needs its head, the trusted
-    configuration read with the default branch's commit in one GraphQL request (issue 38: that
-    commit is the one whose CI the run plan copies, so no ref request), the comment re-read just
-    before acting on it (issue 25: deleted or edited, it acts on nothing), the default branch's
-    tree (its files are the blobs the check read already, and the external consumer is cached),
-    the permission, the dispatch, and the four writes the PR sees."""
+def test_a_warm_maintainer_command_costs_eight_github_calls(od):
+    """Pinned: the PR's check has read the head; the command then needs its head, one GraphQL
+    request (bot.ondemand.pull.Pull.read_trusted: the trusted configuration with the default
+    branch's commit, whose CI the run plan copies, so no ref request; the comment as it is now, so
+    a deleted or edited command acts on nothing (issue 25); the default branch's workflows and root
+    listing, so no recursive listing of it; the contracts), the permission, the dispatch, and the
+    four writes the PR sees. The external consumer was kept by the check."""
     od.world.deliver(od.sim.webhook("pull_request", "opened", app=od.world.app, repo=od.repo, pull=od.pr, sender="bob"))
     od.world.drain()
     before = len(od.sim.requests_log)
     od.comment(f"/run-rocm {SUITE}", author="maint")
     calls = [r["operation"] for r in od.sim.requests_log[before:]]
-    assert calls == ["pulls/get", "reactions/create-for-issue-comment", "graphql", "issues/get-comment",
-                     "git/get-tree", "repos/get-collaborator-permission-level", "actions/create-workflow-dispatch", "checks/create",
+    assert calls == ["pulls/get", "reactions/create-for-issue-comment", "graphql",
+                     "repos/get-collaborator-permission-level", "actions/create-workflow-dispatch", "checks/create",
                      "reactions/create-for-issue-comment", "issues/create-comment"]
     [d] = od.dispatches()
-    assert d["ref"] == "main"
+    assert d["ref"] == "main" and json.loads(d["inputs"]["plan"]) == PLAN
 
 
-def test_a_command_that_is_the_first_delivery_for_its_pr_reads_its_contract_and_ci_in_bulk(od):
-    """Pinned: no check has read the head yet. Beyond the warm command's calls: the head's listing,
-    the external consumer's workflow (once per process), and two bulk reads: the head's contract
-    with the default branch's contract and workflows (named up front, bot.ondemand.selection._read_ahead),
-    then the suite's test files. No file is read on its own (it cost six blob requests)."""
+def test_a_command_that_is_the_first_delivery_for_its_pr_costs_ten_github_calls(od):
+    """Pinned (issue 38: at most 10): no check has read the head yet, and this process has not read
+    the repository before. Beyond the warm command's calls: the head's listing, and one bulk read
+    of the suite's test files. The first GraphQL request read, beside the configuration, what
+    its defaults name (bot.ondemand.pull.ReadAhead): the head's contract, the default branch's
+    contract and workflows, the external consumer's workflow. No file is read on its own."""
     before = len(od.sim.requests_log)
     od.comment(f"/run-rocm {SUITE}", author="maint")
     calls = [r["operation"] for r in od.sim.requests_log[before:] if r["operation"] != "apps/create-installation-access-token"]
-    assert calls == ["pulls/get", "reactions/create-for-issue-comment", "graphql", "issues/get-comment",
-                     "repos/get-content", "git/get-tree", "git/get-tree", "graphql", "graphql",
+    assert calls == ["pulls/get", "reactions/create-for-issue-comment", "graphql", "git/get-tree", "graphql",
                      "repos/get-collaborator-permission-level", "actions/create-workflow-dispatch", "checks/create",
                      "reactions/create-for-issue-comment", "issues/create-comment"]
-    assert len(od.dispatches()) == 1
+    [d] = od.dispatches()
+    assert json.loads(d["inputs"]["plan"]) == PLAN
+
+
+def test_a_wrong_read_ahead_costs_reads_not_another_plan(od, monkeypatch):
+    """Differential: when the first request guessed wrong (a configuration that names other paths
+    and consumers than this process remembers), the command reads what the guess missed (the
+    default branch's listing, the contract, the consumer) and plans and replies exactly as when the
+    guess was right. The configuration it parsed is remembered for the next command."""
+    from bot.ondemand import pull as pull_module
+
+    wrong = pull_module.ReadAhead(contract=("nowhere/run_suite.py",), workflows_dir="nowhere", consumers=())
+    monkeypatch.setattr(pull_module.ReadAhead, "remembered", classmethod(lambda cls, client, repo: wrong))
+    before = len(od.sim.requests_log)
+    od.comment(f"/run-rocm {SUITE}", author="maint")
+    calls = [r["operation"] for r in od.sim.requests_log[before:] if r["operation"] != "apps/create-installation-access-token"]
+    assert calls.count("git/get-tree") == 2 and "repos/get-content" in calls  # the default branch listed, the consumer read
+    [d] = od.dispatches()
+    assert json.loads(d["inputs"]["plan"]) == PLAN
+    [reply] = od.replies()
+    assert "7.34 GPU-hours" in reply and "Run plan:" in reply and EXTRA_TEST in reply
+    monkeypatch.undo()
+    from checks.config.schema import load_config
+
+    seen = []
+    monkeypatch.setattr(pull_module.ReadAhead, "remember", lambda self, client, repo: seen.append(self))
+    od.comment("/rocm-status", author="maint")
+    repo = od.sim.repo(od.repo)
+    config, _ = load_config(repo.files(repo.branches["main"])[".github/ci-registrar.yml"])
+    assert seen == [pull_module.ReadAhead.of(config)]
 
 
 def test_a_comment_that_is_not_a_command_costs_no_call(od):

@@ -40,13 +40,15 @@ PACKAGES = {
 # GraphQL type -> the fields kept (None: every field whose type is kept too). The App reads many
 # files in one request with `repository { f0: object(expression: "<sha>:<path>") { ... on Blob } }`,
 # and a branch's commit with one file of it (its trusted configuration) with
-# `repository { ref(qualifiedName:) { target { oid ... on Commit { file(path:) { object { ... on Blob } } } } } }`.
+# `repository { ref(qualifiedName:) { target { oid ... on Commit { file(path:) { object { ... on Blob } } } } } }`,
+# a directory's entries (`... on Tree { entries }`, the root's as `Commit.tree`) and a comment by its
+# node ID (`node(id:) { ... on IssueComment { body } }`), all in one request (bot/github/branch_read.py).
 GRAPHQL_FIELDS = {
     "Query": ["repository", "node"],
     "IssueComment": ["body", "id"],
     "Repository": ["id", "nameWithOwner", "object", "ref", "defaultBranchRef"],
     "Ref": ["id", "name", "prefix", "target"],
-    "Commit": ["abbreviatedOid", "commitResourcePath", "commitUrl", "id", "oid", "repository", "file"],
+    "Commit": ["abbreviatedOid", "commitResourcePath", "commitUrl", "id", "oid", "repository", "file", "tree"],
     "TreeEntry": ["mode", "name", "object", "oid", "path", "size", "type"],
     "GitObject": None,
     "Blob": None,
