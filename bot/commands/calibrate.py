@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import click
+import msgspec
 
 from bot.commands.errors import fail as _fail_command
 from checks.wording import plural
@@ -137,15 +138,17 @@ def calibrate(repo: str | None, from_store: bool, durations_file: str | None, re
     context = build_context(tree, config)
     ctx = context[0]
     config = ctx.config
-    params = with_runner_timeout(config.calibration, tree.read, config.paths.register_module)
-    windows = build_suite_windows(records, params, now=now, repository=repository, default_branch=default_branch)
     from bot.commands.root import scan_cache_for
     from checks.scanning.parallel import available_workers
 
-    # The checkout's scan cache, as `check` reads it: a file checked before is not parsed again.
-    report = check_tree(tree, durations=stats_rows(windows), fixes=False,
-                        scan_cache=None if no_cache else scan_cache_for(root, cache_dir), workers=available_workers(),
-                        context=context)
+    # The checkout's scan cache, as `check` reads it: a file checked before is not parsed again,
+    # nor the runner's timeout model.
+    scan_cache = None if no_cache else scan_cache_for(root, cache_dir)
+    params = with_runner_timeout(config.calibration, tree.read, config.paths.register_module, scan_cache)
+    ctx.config = msgspec.structs.replace(ctx.config, calibration=params)  # the check below reads it once, here
+    windows = build_suite_windows(records, params, now=now, repository=repository, default_branch=default_branch)
+    report = check_tree(tree, durations=stats_rows(windows), fixes=False, scan_cache=scan_cache,
+                        workers=available_workers(), context=context)
     if records or durations_file:
         from bot.durations.file_reader import nothing_read
         from checks.calibration.policy import window_lookup

@@ -16,9 +16,6 @@ never reports "no stored durations" because it silently read nothing.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
@@ -98,9 +95,9 @@ def _classify(path: str, rows: list, shape_hint: str) -> str:
         return EXPORT  # an empty export: nothing to read, said by nothing_read
     kinds = set()
     for number, row in enumerate(rows, start=1):
-        if isinstance(row, dict) and EXPORT_KEYS <= set(row):
+        if isinstance(row, dict) and row.keys() >= EXPORT_KEYS:
             kinds.add(EXPORT)
-        elif isinstance(row, dict) and SHOW_KEYS <= set(row):
+        elif isinstance(row, dict) and row.keys() >= SHOW_KEYS:
             kinds.add(SHOW)
         else:
             raise DurationsFileError(f"{path}: {shape_hint} {number} is neither one of {EXPORT_SHAPE} "
@@ -111,6 +108,9 @@ def _classify(path: str, rows: list, shape_hint: str) -> str:
 
 
 def _from_csv(path: str, text: str) -> list[dict]:
+    import csv
+    import io
+
     reader = csv.DictReader(io.StringIO(text))
     header = set(reader.fieldnames or ())
     if not EXPORT_KEYS <= header:
@@ -134,16 +134,19 @@ def read_durations_file(path: str | Path) -> DurationsFile:
     """The file at `path`, recognised by its shape; DurationsFileError says why it is not one."""
     name = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        raw = Path(path).read_bytes()
+        text = raw.decode("utf-8")
     except OSError as exc:
         raise DurationsFileError(f"cannot read {name}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise DurationsFileError(f"{name} is not text (UTF-8): give what `durations export` writes") from None
     start = text.lstrip()[:1]
     if start in ("[", "{"):
+        import msgspec  # the store's decoder: half json's time on a season of runs (`calibrate`'s start)
+
         try:
-            data = json.loads(text)
-        except ValueError as exc:
+            data = msgspec.json.decode(raw)
+        except msgspec.DecodeError as exc:
             raise DurationsFileError(f"{name} is not JSON: {exc}") from None
         if isinstance(data, dict) and isinstance(data.get("measurements"), list):
             data = data["measurements"]

@@ -160,6 +160,24 @@ def _seconds(value: Any) -> float | None:
     return seconds if elapsed_problem(seconds) is None else None
 
 
+def _once(cache: dict, value: Any, compute):
+    """compute(value), once per distinct value (an unhashable one, from a file of another origin, each time)."""
+    try:
+        return cache[value]
+    except KeyError:
+        cache[value] = found = compute(value)
+        return found
+    except TypeError:
+        return compute(value)
+
+
+def _family(backend: Any) -> Backend | None:
+    try:
+        return Backend(str(backend or "rocm").lower()).family
+    except ValueError:
+        return None
+
+
 def build_windows(records: Iterable[Mapping[str, Any]], params: Any, *, now: datetime | None = None,
                   repository: str | None = None, default_branch: str | None = None,
                   hardware: str | None = None) -> dict[tuple[str, Backend], Window]:
@@ -178,19 +196,23 @@ def build_windows(records: Iterable[Mapping[str, Any]], params: Any, *, now: dat
     passing: dict[tuple[str, Backend], list[tuple[datetime, float, Mapping]]] = {}
     timeouts: dict[tuple[str, Backend], list[float]] = {}
     excluded: dict[tuple[str, Backend], int] = {}
+    # A season of runs repeats a few hardware names, backends and run times thousands of times:
+    # each is read once (`calibrate` reads every record for every calibration hardware).
+    hardware_keys: dict[Any, str | None] = {}
+    families: dict[Any, Backend | None] = {}
+    times: dict[Any, datetime] = {}
     for record in records:
         if repository is not None and record.get("repository") not in (None, repository):
             continue
-        if same_hardware_key(record.get("hardware")) != wanted:
+        if _once(hardware_keys, record.get("hardware"), same_hardware_key) != wanted:
             continue
-        try:
-            family = Backend(str(record.get("backend") or "rocm").lower()).family
-        except ValueError:
+        family = _once(families, record.get("backend"), _family)
+        if family is None:
             continue
         seconds = _seconds(record.get("elapsed_s"))
         if seconds is None:
             continue  # refused at ingest; a file of another origin may still hold one
-        at = _time(record["measured_at"]) if record.get("measured_at") else now
+        at = _once(times, record["measured_at"], _time) if record.get("measured_at") else now
         if at < floor_start or at > now:
             continue
         key = (str(record["file"]), family)

@@ -51,13 +51,15 @@ MILES = TimeoutModel()
 SGLANG = TimeoutModel(1.5, 1800.0, False, "sglang's runner (derive_timeout_per_file)")
 
 
-def with_runner_timeout(params: Any, read=None, register_module: str | None = None):
-    """`params` with timeout_factor / timeout_slack_s filled from the runner's revision when unset."""
+def with_runner_timeout(params: Any, read=None, register_module: str | None = None, cache=None):
+    """`params` with timeout_factor / timeout_slack_s filled from the runner's revision when unset.
+    `cache`: a scan cache (checks/scanning/scan_facts.py's hook) that keeps the model read from a
+    module's content, as it keeps a test file's facts."""
     import msgspec
 
     if configured(params) is not None:
         return params
-    model = timeout_model(params, read, register_module)
+    model = timeout_model(params, read, register_module, cache)
     return msgspec.structs.replace(params, timeout_factor=model.factor, timeout_slack_s=model.slack)
 
 
@@ -138,7 +140,7 @@ def ci_utils_path(register_module: str) -> str:
     return f"{head}/ci_utils.py" if head else "ci_utils.py"
 
 
-def timeout_model(params: Any, read=None, register_module: str | None = None) -> TimeoutModel:
+def timeout_model(params: Any, read=None, register_module: str | None = None, cache=None) -> TimeoutModel:
     """Configured, else read from the runner's revision through `read(path) -> bytes | None`, else miles'."""
     model = configured(params)
     if model is not None:
@@ -146,9 +148,46 @@ def timeout_model(params: Any, read=None, register_module: str | None = None) ->
     if read is not None and register_module:
         path = ci_utils_path(register_module)
         try:
-            found = read_timeout_model(read(path), path)
+            found = _cached_model(read(path), path, cache)
         except Exception:  # noqa: BLE001 - an unreadable helper module: the default model, said in `source`
             found = None
         if found is not None:
             return found
     return MILES
+
+
+@functools.lru_cache(maxsize=1)
+def _reader_version() -> str:
+    """A digest of this reader's own source: an edited reader never takes an older answer from a cache."""
+    import hashlib
+
+    with open(__file__, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()[:16]
+
+
+def _cached_model(source: bytes | str | None, where: str, cache) -> TimeoutModel | None:
+    """read_timeout_model, kept in `cache` by the module's content: the runner's helpers are a
+    25 KB module whose parse was a fifth of what `calibrate` adds to a warm check."""
+    if cache is None or not source:
+        return read_timeout_model(source, where)
+    from checks.scanning.tree import git_blob_sha
+
+    data = source.encode("utf-8") if isinstance(source, str) else source
+    key = f"timeout-model:{_reader_version()}:{git_blob_sha(data)}:{where}"
+    try:
+        kept = cache.get_many([key]).get(key)
+    except Exception:  # noqa: BLE001 - a cache: read the module instead
+        kept = None
+    if isinstance(kept, dict) and "model" in kept:
+        model = kept["model"]
+        try:
+            return None if model is None else TimeoutModel(float(model[0]), None if model[1] is None else float(model[1]),
+                                                         bool(model[2]), str(model[3]))
+        except (TypeError, ValueError, IndexError):
+            pass  # not an entry this reader wrote: read the module
+    found = read_timeout_model(source, where)
+    try:
+        cache.put_many({key: {"model": None if found is None else [found.factor, found.slack, found.use_floor, found.source]}})
+    except Exception:  # noqa: BLE001 - a cache that cannot keep it: the answer stands
+        pass
+    return found

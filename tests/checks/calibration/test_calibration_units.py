@@ -397,3 +397,32 @@ def test_decisions_come_in_file_and_line_order_whatever_order_the_registrations_
 def test_a_window_cuts_the_runs_longer_than_est_time_and_counts_each_once():
     w = cal.Window((300.0, 100.0, 200.0, 200.0))
     assert [w.cut_by(t) for t in (99, 100, 199, 200, 300)] == [4, 3, 3, 1, 0]
+
+
+def test_the_runners_timeout_model_is_kept_in_the_scan_cache_by_the_modules_content():
+    """checks.target.timeout_model: a scan cache keeps the model read from a ci_utils module's
+    content; the next read of the same content parses nothing, other content is read afresh, and an
+    entry this reader did not write is read past."""
+    from checks.target import timeout_model as tm
+
+    class Cache(dict):
+        def get_many(self, keys):
+            return {k: self[k] for k in keys if k in self}
+
+        def put_many(self, entries):
+            self.update(entries)
+
+    sglang = b"F = 1.5\nS = 1800.0\ndef derive_timeout_per_file(est):\n    return max(est * F, est + S)\n"
+    miles = b"def f(timeout_per_file, estimated_time):\n    return max(timeout_per_file, int(estimated_time * 1.25))\n"
+    cache = Cache()
+    tm.read_timeout_model.cache_clear()
+    first = tm.timeout_model(None, {"u/ci_utils.py": sglang}.get, "u/ci_register.py", cache)
+    assert (first.factor, first.slack, first.use_floor) == (1.5, 1800.0, False) and len(cache) == 1
+    assert tm.timeout_model(None, {"u/ci_utils.py": sglang}.get, "u/ci_register.py", cache) == first
+    assert tm.read_timeout_model.cache_info().misses == 1  # parsed once: the second came from the cache
+    other = tm.timeout_model(None, {"u/ci_utils.py": miles}.get, "u/ci_register.py", cache)
+    assert (other.factor, other.use_floor) == (1.25, True) and len(cache) == 2
+    for key in cache:
+        cache[key] = {"model": ["not", "a", "model"]}  # not what this reader writes
+    assert tm.timeout_model(None, {"u/ci_utils.py": sglang}.get, "u/ci_register.py", cache) == first
+    assert tm.timeout_model(None, {"u/ci_utils.py": b"x = 1\n"}.get, "u/ci_register.py", cache) is tm.MILES
