@@ -103,7 +103,10 @@ def on_comment(job, data: dict) -> Answer | None:
     react(pull, comment["id"], "eyes")
     answer = Answer(pull)
     with answer.kept():
-        problems = pull.read_trusted(data["repository"].get("default_branch") or "main", comment)
+        # an approval or a denial reads no selection (the request keeps its plan): its request reads
+        # the configuration and the comment only
+        decides = isinstance(first, grammar.Command) and first.word in (grammar.APPROVE, grammar.DENY)
+        problems = pull.read_trusted(data["repository"].get("default_branch") or "main", comment, ahead=not decides)
         if pull.config is None:
             answer.refuse(comment["id"], key, texts.config_invalid(login, problems))
             return answer

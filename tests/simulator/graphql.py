@@ -203,6 +203,7 @@ class GraphQLEndpoint:
                 sim._violation("POST /graphql: the body is not {\"query\": ..., \"variables\": ...}")
                 entry["status"] = 400
                 return sim._json(400, {"message": "Problems parsing JSON", "documentation_url": "https://docs.github.com/graphql"})
+            entry["variables"] = dict(body.get("variables") or {})  # what was asked, for tests to read
             result = graphql_sync(self.schema, body["query"], variable_values=body.get("variables") or {},
                                   context_value={"installation": inst, "token": token})
             bucket["used"] += 1

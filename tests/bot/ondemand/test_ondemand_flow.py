@@ -104,7 +104,11 @@ def test_a_contributors_request_waits_and_is_approved_by_comment(od):
     assert check["name"] == f"MI350 run request · {SUITE}" and check["conclusion"] == "action_required"
     assert check["actions"][0]["identifier"] == "approve-run"
     assert od.sim.reactions(od.repo, c["id"]) == ["eyes"]
+    before = len(od.sim.requests_log)
     a, _ = od.comment("/approve-rocm", author="maint")
+    # an approval reads no selection: its one request is the configuration and the comment only
+    [asked] = [r["variables"] for r in od.sim.requests_log[before:] if r["operation"] == "graphql"]
+    assert sorted(asked.values()) == sorted([".github/ci-registrar.yml", a["node_id"], "miles", "radixark", "refs/heads/main"])
     [d] = od.dispatches()
     assert d["inputs"]["head_sha"] == od.pr.head_sha
     assert od.sim.reactions(od.repo, c["id"]) == ["eyes", "rocket"]
