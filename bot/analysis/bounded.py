@@ -240,7 +240,8 @@ def _run_child(slot, engine, listings, base, head_shas, changed, config_text, li
             elif kind == "paths":
                 conn.send(list(trees[message[1]].paths()))
             elif kind == "index_get":
-                conn.send(_index_call(scan_cache.get_many, message[1], {}, log))
+                # as the store keeps them (JSON text) where the cache can: the child decodes them
+                conn.send(_index_call(getattr(scan_cache, "get_texts", None) or scan_cache.get_many, message[1], {}, log))
             elif kind == "index_put":
                 conn.send(_index_call(scan_cache.put_many, message[1], None, log))
             elif kind == "report":

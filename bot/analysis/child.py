@@ -70,8 +70,17 @@ class _ProxyScanCache:
         self._conn = conn
 
     def get_many(self, keys) -> dict:
+        """The facts the store has of `keys`; what comes as JSON text (bot.store.index.get_texts) is
+        decoded here, and a value that is no JSON object is a miss."""
+        from checks.scanning.scan_facts import decode
+
         self._conn.send(("index_get", list(keys)))
-        return self._conn.recv()
+        out = {}
+        for key, value in self._conn.recv().items():
+            value = decode(value) if isinstance(value, str) else value
+            if isinstance(value, dict):
+                out[key] = value
+        return out
 
     def put_many(self, entries: dict) -> None:
         self._conn.send(("index_put", entries))

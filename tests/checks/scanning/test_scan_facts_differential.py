@@ -169,6 +169,19 @@ def test_cold_warm_and_indexed_reports_are_identical(root, tmp_path):
     assert index.hits > 0 and index.misses == 0
     _same(cold, reports[0], "first indexed run")
     _same(cold, reports[1], "indexed run (App index)")
+    # rows the child cannot decode (it gets their JSON text: bot.store.index.get_texts) are misses,
+    # scanned again: the same report
+    import sqlalchemy as sa
+
+    from bot.store.db import session_scope
+    from bot.store.index import IndexRow
+
+    with session_scope(url) as session:
+        keys = [k for (k,) in session.execute(sa.select(IndexRow.key)).all()]
+        for key, bad in zip(keys, ["{not json", "[1, 2]", "null"]):
+            session.execute(sa.update(IndexRow).where(IndexRow.key == key).values(facts=bad))
+    _same(cold, run_check_bounded(ShaTree(root), scan_cache=RegistrationIndex(url, "o/r"), timeout_s=60, **kw),
+          "indexed run over undecodable rows")
 
 
 def test_composed_suites_survive_the_second_cli_run(tmp_path):
