@@ -83,13 +83,14 @@ class BlobCache:
 
     def __init__(self, directory: Path | None = None, max_bytes: int = 64 * 1024 * 1024):
         self._memory = _LRU(max_items=100_000, max_bytes=max_bytes)
-        self._dir = directory
+        self._dir = None if directory is None else str(directory)
+        self._made: set[str] = set()  # folders this process made (or found): no mkdir per blob
         self.hits = self.misses = 0
 
-    def _path(self, sha: str) -> Path | None:
+    def _path(self, sha: str) -> str | None:
         if self._dir is None or not all(c in "0123456789abcdef" for c in sha) or len(sha) < 7:
             return None
-        return self._dir / sha[:2] / sha[2:]
+        return os.path.join(self._dir, sha[:2], sha[2:])
 
     def get(self, sha: str) -> bytes | None:
         data = self._memory.get(sha)
@@ -97,7 +98,8 @@ class BlobCache:
             path = self._path(sha)
             if path is not None:
                 try:
-                    data = path.read_bytes()
+                    with open(path, "rb") as handle:
+                        data = handle.read()
                 except OSError:
                     data = None
                 if data is not None:
@@ -112,13 +114,30 @@ class BlobCache:
         self._memory.put(sha, data, len(data))
         path = self._path(sha)
         if path is not None:
+            # Content-addressed: a blob on disk already is this blob (another worker wrote it).
+            # Plain os calls: pathlib's objects were a tenth of a warm check's reading in the worker.
             try:
-                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-                tmp.write_bytes(data)
-                os.replace(tmp, path)
+                if not os.path.exists(path):
+                    self._write(path, data)
             except OSError:
                 pass
+
+    def _write(self, path: str, data: bytes) -> None:
+        folder = os.path.dirname(path)
+        if folder not in self._made:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            self._made.add(folder)
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            handle = open(tmp, "wb")
+        except FileNotFoundError:  # the folder was removed since (a cache cleaned by hand): made again
+            self._made.discard(folder)
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            self._made.add(folder)
+            handle = open(tmp, "wb")
+        with handle:
+            handle.write(data)
+        os.replace(tmp, path)
 
 
 _TREE_FIELDS = ("path", "type", "mode", "sha", "size")

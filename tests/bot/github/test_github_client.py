@@ -415,3 +415,23 @@ def test_a_file_longer_than_graphql_cuts_comes_from_its_blob_alone(gh):
     ops = [r["operation"] for r in sim.requests_log[before:] if r["operation"] not in ("git/get-tree", "apps/create-installation-access-token")]
     assert sorted(ops) == ["git/get-blob", "git/get-blob", "graphql"]
     assert {p: tree.read(p) for p in files} == files
+
+
+def test_the_disk_blob_cache_writes_a_blob_once_and_survives_its_folder_removed(tmp_path):
+    """BlobCache: content-addressed, so a blob on disk already is not written again; a folder
+    removed by hand since this process made it is made again."""
+    import shutil
+
+    from bot.github.client import BlobCache
+
+    cache = BlobCache(tmp_path / "blobs")
+    sha = git_blob_sha(b"x = 1\n")
+    cache.put(sha, b"x = 1\n")
+    path = tmp_path / "blobs" / sha[:2] / sha[2:]
+    assert path.read_bytes() == b"x = 1\n"
+    stamp = path.stat().st_mtime_ns
+    BlobCache(tmp_path / "blobs").put(sha, b"x = 1\n")  # another process, the same blob
+    assert path.stat().st_mtime_ns == stamp and not list(path.parent.glob("*.tmp"))
+    shutil.rmtree(tmp_path / "blobs")
+    cache.put(sha, b"x = 1\n")
+    assert BlobCache(tmp_path / "blobs").get(sha) == b"x = 1\n"
