@@ -215,6 +215,21 @@ def _preload() -> None:
     import checks.calibration.shards  # noqa: F401 - imported by the engine on its first check
     import checks.reporting.pr_summary  # noqa: F401
     import symtable  # noqa: F401
+    # What a PR check and a /run-rocm selection import on their way (function-level imports: the
+    # command line loads them only when it needs them). A child that imports them pays for it at
+    # every check: a tenth of a warm check's analysis (issue 38). tests/bot/analysis pins that a
+    # check in a preloaded process imports nothing.
+    import hashlib  # noqa: F401 - the contract's fingerprint
+    import checks.scanning.scan_facts  # noqa: F401
+    import checks.scanning.tree  # noqa: F401
+    import checks.target.dispatch_plan  # noqa: F401 - the summary's run plans
+    import checks.target.run_cost  # noqa: F401
+    import checks.target.runner_policy  # noqa: F401
+    import checks.target.target_ci  # noqa: F401
+    import checks.target.timeout_model  # noqa: F401
+    import bot.ondemand.selection  # noqa: F401 - a /run-rocm's engine
+    import checks.calibration.durations_index  # noqa: F401 - a check with stored durations
+    import checks.calibration.policy  # noqa: F401
 
 
 def main() -> None:

@@ -173,3 +173,41 @@ def _busy_engine(head, base, changed, **kw):
     end = time.process_time() + 0.25
     while time.process_time() < end:
         pass
+
+
+PRELOADED_CHECK = r'''
+import sys
+from bot.analysis.server import _preload
+_preload()
+from checks.engine import check_tree
+from checks.scanning.tree import MemoryTree
+from tests.fixtures.miles import miles_tree, test_file
+from bot.ondemand.selection import analyse
+from checks.config.schema import load_config
+
+base = miles_tree()
+head = miles_tree(**{"tests/e2e/test_added.py": test_file('register_rocm_ci(est_time=300, suite="stage-c-4-gpu-mi350")')})
+config = base.get(".github/ci-registrar.yml")
+before = set(sys.modules)
+durations = [{"file": "tests/e2e/test_added.py", "backend": "rocm", "hardware": "mi355x", "n": 10, "median": 250.0,
+              "p90": 280.0, "max": 290.0, "values": [250.0] * 10}]
+check_tree(MemoryTree(head), MemoryTree(base), {"tests/e2e/test_added.py": None}, config_text=config, durations=durations,
+           consumers_from={})
+analyse(MemoryTree(head), MemoryTree(base), config=load_config(config)[0], suite="stage-c-4-gpu-mi350", head_sha="a" * 40)
+print(" ".join(sorted(set(sys.modules) - before)))
+'''
+
+
+def test_a_check_in_a_preloaded_server_imports_nothing():
+    """Every child of the analysis server starts from its memory: a module the engine imports on
+    its way (a function-level import) would be imported again at every check. _preload holds what
+    a PR check (diff, durations, summary) and a /run-rocm selection import."""
+    import subprocess
+    import sys
+
+    from tests import REPO
+
+    done = subprocess.run([sys.executable, "-c", PRELOADED_CHECK], capture_output=True, text=True, cwd=REPO,
+                          timeout=PATIENCE)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == []
