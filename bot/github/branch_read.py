@@ -21,6 +21,7 @@ through its requester here).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from github import GithubException, UnknownObjectException
@@ -29,6 +30,7 @@ from bot.github.retry import GitHubError
 from checks.scanning.tree import git_blob_sha
 
 SYMLINK_MODE = 0o120000
+_ELSEWHERE = re.compile(r"x\d+")  # the aliases of other repositories' files
 _BLOB = "... on Blob { oid isBinary isTruncated text }"
 
 
@@ -44,7 +46,8 @@ class BranchRead:
     directories: dict[str, dict[str, tuple[str, int]] | None] = field(default_factory=dict)
     at: dict[str, bytes | None] = field(default_factory=dict)  # "<sha>:<path>" -> bytes, None: not read whole
     comment: str | None = None  # the comment's body now; None: gone, or not asked
-    elsewhere: dict[str, bytes | None] = field(default_factory=dict)  # "owner/repo:path" at its default branch
+    # "owner/repo:path" at its default branch: bytes, None (nothing readable there) or why GitHub refused it
+    elsewhere: dict[str, bytes | str | None] = field(default_factory=dict)
 
 
 def read_branch(client, repo: str, branch: str | None, *, files=(), directories=(), listings=(), at=(),
@@ -96,7 +99,7 @@ def read_branch(client, repo: str, branch: str | None, *, files=(), directories=
         query += (f" x{i}: repository(owner: ${var(other_owner)}, name: ${var(other_name)}) {{"
                   f" defaultBranchRef {{ target {{ ... on Commit {{ file(path: ${var(path)}) {{ mode object {{ {_BLOB} }} }} }} }} }} }}")
     text = "query(" + ", ".join(declared) + ") {" + query + " }"
-    data = _partial(client, text, variables)
+    data, refused = _partial(client, text, variables)
 
     out = BranchRead()
     found = data.get("repository") or {}
@@ -118,14 +121,19 @@ def read_branch(client, repo: str, branch: str | None, *, files=(), directories=
         out.comment = (data.get("comment") or {}).get("body")
     for i, label in enumerate(elsewhere):
         other, _, path = label.partition(":")
+        if f"x{i}" in refused:  # as external_consumers says a refusal: a warning of the check, not its failure
+            out.elsewhere[label] = f"GitHub answered {refused[f'x{i}']} reading it at the default branch of {other}"
+            continue
         entry = ((((data.get(f"x{i}") or {}).get("defaultBranchRef") or {}).get("target") or {}).get("file"))
         out.elsewhere[label] = _file_bytes(client, other, path, None, entry)
     return out
 
 
-def _partial(client, query: str, variables: dict) -> dict:
-    """The request's `data`, with whatever parts resolved; a request that resolved nothing is
-    raised as GitHub's error (as PyGithub's graphql_query does), under the client's retry policy."""
+def _partial(client, query: str, variables: dict) -> tuple[dict, dict[str, str]]:
+    """The request's `data`, with whatever parts resolved, and the other repositories' aliases
+    (`x0`...) GitHub refused, with the error's type. A request that resolved nothing, or any other
+    refusal, is raised as GitHub's error (as PyGithub's graphql_query does), under the client's
+    retry policy."""
     requester = client.gh.requester
 
     def send():
@@ -134,17 +142,23 @@ def _partial(client, query: str, variables: dict) -> dict:
         errors = body.get("errors") or []
         if body.get("data") is None and len(errors) == 1 and errors[0].get("type") == "NOT_FOUND":
             raise UnknownObjectException(404, body, headers, errors[0].get("message"))
-        if body.get("data") is None or any(e.get("type") != "NOT_FOUND" for e in errors):
-            # refused (FORBIDDEN: no contents permission), rate limited, or a query GitHub rejects:
-            # never read as "the file is not there"
-            raise GithubException(400, body, headers)
-        return body["data"]
+        refused = {}
+        for error in errors:
+            if error.get("type") == "NOT_FOUND":
+                continue  # that part is not there
+            where = str((error.get("path") or [""])[0])
+            if body.get("data") is None or not _ELSEWHERE.fullmatch(where):
+                # refused (FORBIDDEN: no contents permission), rate limited, or a query GitHub
+                # rejects: never read as "the file is not there"
+                raise GithubException(400, body, headers)
+            refused[where] = str(error.get("type") or "an error")
+        return body["data"], refused
 
     try:
         return client.call("POST", "/graphql", send, idempotent=True)  # a read: safe to send again
     except GitHubError as exc:
         if exc.status == 404:
-            return {}  # a repository this installation cannot read: nothing found
+            return {}, {}  # a repository this installation cannot read: nothing found
         raise
 
 

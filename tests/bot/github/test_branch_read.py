@@ -121,3 +121,30 @@ def test_a_tree_from_a_read_knows_its_listed_directories_and_asks_only_for_the_r
     assert tree.read("tests/ci/run_suite.py") == b"SUITES = {}\n"  # outside what was listed: by name
     assert tree.read(".github/workflows/sub/deep.yml") == b"name: deep\n"
     assert _calls(sim)[before:] == ["graphql", "graphql"]
+
+
+def test_a_refusal_of_another_repository_is_its_reason_and_any_other_refusal_is_raised():
+    """GitHub answers a part it refuses with null and an error beside the rest: for another
+    repository's file (an external consumer) that is why it could not be read, as
+    external_consumers says it (a warning of the check); anywhere else it fails the request."""
+    from types import SimpleNamespace
+
+    from bot.github.branch_read import read_branch
+
+    def client_answering(body):
+        requester = SimpleNamespace(graphql_url="/graphql", requestJsonAndCheck=lambda *a, **k: ({}, body))
+        return SimpleNamespace(gh=SimpleNamespace(requester=requester), call=lambda method, endpoint, fn, **kw: fn(),
+                               _branch_seen={})
+
+    commit = {"ref": {"name": "main", "target": {"oid": "c" * 40, "f0": None}}}
+    body = {"data": {"repository": commit, "x0": None},
+            "errors": [{"type": "FORBIDDEN", "path": ["x0"], "message": "SAML enforcement"}]}
+    read = read_branch(client_answering(body), "radixark/miles", None, files=["cfg.yml"],
+                       elsewhere=["sgl-project/sglang:.github/workflows/amd.yml"])
+    assert read.commit == "c" * 40 and read.files == {"cfg.yml": None}
+    assert read.elsewhere == {"sgl-project/sglang:.github/workflows/amd.yml":
+                              "GitHub answered FORBIDDEN reading it at the default branch of sgl-project/sglang"}
+    body["errors"] = [{"type": "FORBIDDEN", "path": ["repository", "ref"], "message": "no"}]
+    with pytest.raises(Exception) as refused:
+        read_branch(client_answering(body), "radixark/miles", None, files=["cfg.yml"])
+    assert getattr(refused.value, "status", None) == 400
