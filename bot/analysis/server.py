@@ -215,7 +215,8 @@ def _preload() -> None:
     import checks.calibration.shards  # noqa: F401 - imported by the engine on its first check
     import checks.reporting.pr_summary  # noqa: F401
     import symtable  # noqa: F401
-    # What a PR check and a /run-rocm selection import on their way (function-level imports: the
+    # What a PR check and a /run-rocm selection (bot.ondemand.selection, imported by name as the
+    # job's engine: it imports this package) import on their way (function-level imports: the
     # command line loads them only when it needs them). A child that imports them pays for it at
     # every check: a tenth of a warm check's analysis (issue 38). tests/bot/analysis pins that a
     # check in a preloaded process imports nothing.
@@ -227,7 +228,6 @@ def _preload() -> None:
     import checks.target.runner_policy  # noqa: F401
     import checks.target.target_ci  # noqa: F401
     import checks.target.timeout_model  # noqa: F401
-    import bot.ondemand.selection  # noqa: F401 - a /run-rocm's engine
     import checks.calibration.durations_index  # noqa: F401 - a check with stored durations
     import checks.calibration.policy  # noqa: F401
 

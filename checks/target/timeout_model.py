@@ -170,10 +170,10 @@ def _cached_model(source: bytes | str | None, where: str, cache) -> TimeoutModel
     25 KB module whose parse was a fifth of what `calibrate` adds to a warm check."""
     if cache is None or not source:
         return read_timeout_model(source, where)
-    from checks.scanning.tree import git_blob_sha
+    import hashlib
 
     data = source.encode("utf-8") if isinstance(source, str) else source
-    key = f"timeout-model:{_reader_version()}:{git_blob_sha(data)}:{where}"
+    key = f"timeout-model:{_reader_version()}:{hashlib.sha256(data).hexdigest()[:32]}:{where}"
     try:
         kept = cache.get_many([key]).get(key)
     except Exception:  # noqa: BLE001 - a cache: read the module instead
