@@ -6,6 +6,7 @@ import time
 
 from bot.github.branch_read import SYMLINK_MODE
 from checks.scanning.tree import MAX_LINK_BYTES, git_blob_sha, resolve_link
+from checks.workflows.runs import consumer_label
 
 # An external consumer's workflow is read again (conditionally, by ETag) after this many seconds:
 # it runs nightly in another repository, so minutes of delay cost nothing, while reading it for
@@ -193,7 +194,7 @@ def prefetch_trees(pairs) -> None:
 def consumer_labels(config) -> list[str]:
     """`owner/repo:path` of each configured external consumer whose workflow is read (`consumers:`
     entries without `suites:`, the hand-typed form has nothing to read)."""
-    return list(dict.fromkeys(f"{c.repository}:{c.workflow}" for c in config.consumers if c.suites is None))
+    return list(dict.fromkeys(consumer_label(c) for c in config.consumers if c.suites is None))
 
 
 def kept_consumer(client, label: str):

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from github import GithubException, UnknownObjectException
 
 from bot.github.retry import GitHubError
-from checks.scanning.tree import git_blob_sha
 
 SYMLINK_MODE = 0o120000
 _ELSEWHERE = re.compile(r"x\d+")  # the aliases of other repositories' files
@@ -40,7 +39,6 @@ class BranchRead:
     installation (then nothing else of that repository was found either)."""
 
     commit: str | None = None
-    branch: str | None = None  # the branch's name (the default branch's, when none was named)
     files: dict[str, bytes | None] = field(default_factory=dict)  # at `commit`; None: absent or not a file
     # at `commit`: directory ("" the root) -> {path: (blob sha, mode)} of its files (one level); None: no such directory
     directories: dict[str, dict[str, tuple[str, int]] | None] = field(default_factory=dict)
@@ -53,8 +51,9 @@ class BranchRead:
 def read_branch(client, repo: str, branch: str | None, *, files=(), directories=(), listings=(), at=(),
                 comment: str | None = None, elsewhere=()) -> BranchRead:
     """One GraphQL request: `files`, `directories` (their files' texts too) and `listings` (names
-    only; "" is the root) of `branch` (None: the default branch) at the commit it points to now, the blobs `at` other commits ("<sha>:<path>"), the issue comment whose
-    node ID is `comment`, and `elsewhere` ("owner/repo:path", each at its repository's default branch).
+    only; "" is the root) of `branch` (None: the default branch) at the commit it points to now,
+    the blobs `at` other commits ("<sha>:<path>"), the issue comment whose node ID is `comment`,
+    and `elsewhere` ("owner/repo:path", each at its repository's default branch).
 
     Texts that came whole land in the blob cache (a directory's entries too, so their reads later
     cost nothing). A file that did not come whole (binary, cut) is read from its blob, as
@@ -106,7 +105,7 @@ def read_branch(client, repo: str, branch: str | None, *, files=(), directories=
     ref_data = found.get("ref") or {}
     commit = ref_data.get("target") or {}
     if commit.get("oid"):
-        out.commit, out.branch = commit["oid"], ref_data.get("name") or branch
+        out.commit = commit["oid"]
         client._branch_seen[(repo, branch)] = out.commit
         if ref_data.get("name"):
             client._branch_seen[(repo, ref_data["name"])] = out.commit
@@ -175,17 +174,10 @@ def _file_bytes(client, repo: str, path: str, commit: str | None, entry: dict | 
 
 
 def _whole(client, blob: dict | None) -> bytes | None:
-    """A blob's text when GitHub gave it whole and exact (then cached), else None."""
+    """A blob's text when GitHub gave it whole and exact (then cached), else None: no REST read."""
     if not blob or not blob.get("oid") or "isTruncated" not in blob:
         return None
-    text = blob.get("text")
-    if not isinstance(text, str) or blob.get("isBinary") or blob.get("isTruncated"):
-        return None
-    data = text.encode("utf-8")
-    if git_blob_sha(data) != blob["oid"]:
-        return None
-    client.github.blobs.put(blob["oid"], data)
-    return data
+    return client._exact_text(blob)
 
 
 def _entries(client, tree: dict | None) -> dict[str, tuple[str, int]] | None:

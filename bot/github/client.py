@@ -32,7 +32,7 @@ from github import Auth, Github, GithubException
 from github.ContentFile import ContentFile
 
 from bot.infra import metrics
-from bot.github import transport
+from bot.github import branch_read, transport
 from bot.github.auth import AppAuth
 from bot.github.retry import GitHubError, RateLimited, RetryPolicy, TransientError, is_retryable_status, rate_limit_wait
 from bot.github.transport import API_VERSION, USER_AGENT
@@ -567,15 +567,21 @@ class InstallationClient:
 
     def _blob_bytes(self, repo: str, obj: dict) -> bytes:
         """A GraphQL Blob's bytes ({oid, isBinary, isTruncated, text}): its text when GitHub gave it
-        whole and exact (then kept in the blob cache), else read from its blob over REST. A cut text
-        teaches this process where GitHub cuts (graphql_cut)."""
+        whole and exact (_exact_text), else read from its blob over REST."""
+        data_bytes = self._exact_text(obj)
+        return data_bytes if data_bytes is not None else self.blob(repo, obj["oid"])
+
+    def _exact_text(self, obj: dict) -> bytes | None:
+        """A GraphQL Blob's text as bytes when GitHub gave it whole and exact (then kept in the blob
+        cache), else None: binary, cut (which teaches this process where GitHub cuts, graphql_cut),
+        or text whose git blob SHA is not the oid (invalid UTF-8)."""
         oid, text = obj["oid"], obj.get("text")
         data_bytes = text.encode("utf-8") if isinstance(text, str) else None
         if obj.get("isTruncated") and data_bytes is not None:
             cut = self.github.graphql_cut
             self.github.graphql_cut = len(data_bytes) if cut is None else min(cut, len(data_bytes))
         if data_bytes is None or obj.get("isBinary") or obj.get("isTruncated") or git_blob_sha(data_bytes) != oid:
-            return self.blob(repo, oid)
+            return None
         self.github.blobs.put(oid, data_bytes)
         return data_bytes
 
@@ -623,9 +629,7 @@ class InstallationClient:
 
     def read_branch(self, repo: str, branch: str | None, **what):
         """bot.github.branch_read.read_branch: a branch at one commit, and more, in one GraphQL request."""
-        from bot.github.branch_read import read_branch
-
-        return read_branch(self, repo, branch, **what)
+        return branch_read.read_branch(self, repo, branch, **what)
 
     def pull_files(self, repo: str, number: int, expected: int | None = None) -> list[dict]:
         return self.paginate(f"/repos/{repo}/pulls/{number}/files", "/repos/{owner}/{repo}/pulls/{pull_number}/files",

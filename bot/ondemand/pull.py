@@ -44,8 +44,9 @@ class ReadAhead:
 
     @classmethod
     def of(cls, config: Config) -> "ReadAhead":
-        p = config.paths
-        return cls(tuple(sorted({p.register_module, p.suites_module, p.labels_module})), p.workflows_dir.rstrip("/"),
+        from checks.engine import contract_paths
+
+        return cls(tuple(sorted(contract_paths(config) - {CONFIG_PATH})), config.paths.workflows_dir.rstrip("/"),
                    tuple(consumer_labels(config)))
 
     @classmethod

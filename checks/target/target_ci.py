@@ -25,7 +25,7 @@ from checks.target.hardware import hardware_for_labels
 from checks.limits import Budget
 from checks.model import Backend
 from checks.target.runner_policy import LabelPolicy, read_label_policy
-from checks.workflows.runs import _given, _label, is_workflow_path
+from checks.workflows.runs import _given, consumer_label, is_workflow_path
 
 _SKIPPED = "its jobs are not read, so an on-demand run of the suites it runs cannot copy them"
 
@@ -71,10 +71,10 @@ def external_workflows(config: Config, consumers_from: dict | None) -> tuple[dic
     for consumer in config.consumers:  # a local copy (`--consumers-from ./x.yml`) under the consumer's name
         if consumer.suites is None:
             found = _given(consumer, given)
-            if found is not None and found[0] != _label(consumer):
-                given[_label(consumer)] = given.pop(found[0])
+            if found is not None and found[0] != consumer_label(consumer):
+                given[consumer_label(consumer)] = given.pop(found[0])
             elif found is None:
-                unread[_label(consumer)] = NOT_GIVEN
+                unread[consumer_label(consumer)] = NOT_GIVEN
     for label, data in given.items():
         text = _text(data)
         if text is None:

@@ -638,14 +638,16 @@ def _call(caller: _Workflow, job: _Job, callee: _Workflow, budget: Budget, out: 
 
 
 # -- the repository's workflows and the configured external ones --------------------------------
-def _label(consumer: Consumer) -> str:
+def consumer_label(consumer: Consumer) -> str:
+    """`owner/repo:path`: how an external consumer's workflow is named wherever a copy of it is
+    handed over (`consumers_from`, the App's read of it, the CLI's --consumers-from)."""
     return f"{consumer.repository}:{consumer.workflow}"
 
 
 def _given(consumer: Consumer, consumers_from: dict) -> tuple[str, object] | None:
     """The copy of an external consumer's workflow the caller gave: by `owner/repo:path`, else
     by the workflow's file name (`--consumers-from ./nightly-test-amd-miles-rocm720.yml`)."""
-    label = _label(consumer)
+    label = consumer_label(consumer)
     if label in consumers_from:
         return label, consumers_from[label]
     name = consumer.workflow.rsplit("/", 1)[-1]
@@ -814,7 +816,7 @@ def read_consumers(tree, config: Config, workflow_paths: list[str], budget: Budg
     uses = _uses_of(workflows, budget)
     used_keys: set[str] = set()
     for consumer in config.consumers:
-        label = _label(consumer)
+        label = consumer_label(consumer)
         if consumer.suites is not None:  # the hand-typed form (kept for existing configurations)
             for suite in consumer.suites:
                 # what the typed list does not say (backend, cadence) is unknown, never assumed

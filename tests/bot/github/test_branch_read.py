@@ -48,7 +48,7 @@ def test_everything_a_command_reads_first_comes_in_one_request(world):
                               elsewhere=["sgl-project/sglang:.github/workflows/amd.yml",
                                          "sgl-project/sglang:.github/workflows/none.yml", "radixark/private:x.yml"])
     assert _calls(sim) == ["graphql"]
-    assert (read.commit, read.branch) == (main, "main")
+    assert read.commit == main  # and by the branch's name: branch_head(repo, "main") below
     assert read.files == {"cfg.yml": b"a: 1\n", "tests/ci/run_suite.py": b"SUITES = {}\n", "nope.yml": None}
     # one level, files only (the subdirectory is not one of its files), with their modes
     assert read.directories == {
