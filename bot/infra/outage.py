@@ -128,9 +128,22 @@ class Outage:
         return self._wait
 
     def due(self) -> bool:
-        """Whether a periodic caller (the scheduler, the reconciler) should try now: always while it
-        answers, and once per backoff step during an outage."""
-        return self._since is None or time.monotonic() >= self._next_try
+        """Whether this caller should try now: always while it answers; during an outage, the first
+        caller once each backoff step has passed, and no other until that try has failed or answered.
+
+        The step is the process's, not each thread's: a worker with four threads, a scheduler and a
+        heartbeat makes one try a step against a server that is down, not one each. (Each try
+        claims the step: the others wait `wait_s()` and ask again.)"""
+        if self._since is None:
+            return True
+        now = time.monotonic()
+        with self._lock:
+            if self._since is None:
+                return True
+            if now < self._next_try:
+                return False
+            self._next_try = now + self._wait  # claimed: the others wait for this try's outcome
+            return True
 
 
 def _short(exc: BaseException) -> str:

@@ -468,7 +468,11 @@ class _WakingWorker(Worker):
 
     def loop(self, now=None):
         # huey's Worker.loop, with the failed read told by the outage tracker; a job this process
-        # parked (JobQueue.park) whose installation has a thread free again comes first.
+        # parked (JobQueue.park) whose installation has a thread free again comes first. While the
+        # queue is down, one reader of this process tries it per backoff step; the others wait.
+        if not outage.QUEUE.due():
+            self._pause()
+            return
         try:
             task = self.huey.take_parked() or self.huey.dequeue()
         except Exception as exc:
@@ -729,6 +733,10 @@ class JobQueue(Huey):
             with self._held_lock:
                 unacked = list(self._unacked)
             time.sleep(min(1.0, self.storage.lease_s / 3) if unacked else max(0.2, self.storage.lease_s / 3))
+            with self._held_lock:
+                idle = not self._unacked and not self._held
+            if idle or not outage.QUEUE.due():  # nothing to write, or down and another reader tries this step
+                continue
             for claim_id in unacked:
                 try:
                     self.storage.ack(claim_id)
@@ -743,8 +751,10 @@ class JobQueue(Huey):
             if held:
                 try:
                     self.storage.extend(held, time.time() + self.storage.lease_s)
-                except Exception:  # the next beat tries again; a missed one only risks a re-run
-                    pass
+                except Exception as exc:  # the next beat tries again; a missed one only risks a re-run
+                    outage.QUEUE.failed(exc)
+                else:
+                    outage.QUEUE.answered()
 
     # -- producer side ---------------------------------------------------------------------------
     def enqueue_delivery(self, delivery_id: str, event: str, body: bytes) -> bool:

@@ -477,34 +477,43 @@ def _age_s(when) -> float:
     return (dt.datetime.now(dt.timezone.utc) - when).total_seconds()
 
 
+def _reconcile_passes(runtime: Runtime) -> None:
+    """One pass of each periodic duty; a store found down ends the round (the next step tries it)."""
+    try:
+        reconcile(runtime)
+        outage.STORE.answered()
+    except Exception as exc:
+        if outage.STORE.failed(exc):
+            return
+        log.warning("reconciler pass failed", error=_short(exc))
+    try:
+        from bot.ondemand.housekeeping import sweep_expired
+        from bot.store import service as store
+
+        sweep_expired(runtime.github, runtime.settings.database_url, store.installation_for)
+    except Exception as exc:
+        if outage.STORE.failed(exc):
+            return
+        log.warning("on-demand expiry pass failed", error=_short(exc))
+    try:
+        from bot.worker.calibration_pr import sweep
+
+        sweep(runtime.github, runtime.settings.database_url)  # each repository's calibration PR when due
+    except Exception as exc:
+        if not outage.STORE.failed(exc):
+            log.warning("calibration pass failed", error=_short(exc))
+
+
 def start_reconciler(runtime: Runtime, stop: threading.Event | None = None) -> threading.Thread:
     """At worker start, then every CI_REGISTRAR_RECONCILE_EVERY_S (5 min)."""
     stop = stop or threading.Event()
 
     def loop():
         while True:
-            # A store that does not answer is told once (bot/infra/outage.py), not by each pass.
-            try:
-                reconcile(runtime)
-                outage.STORE.answered()
-            except Exception as exc:
-                if not outage.STORE.failed(exc):
-                    log.warning("reconciler pass failed", error=_short(exc))
-            try:
-                from bot.ondemand.housekeeping import sweep_expired
-                from bot.store import service as store
-
-                sweep_expired(runtime.github, runtime.settings.database_url, store.installation_for)
-            except Exception as exc:
-                if not outage.STORE.failed(exc):
-                    log.warning("on-demand expiry pass failed", error=_short(exc))
-            try:
-                from bot.worker.calibration_pr import sweep
-
-                sweep(runtime.github, runtime.settings.database_url)  # each repository's calibration PR when due
-            except Exception as exc:
-                if not outage.STORE.failed(exc):
-                    log.warning("calibration pass failed", error=_short(exc))
+            # A store that does not answer is tried once per backoff step of the process (its jobs'
+            # reads count too), not at every pass, and told once (bot/infra/outage.py).
+            if outage.STORE.due():
+                _reconcile_passes(runtime)
             if stop.wait(reconcile_every_s()):
                 return
 
