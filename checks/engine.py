@@ -111,8 +111,7 @@ def discover(paths, config: Config, contract: Contract | None = None) -> list[st
 
 
 def contract_paths(config: Config) -> set[str]:
-    p = config.paths
-    return {p.register_module, p.suites_module, p.labels_module, CONFIG_PATH}
+    return {*config.paths.contract_modules(), CONFIG_PATH}
 
 
 def _scan(ctx: Context, tree, paths: list[str], exact_paths: set[str] | frozenset = frozenset(), prefetch: bool = True) -> None:
@@ -447,7 +446,7 @@ def _read_ahead(head, base, changed, config: Config) -> None:
     """
     from checks.scanning.tree import prefetch
 
-    contract = sorted(contract_paths(config) - {CONFIG_PATH})
+    contract = config.paths.contract_modules()
     head_paths = list(head.paths())
     workflows = [p for p in head_paths if is_workflow_path(p, config)]
     if base is None or changed is None:

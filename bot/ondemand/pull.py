@@ -44,9 +44,7 @@ class ReadAhead:
 
     @classmethod
     def of(cls, config: Config) -> "ReadAhead":
-        from checks.engine import contract_paths
-
-        return cls(tuple(sorted(contract_paths(config) - {CONFIG_PATH})), config.paths.workflows_dir.rstrip("/"),
+        return cls(tuple(config.paths.contract_modules()), config.paths.workflows_dir.rstrip("/"),
                    tuple(consumer_labels(config)))
 
     @classmethod

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from checks.config.schema import CONFIG_PATH, Config, Dispatch
+from checks.config.schema import Config, Dispatch
 from checks.target.contract import Contract, read_contract
 from checks.target.dispatch_plan import NoRunner, RunPlan, plan
-from checks.engine import Context, _scan, contract_paths, discover
+from checks.engine import Context, _scan, discover
 from checks.limits import Budget, Limits
 from checks.model import Backend, Registration
 from checks.wording import did_you_mean
@@ -195,7 +195,7 @@ def _read_ahead(head, base, config: Config) -> None:
     from checks.scanning.tree import prefetch
     from checks.workflows.runs import is_workflow_path
 
-    contract = sorted(contract_paths(config) - {CONFIG_PATH})
+    contract = config.paths.contract_modules()
     pairs = [(head, contract)]
     if base is not None:
         # an unlisted base (bot.analysis.sources.GitHubTree.from_read) came with its workflows read

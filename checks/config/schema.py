@@ -50,6 +50,11 @@ class Paths(_Struct):
     discovery: list["DiscoveryRoot"] = msgspec.field(default_factory=list)
     workflows_dir: str = ".github/workflows"
 
+    def contract_modules(self) -> list[str]:
+        """The Python modules that declare the contract (the register functions, the suites, the
+        labels), sorted: what every check reads besides the configuration and the test files."""
+        return sorted({self.register_module, self.suites_module, self.labels_module})
+
 
 class DiscoveryRoot(_Struct):
     root: str

@@ -318,7 +318,7 @@ def build(ctx, base_ctx, changed: dict[str, str | None], report_regs: list[Regis
     from checks.workflows.runs import is_workflow_path
 
     config = ctx.config
-    inventories = {config.paths.suites_module, config.paths.register_module, config.paths.labels_module}
+    inventories = set(config.paths.contract_modules())
     summary = PrSummary(True, [])
     head_paths = set(head.paths())
 
