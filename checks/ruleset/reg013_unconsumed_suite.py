@@ -23,7 +23,8 @@ It is read from how every suite runs at this revision (checks/target/suite_runs.
 revision's workflows or of its configured consumers that runs the suite with the registration's
 backend (`--hw`), and for a `nightly=True` registration admits nightly registrations (`--nightly`,
 `--cadence nightly|weekly|release`, or a flag decided at run time), or a workflow that runs the file itself (`python3 file.py`, or pytest on the
-file, its directory or a glob), means the test runs. Where a consumer could not be read (an
+file, its directory or a glob), means the test runs. A command in a shell comment (`# python3 run_suite.py
+--suite x`) runs nothing and counts for nothing. Where a consumer could not be read (an
 external workflow not given: REG017; a workflow not read whole: REG902) nothing is said: it may
 be the job that runs it. A disabled registration is not judged.
 

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from checks.workflows.expressions import UNKNOWN, Scope, substitute
+from checks.workflows.shellcode import shell_code
 
 DATE, VERSION = "{date}", "{version}"
 # NAME= at the start of a command: a line's start, after `;`, `&&`, `||`, `then`, `else`, `do`,
@@ -95,7 +96,7 @@ class Shell:
     """The assignments of one script, to resolve `${NAME}` the way the script's default path does."""
 
     def __init__(self, text: str, scope: Scope | None = None, preset: dict[str, str] | None = None):
-        self.text = text
+        self.text = text = shell_code(text)  # a commented-out assignment or GITHUB_ENV write is not made
         self.scope = scope or Scope()
         values, defaults, days = _assignments(text)  # one parse per distinct script (a job's rows share it)
         self.values: dict[str, list[str]] = {k: list(v) for k, v in values.items()}

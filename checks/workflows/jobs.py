@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from checks.config import yamlload
 from checks.workflows.images import ImageRule, Shell, rule_from_image, start_script_rule
 from checks.workflows.expressions import UNKNOWN, Scope, substitute, substitute_known
+from checks.workflows.shellcode import shell_code
 from checks.workflows.runs import NIGHTLY_CADENCES, _rows, _same_script
 
 GITHUB_DEFAULT_TIMEOUT_MINUTES = 360
@@ -510,6 +511,7 @@ class _Reader:
                 run = step.get("run")
                 if not isinstance(run, str):
                     continue
+                run = shell_code(run)  # what the step runs: a command or script named in a comment is not run
                 shell = self._step_shell(step, scope, {**{k: v for k, v in scope.env.items() if isinstance(v, str)}, **written_env})
                 for name in shell.writes():
                     value = shell.written(name)

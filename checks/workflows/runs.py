@@ -45,6 +45,7 @@ from checks.limits import Budget
 from checks.model import code, Finding, Span
 from checks.ruleset.reading import reg017_external_consumer_unread as reg017
 from checks.ruleset.reading import reg901_unreadable_contract as reg901
+from checks.workflows.shellcode import shell_code
 
 GITHUB_DEFAULT_TIMEOUT_MINUTES = 360
 NIGHTLY_CADENCES = frozenset({"nightly", "weekly", "release"})  # cadences that admit nightly=True registrations
@@ -188,6 +189,7 @@ def _expand_shell(line: str, values: dict[str, list[str]]) -> str:
 def _invocations(piece: str, runner: str = DEFAULT_RUNNER) -> list[_Invocation]:
     if "--suite" not in piece:
         return []
+    piece = shell_code(piece)  # a command commented out, or `--suite` in a note, runs nothing
     out = []
     lines = piece.replace("\\\r\n", " ").replace("\\\n", " ").split("\n")
     values = _shell_values(lines) if "=" in piece else {}
@@ -739,6 +741,7 @@ def _direct_runs(path: str, text: str, runner_dir: str, out: dict[str, str]) -> 
     if ".py" not in text and "pytest" not in text:
         return
     for number, line in _logical_lines(text):
+        line = shell_code(line)  # a YAML or shell comment runs nothing (a quote ends at its line here)
         found = [m.group(1).removeprefix("./") for m in _DIRECT_RUN.finditer(line)]
         m = _PYTEST.search(line)
         if m:
