@@ -547,7 +547,9 @@ class _Reader:
         if "--custom-image" in args:
             return rule_from_image(args["--custom-image"], shell.days, wf.path)
         script_path = m.group(1).removeprefix("./")
-        text = self.read_script(script_path) if self.read_script else None
+        # read_script reads this repository's tree: another repository's workflow (a consumer)
+        # starts its own script, which is not here, so its lookup is unknown rather than ours
+        text = self.read_script(script_path) if self.read_script and not wf.external else None
         if text is None:
             return None
         return start_script_rule(text, script_path, args, self.arch_of(pool or ()), scope)

@@ -203,3 +203,19 @@ def test_calibration_hardware_comes_from_the_pool_unless_configured(sglang):
         '    "*mi35x*": MI355X\n', f'    "*mi35x*": MI355X\n    "{mi300[0]}": MI355X\n'))
     ctx, _, _ = build_context(DirectoryTree(SGLANG), config, Budget())
     assert hardware_for_suite(mi300[0], ctx.config.calibration) == "MI355X"
+
+
+def test_another_repositorys_start_script_is_not_read_from_this_tree():
+    """A consumer in another repository starts its own container script: read from this tree, a
+    script at the same path would give that job this repository's image."""
+    from checks.workflows.jobs import read_suite_jobs
+
+    workflow = ("on: {schedule: [{cron: '1 1 * * *'}]}\njobs:\n  j:\n    runs-on: linux-mi35x-gpu-8\n    steps:\n"
+                "      - run: bash scripts/ci/amd/amd_ci_start_container.sh\n"
+                "      - run: python3 tests/ci/run_suite.py --hw rocm --suite nightly-x-8-gpu-mi350 --cadence nightly\n")
+    reads = []
+    own = read_suite_jobs({".github/workflows/n.yml": workflow}, runner="run_suite", read_script=reads.append)
+    assert reads == ["scripts/ci/amd/amd_ci_start_container.sh"] and [j.suite for j in own] == ["nightly-x-8-gpu-mi350"]
+    reads.clear()
+    theirs = read_suite_jobs({}, {"o/r:.github/workflows/n.yml": workflow}, runner="run_suite", read_script=reads.append)
+    assert reads == [] and [j.suite for j in theirs] == ["nightly-x-8-gpu-mi350"] and theirs[0].image is None

@@ -73,3 +73,4 @@ def test_a_commented_write_or_assignment_is_not_made():
     shell = Shell('# echo "X=old" >> $GITHUB_ENV\necho "X=new" >> $GITHUB_ENV\n# Y=1\nY=2 # Y=3\n')
     assert shell.written("X") == "new" and shell.writes() == ["X"]
     assert shell.variable("Y") == "2"
+
