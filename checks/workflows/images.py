@@ -74,9 +74,7 @@ def _assignments(text: str) -> tuple[dict, dict, int]:
     lines = text.replace("\\\n", " ").split("\n")
     guards: list[str | None] = []  # per open `if`: the variable it tests for emptiness
     for line in lines:
-        stripped = line.strip()
-        if stripped.startswith("#"):
-            continue
+        stripped = line.strip()  # `text` is shell_code (Shell): no comments
         empty_test = _EMPTY_TEST.search(line)
         if re.match(r"(?:el)?if\b", stripped) and not re.search(r"\bfi\s*;?\s*$", stripped):
             if stripped.startswith("elif") and guards:

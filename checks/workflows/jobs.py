@@ -194,8 +194,7 @@ def _line_of(wf: _Workflow, job_id: str, needle: str) -> int:
             break
     word = re.compile(r"(?<![\w-])" + re.escape(needle) + r"(?![\w-])")
     for i in range(start, len(wf.lines)):
-        line = wf.lines[i]
-        if not line.lstrip().startswith("#") and word.search(line):
+        if word.search(shell_code(wf.lines[i])):
             return i + 1
     return start + 1
 
@@ -376,7 +375,7 @@ def _install_lines(run: str) -> list[str]:
     out = []
     for line in run.replace("\\\n", " ").split("\n"):
         stripped = line.strip()
-        if not stripped or stripped.startswith("#") or not _INSTALL.search(stripped):
+        if not stripped or not _INSTALL.search(stripped):  # `run` is shell_code: no comments
             continue
         for part in re.split(r"\s*&&\s*", stripped):
             part = part.strip()

@@ -282,7 +282,7 @@ def _rows(matrix) -> list[dict] | None:
 
 
 class _Positions:
-    """Where a suite name is first written: the first whole-word use outside a comment line.
+    """Where a suite name is first written: the first whole-word use outside a comment.
 
     One pass indexes every maximal run of word characters and dashes; a name made only of those
     is looked up in the index. Other names (rare: `--suite a.b`) are searched line by line, at
@@ -299,8 +299,8 @@ class _Positions:
         self._cache: dict[str, Span | None] = {}
         self._searches = 0
 
-    def _code(self, line: str) -> str | None:
-        return None if line.lstrip().startswith("#") else line.split(" #", 1)[0]
+    def _code(self, line: str) -> str:
+        return shell_code(line)  # a YAML or shell comment is not where a name is written
 
     def find(self, needle: str) -> Span | None:
         if needle in self._cache:
@@ -310,8 +310,6 @@ class _Positions:
                 index: dict[str, Span] = {}
                 for i, line in enumerate(self.lines):
                     code_part = self._code(line)
-                    if code_part is None:
-                        continue
                     for m in self._RUN.finditer(code_part):
                         index.setdefault(m.group(), Span(i + 1, m.start() + 1, i + 1, m.end() + 1))
                 self._index = index
@@ -329,12 +327,10 @@ class _Positions:
 
 
 def _line_of(lines: list[str], needle: str) -> Span | None:
-    """Where a suite name is written: the first whole-word use outside a comment line."""
+    """Where a suite name is written: the first whole-word use outside a comment."""
     word = re.compile(r"(?<![\w-])" + re.escape(needle) + r"(?![\w-])")
     for i, line in enumerate(lines):
-        if line.lstrip().startswith("#"):
-            continue
-        match = word.search(line.split(" #", 1)[0])
+        match = word.search(shell_code(line))
         if match:
             return Span(i + 1, match.start() + 1, i + 1, match.end() + 1)
     return None

@@ -32,6 +32,8 @@ def shell_code(script: str) -> str:
     """`script` without its comments; lines keep their numbers (a comment line becomes empty)."""
     if "#" not in script:
         return script
+    if "\n" not in script:  # one line (where a name is written): not worth a place in the cache
+        return _TOKEN.sub(_keep, script)
     return _code(script)
 
 

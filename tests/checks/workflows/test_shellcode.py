@@ -74,3 +74,11 @@ def test_a_commented_write_or_assignment_is_not_made():
     assert shell.written("X") == "new" and shell.writes() == ["X"]
     assert shell.variable("Y") == "2"
 
+
+
+def test_where_a_name_is_written_is_never_in_a_comment():
+    from checks.workflows.runs import _Positions, _line_of
+
+    lines = ["# nightly-a and a.b", "echo x  # nightly-a a.b", "echo 'run #1' nightly-a a.b"]
+    assert _Positions(lines).find("nightly-a").line == 3  # the index of plain names
+    assert _line_of(lines, "a.b").line == 3  # the line-by-line search of other names
