@@ -131,9 +131,7 @@ class BlobCache:
         try:
             handle = open(tmp, "wb")
         except FileNotFoundError:  # the folder was removed since (a cache cleaned by hand): made again
-            self._made.discard(folder)
             os.makedirs(folder, mode=0o700, exist_ok=True)
-            self._made.add(folder)
             handle = open(tmp, "wb")
         with handle:
             handle.write(data)

@@ -365,10 +365,6 @@ def dumps(facts: dict) -> str:
     return json.dumps(facts, separators=(",", ":"), allow_nan=False)
 
 
-def loads(text: str | bytes) -> dict:
-    return json.loads(text)
-
-
 def decode(text: str | bytes) -> dict | None:
     """Stored facts (their JSON text, as the App's registration index keeps them) as the engine
     reads them, by msgspec (half json's time); None when they are not a JSON object: a miss."""

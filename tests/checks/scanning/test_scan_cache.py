@@ -17,10 +17,10 @@ from checks.scanning.scan_cache import DiskScanCache
 from checks.scanning.scan_facts import (
     ENGINE_FACTS_VERSION,
     contract_fingerprint,
+    decode,
     dumps,
     from_facts,
     git_blob_sha,
-    loads,
     scan_key,
     to_facts,
 )
@@ -57,7 +57,7 @@ def test_facts_round_trip_every_kind_of_literal():
     contract = read_contract(MemoryTree(miles_tree()), Config())
     for path, text in SOURCES.items():
         scan = scan_file(path, text.encode(), contract, exact=True)
-        facts = loads(dumps(to_facts(scan)))
+        facts = decode(dumps(to_facts(scan)))
         again = from_facts(facts, path)
         assert again.registrations == scan.registrations, path
         assert again.findings == scan.findings, path

@@ -107,7 +107,7 @@ def test_a_fully_populated_scan_round_trips_field_for_field():
     reg = _populated(Registration, file=path, change=None, base=None, backend=Backend("tpu"))
     finding = _populated(Finding, file=path, fix=None, severity=Severity.NOTICE)
     scan = _populated(FileScan, path=path, registrations=[reg], findings=[finding], lines=[])
-    again = scan_facts.from_facts(scan_facts.loads(scan_facts.dumps(scan_facts.to_facts(scan))), path)
+    again = scan_facts.from_facts(scan_facts.decode(scan_facts.dumps(scan_facts.to_facts(scan))), path)
     for f in dataclasses.fields(FileScan):
         assert getattr(again, f.name) == getattr(scan, f.name), f"FileScan.{f.name} did not survive the facts"
     for cls, a, b in ((Registration, again.registrations[0], reg), (Finding, again.findings[0], finding)):
